@@ -1,0 +1,111 @@
+"""Public entry points: validate, center/weight, dispatch to a solver, assemble the result."""
+
+from __future__ import annotations
+
+from . import _compat
+from ._input import check_method, prepare
+from ._result import LstsqResult
+from ._solvers import SOLVERS
+from ._solvers._shared import dot, full_rank
+
+
+def _fit(problem, method, rcond, fit_intercept):
+    xp, X, Y, alpha = problem.xp, problem.X, problem.Y, problem.alpha
+    m, n = X.shape[-2:]
+    if min(m, n) == 0:
+        # As numpy.linalg.lstsq: zero coefficients, rank 0, the whole of y is residual.
+        coef = xp.zeros(tuple(X.shape[:-2]) + (n, Y.shape[-1]), dtype=X.dtype, device=_compat.device(X))
+        rank = full_rank(xp, X.shape[:-2], 0, X)
+        s = xp.zeros(tuple(X.shape[:-2]) + (0,), dtype=X.dtype, device=_compat.device(X))
+        s = s if method == "svd" else None
+    else:
+        coef, rank, s = SOLVERS[method](xp, X, Y, alpha, rcond)
+    resid = Y - dot(xp, X, coef)
+    rss = xp.sum(resid * resid, axis=-2)  # (..., k)
+    if fit_intercept:
+        intercept = (problem.y_offset - dot(xp, problem.x_offset, coef))[..., 0, :]
+    else:
+        intercept = xp.zeros_like(rss)
+    if problem.y_was_vector:
+        coef, intercept, rss = coef[..., 0], intercept[..., 0], rss[..., 0]
+    return LstsqResult(coef, intercept, rank, rss, s)
+
+
+def lstsq(X, y, /, *, method="auto", rcond=None, fit_intercept=False, sample_weight=None, check_finite=True):
+    """Least-squares solution of ``min_w sum_i sample_weight_i (y_i - x_i @ w - b)**2``.
+
+    Parameters
+    ----------
+    X : array, shape (m, n) or (..., m, n)
+        Design matrix, or a stack of them (solved independently, in one batched call).
+    y : array, shape (m,), (m, k), (..., m) or (..., m, k)
+        Targets.
+    method : {"auto", "normal", "qr", "svd"}
+        ``"normal"``: Cholesky on X^T X, fastest, error ~ eps*cond(X)**2. ``"qr"``: Householder
+        QR, error ~ eps*cond(X). ``"svd"``: minimum-norm solution via the pseudo-inverse, handles
+        any rank. ``"auto"``: the normal equations when a cheap condition estimate says they are
+        accurate, QR otherwise. Rank-deficient problems get the minimum-norm solution from every
+        method (normal and QR detect the deficiency and re-solve through an SVD).
+    rcond : float in [0, 1), optional
+        Relative cutoff for small singular values (and for the rank tests of normal/QR);
+        default ``eps * max(m, n)`` as ``numpy.linalg.lstsq``.
+    fit_intercept : bool
+        Fit an unpenalized intercept by centering X and y with their (weighted) means.
+    sample_weight : array, shape (m,) or (..., m), optional
+        Non-negative weights: weighted least squares.
+    check_finite : bool
+        Raise ``ValueError`` on NaN or infinity in the inputs (eager arrays only; under
+        ``jax.jit`` or on Dask nothing is read and NaN propagates to the result).
+
+    Returns
+    -------
+    LstsqResult
+        ``coef``, ``intercept``, ``rank``, ``rss`` and ``singular_values`` (``"svd"`` only),
+        in the namespace, on the device and in the float dtype of the inputs.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import lsq_backends as lsq
+    >>> t = np.array([1.0, 2.0, 3.0]); y = np.array([1.0, 2.0, 2.0])
+    >>> r = lsq.lstsq(t[:, None], y, fit_intercept=True)
+    >>> np.round([float(r.intercept), float(r.coef[0])], 6).tolist()
+    [0.666667, 0.5]
+    """
+    check_method(method, rcond)
+    problem = prepare(X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite)
+    return _fit(problem, method, rcond, fit_intercept)
+
+
+def ridge(X, y, /, alpha, *, method="auto", fit_intercept=True, sample_weight=None, check_finite=True):
+    """Ridge regression: ``min_w ||y - X w - b||^2 + alpha ||w||^2``, intercept b not penalized.
+
+    The penalty multiplies the plain sum of squares (scikit-learn's ``Ridge`` convention). For
+    the scaled objective ``(1/m) ||y - X w||^2 + lam ||w||^2`` pass ``alpha = m * lam``. With
+    ``sample_weight`` the data term is ``sum_i sample_weight_i (...)**2``.
+
+    Parameters
+    ----------
+    X, y, method, fit_intercept, sample_weight, check_finite
+        As in :func:`lstsq` (``"normal"`` solves ``(X^T X + alpha I) w = X^T y``, ``"qr"``
+        factors ``[X; sqrt(alpha) I]``, ``"svd"`` uses filter factors ``s / (s**2 + alpha)``).
+    alpha : float or array of shape (k,)
+        Non-negative penalty, or one penalty per target column of ``y``.
+
+    Returns
+    -------
+    LstsqResult
+        As :func:`lstsq`; ``rss`` excludes the penalty, ``rank`` is ``n`` for ``alpha > 0``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import lsq_backends as lsq
+    >>> X = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]); y = np.array([1.0, 2.0, 3.0])
+    >>> r = lsq.ridge(X, y, 1.0, fit_intercept=False)
+    >>> np.allclose((X.T @ X + np.eye(2)) @ r.coef, X.T @ y)
+    True
+    """
+    check_method(method, None)
+    problem = prepare(X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, alpha=alpha, ridge=True)
+    return _fit(problem, method, None, fit_intercept)

@@ -1,0 +1,214 @@
+"""The one module that knows about individual array libraries.
+
+Every solver is written against the Python array API standard. The standard lacks a few things a
+least-squares library needs (a triangular solve, a value-dependent branch that survives
+``jax.jit``, full-precision matrix products on GPUs), and some libraries deviate from it. Each
+branch below names the quirk it handles; every function ends in a standard fallback so that any
+other array-API library works, only more slowly.
+
+Nothing here imports JAX, PyTorch, CuPy or Dask at module level: a branch is taken only when the
+caller's arrays already come from that library, so the library is already imported.
+"""
+
+from __future__ import annotations
+
+import array_api_compat as _aac
+
+__all__ = [
+    "array_namespace",
+    "cholesky",
+    "cond",
+    "default_dtypes",
+    "device",
+    "is_lazy",
+    "matmul",
+    "qr",
+    "solve_triangular",
+    "svd",
+]
+
+device = _aac.device
+
+
+def array_namespace(*arrays):
+    """The namespace of the arrays, ignoring ``None`` and Python scalars."""
+    return _aac.array_namespace(*(a for a in arrays if a is not None and not isinstance(a, (int, float))))
+
+
+def is_lazy(x) -> bool:
+    """True for arrays whose values cannot be read without tracing/computing (JAX tracers, Dask)."""
+    return _aac.is_lazy_array(x)
+
+
+def default_dtypes(xp, dev):
+    """(default real float, default integer) of ``xp`` on ``dev``."""
+    info = xp.__array_namespace_info__()
+    try:
+        d = info.default_dtypes(device=dev)
+    except TypeError:  # some wrapped namespaces take no device argument
+        d = info.default_dtypes()
+    return d["real floating"], d["integral"]
+
+
+def matmul(xp, a, b):
+    """``a @ b`` at the full precision of the dtype.
+
+    Quirk: on GPUs and TPUs JAX multiplies float32 matrices in TF32/bfloat16 passes by default,
+    which destroys a Gram matrix (~3 correct digits). Ask for ``Precision.HIGHEST``.
+    """
+    if _aac.is_jax_namespace(xp):
+        import jax
+
+        return xp.matmul(a, b, precision=jax.lax.Precision.HIGHEST)
+    return xp.matmul(a, b)
+
+
+def _nan_like(xp, a):
+    return xp.full(a.shape, float("nan"), dtype=a.dtype, device=device(a))
+
+
+def _is_linalg_error(exc: BaseException) -> bool:
+    # numpy.linalg.LinAlgError (NumPy, CuPy, array-api-strict) and torch's _LinAlgError.
+    return any(t.__name__.endswith("LinAlgError") for t in type(exc).__mro__)
+
+
+def cholesky(xp, a):
+    """Lower Cholesky factor of the stack ``a``; NaN instead of an exception where it fails.
+
+    Callers check the diagonal of the factor (positive, finite) instead of catching exceptions,
+    which would not work under ``jax.jit`` and would differ across libraries.
+    """
+    if _aac.is_jax_namespace(xp):
+        # JAX already returns NaN for a matrix that is not positive definite.
+        return xp.linalg.cholesky(a)
+    if _aac.is_torch_namespace(xp):
+        # torch.linalg.cholesky raises; cholesky_ex reports failures per matrix without a sync.
+        import torch
+
+        L, info = torch.linalg.cholesky_ex(a)
+        return xp.where((info == 0)[..., None, None], L, _nan_like(xp, a))
+    if _aac.is_dask_namespace(xp):
+        # Quirk: dask's cholesky returns the UPPER factor, needs square chunks and raises inside
+        # compute() on failure. The Gram matrix is small: factor it as one block with NumPy.
+        a = a.rechunk({-2: -1, -1: -1})
+        return a.map_blocks(_numpy_safe_cholesky, dtype=a.dtype)
+    try:
+        # NumPy, CuPy and array-api-strict raise LinAlgError (CuPy returns NaN unless its
+        # errstate says 'raise'); the caller's diagonal check covers both.
+        return xp.linalg.cholesky(a)
+    except Exception as exc:  # noqa: BLE001 -- re-raised below unless it is a LinAlgError
+        if not _is_linalg_error(exc):
+            raise
+        return _nan_like(xp, a)
+
+
+def _numpy_safe_cholesky(a):
+    import numpy as np
+
+    try:
+        return np.linalg.cholesky(a)
+    except np.linalg.LinAlgError:
+        return np.full_like(a, np.nan)
+
+
+def _scipy_for(xp):
+    """The SciPy-like module that has ``solve_triangular`` for ``xp``, or None."""
+    if _aac.is_numpy_namespace(xp):
+        import scipy.linalg
+
+        return scipy.linalg
+    if _aac.is_jax_namespace(xp):
+        import jax.scipy.linalg
+
+        return jax.scipy.linalg
+    if _aac.is_cupy_namespace(xp):
+        import cupyx.scipy.linalg
+
+        return cupyx.scipy.linalg
+    return None
+
+
+def solve_triangular(xp, a, b, *, lower: bool):
+    """Solve ``a @ x = b`` for triangular stacks ``a`` (..., n, n) and ``b`` (..., n, k).
+
+    The standard has no triangular solve; each library's own is reached here.
+    """
+    if _aac.is_torch_namespace(xp):
+        # torch.linalg.solve_triangular needs a matrix right-hand side (b is always 2-D here).
+        import torch
+
+        return torch.linalg.solve_triangular(a, b, upper=not lower)
+    if _aac.is_dask_namespace(xp):
+        # dask.array.linalg.solve_triangular is 2-D only and needs matching square chunks;
+        # the triangle is small, so solve it as one block with SciPy.
+        a = a.rechunk({-2: -1, -1: -1})
+        b = b.rechunk({-2: -1, -1: -1})
+        return _dask_solve_triangular(a, b, lower)
+    sp = _scipy_for(xp)
+    if sp is not None and (a.ndim == 2 or not _aac.is_cupy_namespace(xp)):
+        # scipy (>= 1.15) and jax.scipy broadcast over stacks; cupyx's is 2-D only.
+        return sp.solve_triangular(a, b, lower=lower)
+    # Standard fallback: LU on a triangular matrix needs no row exchanges and is backward stable.
+    return xp.linalg.solve(a, b)
+
+
+def _dask_solve_triangular(a, b, lower):
+    import dask.array as da
+    import scipy.linalg
+
+    def block(a_blk, b_blk):
+        return scipy.linalg.solve_triangular(a_blk, b_blk, lower=lower)
+
+    ind = tuple(range(b.ndim))
+    return da.blockwise(block, ind, a, ind, b, ind, dtype=b.dtype, concatenate=True)
+
+
+def _dask_one_column_chunk(xp, x):
+    # Quirk: dask's qr/svd (TSQR) need a single chunk along the columns and are 2-D only.
+    if x.ndim != 2:
+        msg = "Dask arrays: only 2-D X is supported by the QR and SVD paths (no stacks)"
+        raise NotImplementedError(msg)
+    return x.rechunk({1: -1})
+
+
+def qr(xp, x):
+    """Reduced QR of the stack ``x`` (..., m, n) with m >= n: (Q (..., m, n), R (..., n, n))."""
+    if _aac.is_dask_namespace(xp):
+        x = _dask_one_column_chunk(xp, x)
+    q, r = xp.linalg.qr(x, mode="reduced")
+    return q, r
+
+
+def svd(xp, x):
+    """Thin SVD ``x = U @ diag(s) @ Vh`` of the stack ``x`` (..., m, n)."""
+    if _aac.is_dask_namespace(xp):
+        # Quirk: dask needs full_matrices=False and one chunk across the short dimension.
+        if x.shape[-2] < x.shape[-1]:
+            u, s, vh = xp.linalg.svd(_dask_one_column_chunk(xp, x.T).T.rechunk({0: -1}), full_matrices=False)
+            return u, s, vh
+        x = _dask_one_column_chunk(xp, x)
+    u, s, vh = xp.linalg.svd(x, full_matrices=False)
+    return u, s, vh
+
+
+def cond(xp, pred, true_fn, false_fn, operands):
+    """``true_fn(*operands)`` if the scalar boolean ``pred`` holds, else ``false_fn(*operands)``.
+
+    The value-dependent branch every robust solver needs (Cholesky failed, R is singular, X is
+    ill conditioned), made so that it never breaks tracing:
+
+    - JAX: ``lax.cond``, a traced branch; under ``jax.jit`` nothing leaves the device, under
+      ``vmap`` it becomes a select.
+    - Dask: both branches are built into the graph and selected with ``where``, so nothing is
+      computed before the user asks (each branch is then computed).
+    - Eager libraries (NumPy, CuPy, PyTorch, array-api-strict): one scalar is read to choose the
+      branch, the only device-to-host transfer in a fit (one boolean); only one branch runs.
+    """
+    if _aac.is_jax_namespace(xp):
+        import jax
+
+        return jax.lax.cond(pred, true_fn, false_fn, *operands)
+    if is_lazy(pred):
+        a, b = true_fn(*operands), false_fn(*operands)
+        return tuple(xp.where(pred, x, y) for x, y in zip(a, b))
+    return true_fn(*operands) if bool(pred) else false_fn(*operands)

@@ -1,0 +1,205 @@
+"""Input validation and preprocessing shared by every fit.
+
+Validation looks at shapes, dtypes and devices first, then (eagerly, when ``check_finite``) at
+values; all of it happens before any factorization starts. Value checks are skipped for lazy
+arrays (JAX tracers under ``jax.jit``, Dask graphs), where reading a value would force a
+computation or fail.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+import array_api_compat as _aac
+
+from . import _compat
+
+METHODS = ("auto", "normal", "qr", "svd")
+
+
+class Problem(NamedTuple):
+    """A validated problem, centered and weighted, ready for a solver."""
+
+    xp: Any
+    X: Any  # (..., m, n) centered and scaled by sqrt(sample_weight)
+    Y: Any  # (..., m, k), same treatment
+    alpha: Any  # None (least squares) or array (kα,) with kα in {1, k}
+    x_offset: Any  # (..., 1, n) or None
+    y_offset: Any  # (..., 1, k) or None
+    y_was_vector: bool
+
+
+def _as_array(xp, a, name, dev):
+    if _aac.is_array_api_obj(a):
+        return a
+    try:
+        return xp.asarray(a, device=dev)
+    except Exception as exc:
+        msg = f"{name} must be an array or convertible to one; got {type(a).__name__}"
+        raise TypeError(msg) from exc
+
+
+def _namespace(X, y, sample_weight):
+    named = {"X": X, "y": y, "sample_weight": sample_weight}
+    arrays = {k: v for k, v in named.items() if _aac.is_array_api_obj(v)}
+    if not arrays:
+        import numpy as np
+
+        return _compat.array_namespace(np.empty(0))
+    try:
+        return _compat.array_namespace(*arrays.values())
+    except TypeError as exc:
+        kinds = ", ".join(f"{k}: {type(v).__module__}.{type(v).__name__}" for k, v in arrays.items())
+        msg = f"X, y and sample_weight must come from one array library; got {kinds}"
+        raise TypeError(msg) from exc
+
+
+def _check_dtype(xp, a, name):
+    dt = a.dtype
+    if dt == xp.bool:
+        msg = f"{name} has a boolean dtype; least squares needs real numbers (cast it first)"
+        raise TypeError(msg)
+    if xp.isdtype(dt, "complex floating"):
+        msg = f"{name} is complex ({dt}); complex least squares is not supported"
+        raise TypeError(msg)
+    if not xp.isdtype(dt, ("real floating", "integral")):
+        msg = f"{name} must have a real numeric dtype; got {dt}"
+        raise TypeError(msg)
+
+
+def _check_finite(xp, a, name):
+    if a is None or _compat.is_lazy(a) or math.prod(a.shape) == 0:
+        return
+    if not bool(xp.all(xp.isfinite(a))):
+        msg = (
+            f"{name} contains NaN or infinity; remove those rows or pass check_finite=False "
+            "to skip this check (the result is then undefined)"
+        )
+        raise ValueError(msg)
+
+
+def _check_devices(arrays):
+    devs = {name: _compat.device(a) for name, a in arrays.items() if a is not None}
+    if len({repr(d) for d in devs.values()}) > 1:
+        where = ", ".join(f"{k} on {d!r}" for k, d in devs.items())
+        msg = f"X, y and sample_weight must be on one device; got {where}"
+        raise ValueError(msg)
+
+
+def check_method(method, rcond):
+    if method not in METHODS:
+        msg = f"method must be one of {', '.join(map(repr, METHODS))}; got {method!r}"
+        raise ValueError(msg)
+    if rcond is not None:
+        if isinstance(rcond, bool) or not isinstance(rcond, (int, float)) or not 0 <= rcond < 1:
+            msg = f"rcond must be None or a number in [0, 1); got {rcond!r}"
+            raise ValueError(msg)
+
+
+def _validate_alpha(xp, alpha, k, dtype, dev):
+    if _aac.is_array_api_obj(alpha):
+        if _compat.array_namespace(alpha) is not xp and not _aac.is_numpy_array(alpha):
+            msg = "alpha must come from the same array library as X"
+            raise TypeError(msg)
+        a = alpha
+    elif isinstance(alpha, bool) or not isinstance(alpha, (int, float)):
+        msg = f"alpha must be a non-negative number or a 1-D array of them; got {type(alpha).__name__}"
+        raise TypeError(msg)
+    else:
+        a = alpha
+    a = xp.asarray(a, dtype=dtype, device=dev) if not _aac.is_array_api_obj(a) or a.dtype != dtype else a
+    if a.ndim == 0:
+        a = xp.reshape(a, (1,))
+    if a.ndim != 1 or a.shape[0] not in (1, k):
+        msg = f"alpha must be a scalar or have shape ({k},), one penalty per target; got shape {tuple(a.shape)}"
+        raise ValueError(msg)
+    if not _compat.is_lazy(a):
+        if not bool(xp.all(xp.isfinite(a))):
+            msg = "alpha must be finite"
+            raise ValueError(msg)
+        if bool(xp.any(a < 0)):
+            msg = "alpha must be non-negative"
+            raise ValueError(msg)
+    return a
+
+
+def prepare(X, y, sample_weight, *, fit_intercept, check_finite, alpha=None, ridge=False) -> Problem:
+    """Validate, cast, center and weight. Raises before any heavy work."""
+    xp = _namespace(X, y, sample_weight)
+    dev = None
+    for a in (X, y, sample_weight):
+        if _aac.is_array_api_obj(a):
+            dev = _compat.device(a)
+            break
+    X = _as_array(xp, X, "X", dev)
+    y = _as_array(xp, y, "y", dev)
+    if sample_weight is not None:
+        sample_weight = _as_array(xp, sample_weight, "sample_weight", dev)
+    _check_devices({"X": X, "y": y, "sample_weight": sample_weight})
+
+    if X.ndim < 2:
+        msg = f"X must have shape (m, n) or (..., m, n); got shape {tuple(X.shape)}"
+        raise ValueError(msg)
+    batch, (m, n) = tuple(X.shape[:-2]), tuple(X.shape[-2:])
+    if y.ndim == X.ndim - 1:
+        y_was_vector = True
+    elif y.ndim == X.ndim:
+        y_was_vector = False
+    else:
+        msg = f"y must have shape {batch + (m,)} or {batch + (m, 'k')} to match X of shape {tuple(X.shape)}; got shape {tuple(y.shape)}"
+        raise ValueError(msg)
+    if tuple(y.shape[: len(batch)]) != batch or y.shape[len(batch)] != m:
+        msg = f"y must have {m} rows (and batch shape {batch}) to match X of shape {tuple(X.shape)}; got shape {tuple(y.shape)}"
+        raise ValueError(msg)
+    if sample_weight is not None and tuple(sample_weight.shape) not in ((m,), batch + (m,)):
+        msg = f"sample_weight must have shape ({m},) or {batch + (m,)}; got shape {tuple(sample_weight.shape)}"
+        raise ValueError(msg)
+    for name, a in (("X", X), ("y", y), ("sample_weight", sample_weight)):
+        if a is not None:
+            _check_dtype(xp, a, name)
+
+    float_default, _ = _compat.default_dtypes(xp, dev)
+    floats = [a.dtype for a in (X, y) if xp.isdtype(a.dtype, "real floating")]
+    dtype = xp.result_type(*floats) if floats else float_default
+    X = xp.astype(X, dtype, copy=False) if X.dtype != dtype else X
+    y = xp.astype(y, dtype, copy=False) if y.dtype != dtype else y
+    if sample_weight is not None and sample_weight.dtype != dtype:
+        sample_weight = xp.astype(sample_weight, dtype, copy=False)
+    Y = y[..., None] if y_was_vector else y
+    k = Y.shape[-1]
+
+    if ridge:
+        alpha = _validate_alpha(xp, alpha, k, dtype, dev)
+    if fit_intercept and m == 0:
+        msg = "fit_intercept=True needs at least one sample (X has 0 rows)"
+        raise ValueError(msg)
+    if check_finite:
+        _check_finite(xp, X, "X")
+        _check_finite(xp, y, "y")
+        _check_finite(xp, sample_weight, "sample_weight")
+    if sample_weight is not None and not _compat.is_lazy(sample_weight) and m > 0:
+        if bool(xp.any(sample_weight < 0)):
+            msg = "sample_weight must be non-negative"
+            raise ValueError(msg)
+        if fit_intercept and bool(xp.any(xp.sum(sample_weight, axis=-1) <= 0)):
+            msg = "sample_weight must have a positive sum to fit an intercept"
+            raise ValueError(msg)
+
+    x_offset = y_offset = None
+    sw = None if sample_weight is None else sample_weight[..., None]  # (..., m, 1)
+    if fit_intercept:
+        if sw is None:
+            x_offset = xp.mean(X, axis=-2, keepdims=True)
+            y_offset = xp.mean(Y, axis=-2, keepdims=True)
+        else:
+            total = xp.sum(sw, axis=-2, keepdims=True)
+            x_offset = xp.sum(sw * X, axis=-2, keepdims=True) / total
+            y_offset = xp.sum(sw * Y, axis=-2, keepdims=True) / total
+        X = X - x_offset
+        Y = Y - y_offset
+    if sw is not None:
+        root = xp.sqrt(sw)
+        X = root * X
+        Y = root * Y
+    return Problem(xp, X, Y, alpha if ridge else None, x_offset, y_offset, y_was_vector)

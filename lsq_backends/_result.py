@@ -1,0 +1,38 @@
+"""The one result type every fit returns."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+
+class LstsqResult(NamedTuple):
+    """Result of :func:`lstsq` and :func:`ridge`.
+
+    A NamedTuple, hence a JAX pytree: ``jax.jit`` can return it, ``jax.vmap`` batches it. The
+    shapes of its fields depend only on the shapes of the inputs, never on their values. Every
+    field is an array of the caller's namespace, on the caller's device, in the fit's float dtype
+    (``rank`` in the default integer dtype).
+
+    Attributes
+    ----------
+    coef : array, shape (..., n) or (..., n, k)
+        Coefficients; ``(..., n)`` when ``y`` was a vector.
+    intercept : array, shape (...) or (..., k)
+        Fitted intercept, zeros when ``fit_intercept=False``.
+    rank : array of int, shape (...)
+        Numerical rank of the system the method factorized: of ``X`` (centered and weighted)
+        for least squares, of ``[X; sqrt(alpha) I]`` for ridge (``n`` for any ``alpha > 0``).
+    rss : array, shape (...) or (..., k)
+        Residual sum of squares ``sum(w_i (y_i - x_i @ coef - intercept)**2)`` per target,
+        computed from the residual itself (not from the normal equations), so it is accurate
+        even when the fit is nearly exact. For ridge it excludes the penalty.
+    singular_values : array, shape (..., min(m, n)), or None
+        Singular values of the centered, weighted ``X`` in decreasing order, for
+        ``method="svd"``; ``None`` for the other methods (they do not compute them).
+    """
+
+    coef: Any
+    intercept: Any
+    rank: Any
+    rss: Any
+    singular_values: Any = None

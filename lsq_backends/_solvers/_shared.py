@@ -1,0 +1,79 @@
+"""Small array-API helpers the solvers share (no solver logic here)."""
+
+from __future__ import annotations
+
+from .. import _compat
+
+
+def mT(xp, x):
+    """Matrix transpose of a stack (``.mT`` is missing on Dask arrays)."""
+    return xp.linalg.matrix_transpose(x)
+
+
+def dot(xp, a, b):
+    """``a @ b`` at full precision (see ``_compat.matmul``)."""
+    return _compat.matmul(xp, a, b)
+
+
+def diagonal(xp, a):
+    """Diagonal of a stack of square matrices, shape (..., p)."""
+    return xp.linalg.diagonal(a)
+
+
+def eye_like(xp, a, p):
+    """Identity of size p with the dtype and device of ``a``."""
+    return xp.eye(p, dtype=a.dtype, device=_compat.device(a))
+
+
+def eps(xp, a):
+    return xp.finfo(a.dtype).eps
+
+
+def full_rank(xp, batch_shape, value, like):
+    """An integer array of shape ``batch_shape`` filled with ``value``, on ``like``'s device."""
+    _, int_dtype = _compat.default_dtypes(xp, _compat.device(like))
+    return xp.full(batch_shape, value, dtype=int_dtype, device=_compat.device(like))
+
+
+def count(xp, mask, like):
+    """Number of True entries along the last axis, in the default integer dtype."""
+    _, int_dtype = _compat.default_dtypes(xp, _compat.device(like))
+    return xp.sum(xp.astype(mask, int_dtype), axis=-1)
+
+
+def add_penalty(xp, a, alpha):
+    """``a + alpha * I`` for a stack ``a`` (..., p, p).
+
+    ``alpha`` has shape (1,) (one penalty) or (k,) (one per target); per-target penalties give a
+    stack (..., k, p, p) of k systems, one per target.
+    """
+    p = a.shape[-1]
+    eye = eye_like(xp, a, p)
+    if alpha.shape[0] == 1:
+        return a + alpha[0] * eye
+    return a[..., None, :, :] + alpha[:, None, None] * eye
+
+
+def split_targets(xp, b, alpha):
+    """Right-hand sides (..., p, k) laid out to match :func:`add_penalty`: unchanged, or as
+    (..., k, p, 1) when each target has its own penalty."""
+    if alpha is None or alpha.shape[0] == 1:
+        return b
+    return xp.moveaxis(b, -1, -2)[..., None]
+
+
+def merge_targets(xp, w, alpha):
+    """Inverse of :func:`split_targets` for solutions (..., k, n, 1) -> (..., n, k)."""
+    if alpha is None or alpha.shape[0] == 1:
+        return w
+    return xp.moveaxis(w[..., 0], -2, -1)
+
+
+def all_true(xp, mask):
+    """Scalar: every entry of ``mask`` (the whole batch takes one branch)."""
+    return xp.all(mask)
+
+
+def default_cutoff(xp, a, m, n, rcond):
+    """Relative singular-value cutoff: ``rcond``, or NumPy's default eps * max(m, n)."""
+    return eps(xp, a) * max(m, n, 1) if rcond is None else rcond

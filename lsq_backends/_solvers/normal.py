@@ -1,0 +1,80 @@
+"""Normal equations: Cholesky on the Gram matrix.
+
+Tall X (m >= n): ``(X^T X + alpha I) w = X^T y``. Wide X (m < n): the minimum-norm form
+``w = X^T (X X^T + alpha I)^{-1} y``. One pass over X to form the Gram matrix, then O(p^3) on a
+p x p matrix, p = min(m, n): the fastest method, but the Gram matrix squares the condition
+number, so the error grows like eps * cond(X)**2. Accurate for cond(X) << eps**-0.5.
+
+A numerically singular Gram matrix (the factorization breaks down, or a column lies within
+``max(rcond, sqrt(eps * max(m, n)))`` in relative sine of the span of the others) is detected
+and the problem is re-solved by the SVD path, so rank-deficient problems get the minimum-norm
+solution, never NaN.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .. import _compat
+from . import svd
+from ._shared import (
+    add_penalty,
+    all_true,
+    diagonal,
+    dot,
+    eps,
+    full_rank,
+    merge_targets,
+    mT,
+    split_targets,
+)
+
+
+class Factored:
+    """A factorized Gram system (kept so that ``auto`` can inspect it before solving)."""
+
+    def __init__(self, xp, X, Y, alpha):
+        self.m, self.n = X.shape[-2:]
+        self.wide = self.m < self.n
+        self.alpha = alpha
+        if self.wide:
+            A, B = dot(xp, X, mT(xp, X)), Y  # (..., m, m)
+        else:
+            A, B = dot(xp, mT(xp, X), X), dot(xp, mT(xp, X), Y)  # (..., n, n)
+        if alpha is not None:
+            A = add_penalty(xp, A, alpha)
+        self.A, self.B = A, split_targets(xp, B, alpha)
+        self.L = _compat.cholesky(xp, A)
+
+    def relative_pivots(self, xp):
+        """L_jj / sqrt(A_jj): the sine of the angle between column j and the span of the columns
+        before it (1 for orthogonal columns, 0 for a dependent one; NaN where it broke down)."""
+        d = diagonal(xp, self.A)
+        safe = xp.where(d > 0, d, xp.ones_like(d))
+        return diagonal(xp, self.L) / xp.sqrt(safe)
+
+    def solve(self, xp, X):
+        Z = _compat.solve_triangular(xp, self.L, self.B, lower=True)
+        W = _compat.solve_triangular(xp, mT(xp, self.L), Z, lower=False)
+        W = merge_targets(xp, W, self.alpha)
+        if self.wide:
+            W = dot(xp, mT(xp, X), W)
+        rank = full_rank(xp, X.shape[:-2], self.n if self.alpha is not None else min(self.m, self.n), X)
+        return W, rank
+
+
+def solve(xp, X, Y, alpha, rcond):
+    """Normal-equation solution, falling back to the SVD path on a singular Gram matrix."""
+    m, n = X.shape[-2:]
+    fac = Factored(xp, X, Y, alpha)
+    tol = max(rcond or 0.0, math.sqrt(eps(xp, X) * max(m, n, 1)))
+    # NaN (breakdown) compares False, so it takes the fallback too.
+    ok = all_true(xp, fac.relative_pivots(xp) > tol)
+    coef, rank = _compat.cond(
+        xp,
+        ok,
+        lambda X, Y: fac.solve(xp, X),
+        lambda X, Y: svd.solve(xp, X, Y, alpha, rcond)[:2],
+        (X, Y),
+    )
+    return coef, rank, None
