@@ -114,8 +114,10 @@ def _numpy_safe_cholesky(a):
 def _scipy_for(xp):
     """The SciPy-like module that has ``solve_triangular`` for ``xp``, or None."""
     if _aac.is_numpy_namespace(xp):
-        import scipy.linalg
-
+        try:  # SciPy is optional: NumPy alone has no triangular solve.
+            import scipy.linalg
+        except ImportError:
+            return None
         return scipy.linalg
     if _aac.is_jax_namespace(xp):
         import jax.scipy.linalg

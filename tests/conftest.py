@@ -1,0 +1,142 @@
+"""One ``xp`` fixture over every backend, selected by ``LSQ_BACKENDS`` or ``--backend``.
+
+``LSQ_BACKENDS=numpy,jax pytest`` (or ``pytest --backend numpy --backend jax``) runs those
+backends; a requested backend that is not installed is an error, an unknown name is an error.
+With nothing requested, every installed backend runs and the missing ones are skipped with a
+reason. CuPy is skipped with a reason when no CUDA device is usable, even when requested.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+
+import numpy as np
+import pytest
+
+BACKENDS = {
+    "numpy": "numpy",
+    "array_api_strict": "array_api_strict",
+    "jax": "jax",
+    "torch": "torch",
+    "dask": "dask.array",
+    "cupy": "cupy",
+}
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--backend", action="append", default=[], help=f"backend to test, one of {sorted(BACKENDS)} (repeatable)"
+    )
+
+
+def _requested(config):
+    names = list(config.getoption("--backend"))
+    env = os.environ.get("LSQ_BACKENDS", "")
+    names += [n.strip() for n in env.split(",") if n.strip()]
+    unknown = sorted(set(names) - set(BACKENDS))
+    if unknown:
+        raise pytest.UsageError(f"unknown backend(s) {unknown}; choose from {sorted(BACKENDS)}")
+    return names
+
+
+def pytest_configure(config):
+    requested = _requested(config)
+    for name in requested:
+        try:
+            importlib.import_module(BACKENDS[name])
+        except ImportError as exc:
+            raise pytest.UsageError(f"backend {name!r} was requested but cannot be imported: {exc}") from exc
+    config._lsq_backends = requested or list(BACKENDS)
+    try:
+        import jax
+    except ImportError:
+        return
+    jax.config.update("jax_enable_x64", True)
+
+
+def pytest_generate_tests(metafunc):
+    if "backend" in metafunc.fixturenames:
+        metafunc.parametrize("backend", metafunc.config._lsq_backends, scope="session")
+
+
+class Backend:
+    """A backend under test: its namespace and conversions from/to NumPy."""
+
+    def __init__(self, name, xp, device=None):
+        self.name, self.xp, self.device = name, xp, device
+
+    def __repr__(self):
+        return f"Backend({self.name})"
+
+    def asarray(self, a, dtype=None):
+        a = np.asarray(a)
+        if dtype is not None:
+            a = a.astype(dtype)
+        if self.name == "dask":
+            import dask.array as da
+
+            return da.from_array(a, chunks=(max(1, a.shape[0] // 3),) + a.shape[1:] if a.ndim else ())
+        if self.device is not None:
+            return self.xp.asarray(a, device=self.device)
+        return self.xp.asarray(a)
+
+    def to_numpy(self, x):
+        if x is None:
+            return None
+        if self.name == "cupy":
+            return x.get()
+        if self.name == "torch":
+            return x.detach().cpu().numpy()
+        if self.name == "dask":
+            return np.asarray(x.compute())
+        return np.asarray(x)
+
+    @property
+    def lazy(self):
+        return self.name == "dask"
+
+
+def _load(name):
+    if name not in BACKENDS:
+        raise ValueError(name)
+    try:
+        mod = importlib.import_module(BACKENDS[name])
+    except ImportError as exc:
+        pytest.skip(f"backend {name} is not installed ({exc})")
+    if name == "cupy" and not mod.cuda.is_available():
+        pytest.skip("cupy is installed but no CUDA device is usable here")
+    import array_api_compat
+
+    if name == "numpy":
+        return array_api_compat.array_namespace(np.empty(0))
+    if name == "array_api_strict":
+        return mod
+    if name == "jax":
+        import jax.numpy as jnp
+
+        return jnp
+    if name == "torch":
+        return array_api_compat.array_namespace(mod.empty(0))
+    if name == "dask":
+        return array_api_compat.array_namespace(mod.empty(0))
+    return mod
+
+
+@pytest.fixture
+def be(backend):
+    """The backend under test (namespace plus conversions)."""
+    return Backend(backend, _load(backend))
+
+
+@pytest.fixture
+def xp(be):
+    return be.xp
+
+
+@pytest.fixture
+def strict_device():
+    """array-api-strict on a non-default device: any array silently made on the default device
+    raises when combined with the inputs."""
+    strict = pytest.importorskip("array_api_strict")
+    return Backend("array_api_strict", strict, strict.Device("device1"))
