@@ -149,7 +149,7 @@ def solve_triangular(xp, a, b, *, lower: bool):
     sp = _scipy_for(xp)
     if sp is not None and (a.ndim == 2 or not _aac.is_cupy_namespace(xp)):
         # scipy (>= 1.15) and jax.scipy broadcast over stacks; cupyx's is 2-D only.
-        return sp.solve_triangular(a, b, lower=lower)
+        return sp.solve_triangular(a, b, lower=lower, check_finite=False)
     # Standard fallback: LU on a triangular matrix needs no row exchanges and is backward stable.
     return xp.linalg.solve(a, b)
 
@@ -159,24 +159,34 @@ def _dask_solve_triangular(a, b, lower):
     import scipy.linalg
 
     def block(a_blk, b_blk):
-        return scipy.linalg.solve_triangular(a_blk, b_blk, lower=lower)
+        return scipy.linalg.solve_triangular(a_blk, b_blk, lower=lower, check_finite=False)
 
-    ind = tuple(range(b.ndim))
-    return da.blockwise(block, ind, a, ind, b, ind, dtype=b.dtype, concatenate=True)
+    batch = "abcdefgh"[: b.ndim - 2]
+    return da.blockwise(
+        block, batch + "ik", a, batch + "ij", b, batch + "jk", dtype=b.dtype, concatenate=True
+    )
 
 
-def _dask_one_column_chunk(xp, x):
-    # Quirk: dask's qr/svd (TSQR) need a single chunk along the columns and are 2-D only.
-    if x.ndim != 2:
-        msg = "Dask arrays: only 2-D X is supported by the QR and SVD paths (no stacks)"
-        raise NotImplementedError(msg)
-    return x.rechunk({1: -1})
+def _dask_per_matrix(func, signature, x, n_out, p):
+    # Quirk: dask's qr/svd are 2-D only. A stack of small problems is solved one block of
+    # whole matrices at a time with NumPy (the batch axes stay chunked).
+    import dask.array as da
+
+    x = x.rechunk({-2: -1, -1: -1})
+    return da.apply_gufunc(
+        func, signature, x, output_sizes={"p": p}, output_dtypes=(x.dtype,) * n_out
+    )
 
 
 def qr(xp, x):
     """Reduced QR of the stack ``x`` (..., m, n) with m >= n: (Q (..., m, n), R (..., n, n))."""
     if _aac.is_dask_namespace(xp):
-        x = _dask_one_column_chunk(xp, x)
+        import numpy as np
+
+        if x.ndim > 2:
+            return _dask_per_matrix(lambda a: tuple(np.linalg.qr(a)), "(m,n)->(m,p),(p,n)", x, 2, x.shape[-1])
+        # Quirk: dask's TSQR needs one chunk across the columns.
+        x = x.rechunk({1: -1})
     q, r = xp.linalg.qr(x, mode="reduced")
     return q, r
 
@@ -184,11 +194,14 @@ def qr(xp, x):
 def svd(xp, x):
     """Thin SVD ``x = U @ diag(s) @ Vh`` of the stack ``x`` (..., m, n)."""
     if _aac.is_dask_namespace(xp):
-        # Quirk: dask needs full_matrices=False and one chunk across the short dimension.
-        if x.shape[-2] < x.shape[-1]:
-            u, s, vh = xp.linalg.svd(_dask_one_column_chunk(xp, x.T).T.rechunk({0: -1}), full_matrices=False)
-            return u, s, vh
-        x = _dask_one_column_chunk(xp, x)
+        import numpy as np
+
+        p = min(x.shape[-2:])
+        if x.ndim > 2:
+            func = lambda a: tuple(np.linalg.svd(a, full_matrices=False))  # noqa: E731
+            return _dask_per_matrix(func, "(m,n)->(m,p),(p),(p,n)", x, 3, p)
+        # Quirk: dask's svd needs full_matrices=False and one chunk across the short dimension.
+        x = x.rechunk({1: -1}) if x.shape[0] >= x.shape[1] else x.rechunk({0: -1})
     u, s, vh = xp.linalg.svd(x, full_matrices=False)
     return u, s, vh
 

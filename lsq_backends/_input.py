@@ -22,8 +22,8 @@ class Problem(NamedTuple):
     """A validated problem, centered and weighted, ready for a solver."""
 
     xp: Any
-    X: Any  # (..., m, n) centered and scaled by sqrt(sample_weight)
-    Y: Any  # (..., m, k), same treatment
+    X: Any  # (..., m', n) scaled by sqrt(sample_weight), intercept eliminated (m' = m - 1)
+    Y: Any  # (..., m', k), same treatment
     alpha: Any  # None (least squares) or array (kα,) with kα in {1, k}
     x_offset: Any  # (..., 1, n) or None
     y_offset: Any  # (..., 1, k) or None
@@ -187,19 +187,36 @@ def prepare(X, y, sample_weight, *, fit_intercept, check_finite, alpha=None, rid
             raise ValueError(msg)
 
     x_offset = y_offset = None
-    sw = None if sample_weight is None else sample_weight[..., None]  # (..., m, 1)
+    root = None if sample_weight is None else xp.sqrt(sample_weight[..., None])  # (..., m, 1)
     if fit_intercept:
-        if sw is None:
-            x_offset = xp.mean(X, axis=-2, keepdims=True)
-            y_offset = xp.mean(Y, axis=-2, keepdims=True)
-        else:
-            total = xp.sum(sw, axis=-2, keepdims=True)
-            x_offset = xp.sum(sw * X, axis=-2, keepdims=True) / total
-            y_offset = xp.sum(sw * Y, axis=-2, keepdims=True) / total
-        X = X - x_offset
-        Y = Y - y_offset
-    if sw is not None:
-        root = xp.sqrt(sw)
-        X = root * X
-        Y = root * Y
+        w = xp.ones((m, 1), dtype=dtype, device=dev) if root is None else root * root
+        total = xp.sum(w, axis=-2, keepdims=True)
+        x_offset = xp.sum(w * X, axis=-2, keepdims=True) / total
+        y_offset = xp.sum(w * Y, axis=-2, keepdims=True) / total
+        X, Y = X - x_offset, Y - y_offset
+    if root is not None:
+        X, Y = root * X, root * Y
+    if fit_intercept:
+        v = xp.sqrt(w / total)
+        X, Y = _eliminate_intercept(xp, X, Y, v)
     return Problem(xp, X, Y, alpha if ridge else None, x_offset, y_offset, y_was_vector)
+
+
+def _eliminate_intercept(xp, X, Y, v):
+    """Drop the intercept direction from centered, weighted data.
+
+    ``v`` (unit, (..., m, 1)) is the normalized square root of the weights; centered weighted
+    data are orthogonal to it. A Householder reflection H with H v = -e1 maps the data to rows
+    whose first one is v^T A = 0 up to rounding; dropping it leaves the same least-squares
+    problem (same solution, same residual norm) exactly one row shorter. Left in, that row of
+    rounding noise makes rank decisions a coin toss: wide centered X (m <= n) is rank deficient
+    by one, and its noise singular value sits right at NumPy's default cutoff. Centering first
+    (rather than reflecting raw data) keeps the offsets out of the reflection's rounding.
+    """
+    v0 = v[..., :1, :]
+
+    def reflect(A):
+        c = (xp.sum(v * A, axis=-2, keepdims=True) + A[..., :1, :]) / (1 + v0)
+        return A[..., 1:, :] - v[..., 1:, :] * c
+
+    return reflect(X), reflect(Y)

@@ -26,9 +26,12 @@ class LstsqResult(NamedTuple):
         Residual sum of squares ``sum(w_i (y_i - x_i @ coef - intercept)**2)`` per target,
         computed from the residual itself (not from the normal equations), so it is accurate
         even when the fit is nearly exact. For ridge it excludes the penalty.
-    singular_values : array, shape (..., min(m, n)), or None
+    singular_values : array, shape (..., min(m', n)), or None
         Singular values of the centered, weighted ``X`` in decreasing order, for
         ``method="svd"``; ``None`` for the other methods (they do not compute them).
+        ``m' = m - 1`` with ``fit_intercept=True``: the intercept direction is projected out
+        exactly (see ``_input._eliminate_intercept``), so no rounding-noise singular value is
+        reported for it; ``m' = m`` otherwise.
     """
 
     coef: Any

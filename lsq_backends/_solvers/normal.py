@@ -5,8 +5,8 @@ Tall X (m >= n): ``(X^T X + alpha I) w = X^T y``. Wide X (m < n): the minimum-no
 p x p matrix, p = min(m, n): the fastest method, but the Gram matrix squares the condition
 number, so the error grows like eps * cond(X)**2. Accurate for cond(X) << eps**-0.5.
 
-A numerically singular Gram matrix (the factorization breaks down, or a column lies within
-``max(rcond, sqrt(eps * max(m, n)))`` in relative sine of the span of the others) is detected
+A numerically singular Gram matrix (the factorization breaks down, or a pivot ``L_jj`` is at
+most ``max(rcond, sqrt(eps * max(m, n))) * max_i ||X[:, i]||``) is detected
 and the problem is re-solved by the SVD path, so rank-deficient problems get the minimum-norm
 solution, never NaN.
 """
@@ -47,11 +47,10 @@ class Factored:
         self.L = _compat.cholesky(xp, A)
 
     def relative_pivots(self, xp):
-        """L_jj / sqrt(A_jj): the sine of the angle between column j and the span of the columns
-        before it (1 for orthogonal columns, 0 for a dependent one; NaN where it broke down)."""
-        d = diagonal(xp, self.A)
-        safe = xp.where(d > 0, d, xp.ones_like(d))
-        return diagonal(xp, self.L) / xp.sqrt(safe)
+        """L_jj / sqrt(max_i A_ii): near zero for a column that depends on the ones before it or
+        is negligible next to the largest; NaN where the factorization broke down."""
+        d = xp.max(diagonal(xp, self.A), axis=-1, keepdims=True)
+        return diagonal(xp, self.L) / xp.sqrt(xp.where(d > 0, d, xp.ones_like(d)))
 
     def solve(self, xp, X):
         Z = _compat.solve_triangular(xp, self.L, self.B, lower=True)

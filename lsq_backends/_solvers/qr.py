@@ -7,8 +7,7 @@ the first one), which is the QR of ``[X; sqrt(alpha) I]`` without touching X aga
 2mn^2 - 2n^3/3 flops: about twice the normal equations.
 
 Rank deficiency is detected on the diagonal of the triangular factor that is solved: a
-column whose relative sine ``|R_jj| / ||R[:, j]||`` is at most ``rcond`` (default
-``eps * max(m, n)``). The problem is then solved from the SVD of the small factor R (X = (QU) S
+pivot ``|R_jj|`` at most ``rcond * max_i ||X[:, i]||`` (default ``rcond = eps * max(m, n)``). The problem is then solved from the SVD of the small factor R (X = (QU) S
 V^T), so the answer is the minimum-norm solution at no more than O(p^3) extra. Without
 column pivoting this test is a heuristic: it catches exactly dependent columns, as in the
 usual duplicated or constant columns, but can miss a rare near-dependence spread over many
@@ -33,11 +32,12 @@ from ._shared import (
 )
 
 
-def _relative_sines(xp, R):
+def _relative_pivots(xp, R):
+    """|R_jj| / max_i ||R[:, i]||: near zero for a column that depends on the ones before it
+    or whose norm is negligible next to the largest (the scale SVD's cutoff uses too)."""
     d = xp.abs(diagonal(xp, R))
-    norms = xp.linalg.vector_norm(R, axis=-2)
-    safe = xp.where(norms > 0, norms, xp.ones_like(norms))
-    return d / safe
+    norms = xp.max(xp.linalg.vector_norm(R, axis=-2), axis=-1, keepdims=True)
+    return d / xp.where(norms > 0, norms, xp.ones_like(norms))
 
 
 def _penalized_r(xp, R, alpha):
@@ -45,7 +45,7 @@ def _penalized_r(xp, R, alpha):
     p = R.shape[-1]
     root = xp.sqrt(alpha)[:, None, None] * eye_like(xp, R, p)  # (kα, p, p)
     if alpha.shape[0] == 1:
-        top, bottom = R, xp.broadcast_to(root[0], tuple(R.shape))
+        top, bottom = R, xp.broadcast_to(root[0, ...], tuple(R.shape))
     else:
         shape = tuple(R.shape[:-2]) + (alpha.shape[0], p, p)
         top, bottom = xp.broadcast_to(R[..., None, :, :], shape), xp.broadcast_to(root, shape)
@@ -70,7 +70,7 @@ def solve(xp, X, Y, alpha, rcond):
             p = R.shape[-1]
             Zs = dot(xp, mT(xp, Q2[..., :p, :]), Zs)
     cutoff = default_cutoff(xp, X, m, n, rcond)
-    ok = all_true(xp, _relative_sines(xp, T) > cutoff)
+    ok = all_true(xp, _relative_pivots(xp, T) > cutoff)
 
     def triangular(X, Y):
         if alpha is None:
