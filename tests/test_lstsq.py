@@ -1,0 +1,221 @@
+"""Every method on every backend against the float64 NumPy reference."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import lsq_backends as lsq
+from problems import METHODS, cond, design, reference, rel_err, tolerance
+
+DTYPES = ("float64", "float32")
+
+
+def _np_eta(Xc, coef, rss):
+    w = np.linalg.norm(coef)
+    return float(np.sqrt(np.max(rss)) / (np.linalg.svd(Xc, compute_uv=False).max() * w)) if w > 0 else 0.0
+
+
+CASES = {
+    # name: (batch, m, n, k, fit_intercept, weighted, cond)
+    "tall": ((), 60, 6, None, False, False, 30.0),
+    "tall_intercept": ((), 60, 6, None, True, False, 30.0),
+    "wide": ((), 6, 15, None, False, False, 30.0),
+    "wide_intercept": ((), 7, 15, None, True, False, 30.0),
+    "multi_target": ((), 40, 5, 3, True, False, 30.0),
+    "batched": ((4,), 30, 5, None, True, False, 30.0),
+    "batched_multi": ((2, 3), 20, 4, 2, False, False, 30.0),
+    "weighted": ((), 50, 5, 2, True, True, 30.0),
+    "square": ((), 8, 8, None, False, False, 30.0),
+}
+
+
+def _make(case, seed=0):
+    batch, m, n, k, fit_intercept, weighted, kappa = CASES[case]
+    rng = np.random.default_rng(seed)
+    X = np.stack([design(rng, m, n, kappa) for _ in range(int(np.prod(batch)))]).reshape(batch + (m, n))
+    X = X + 3.0  # an offset the intercept must absorb
+    w_true = rng.standard_normal((n,) if k is None else (n, k))
+    y = X @ w_true + 1e-3 * rng.standard_normal(batch + ((m,) if k is None else (m, k)))
+    sw = rng.uniform(0.5, 2.0, m) if weighted else None
+    return X, y, sw, fit_intercept
+
+
+def _check(be, res, ref, method, dtype, m, n, eta_scale=1.0):
+    coef, intercept, rss, Xc = ref
+    xp = be.xp
+    assert res.coef.dtype == getattr(xp, dtype)
+    for name in ("coef", "intercept", "rss"):
+        assert tuple(getattr(res, name).shape) == tuple(np.shape(locals()[name]) if name != "coef" else coef.shape)
+    kappa = cond(Xc)
+    tol = tolerance(method, dtype, kappa, m, n, _np_eta(Xc, coef, rss) * eta_scale)
+    assert rel_err(be.to_numpy(res.coef), coef) <= tol
+    scale = max(np.abs(coef).max(), 1.0) * (np.abs(Xc).max() + 3.0)
+    assert np.max(np.abs(be.to_numpy(res.intercept) - intercept)) <= tol * scale
+    # rss is first-order insensitive to coef errors: relative error ~ tol**2 plus rounding.
+    rss_np = be.to_numpy(res.rss)
+    assert np.allclose(rss_np, rss, rtol=max(tol, 100 * np.finfo(dtype).eps), atol=tol * scale**2 * 1e-3)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_lstsq_matches_numpy(be, case, method, dtype):
+    X, y, sw, fit_intercept = _make(case)
+    if be.lazy and len(CASES[case][0]) > 1:
+        pytest.skip("dask: one batch axis is enough to exercise the per-matrix path")
+    ref = reference(X, y, sw=sw, fit_intercept=fit_intercept)
+    res = lsq.lstsq(
+        be.asarray(X, dtype), be.asarray(y, dtype), method=method, fit_intercept=fit_intercept,
+        sample_weight=None if sw is None else be.asarray(sw, dtype),
+    )
+    m, n = X.shape[-2:]
+    _check(be, res, ref, method, dtype, m, n)
+    rank = be.to_numpy(res.rank)
+    assert np.all(rank == min(m - fit_intercept, n) if m <= n else rank == n)
+    s = be.to_numpy(res.singular_values)
+    if method == "svd":
+        # With an intercept, the exact zero singular value of the centered X is not reported.
+        expected = np.linalg.svd(ref[3], compute_uv=False)[..., : min(m - fit_intercept, n)]
+        np.testing.assert_allclose(s, expected, rtol=0, atol=1e3 * np.finfo(dtype).eps * np.linalg.norm(ref[3]))
+    else:
+        assert s is None
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("case", ["tall_intercept", "wide", "multi_target", "batched", "weighted"])
+def test_ridge_matches_closed_formula(be, case, method, dtype):
+    X, y, sw, fit_intercept = _make(case, seed=1)
+    alpha = 0.7
+    ref = reference(X, y, alpha=alpha, sw=sw, fit_intercept=fit_intercept)
+    res = lsq.ridge(
+        be.asarray(X, dtype), be.asarray(y, dtype), alpha, method=method, fit_intercept=fit_intercept,
+        sample_weight=None if sw is None else be.asarray(sw, dtype),
+    )
+    m, n = X.shape[-2:]
+    _check(be, res, ref, method, dtype, m, n)
+    assert np.all(be.to_numpy(res.rank) == n)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_ridge_per_target_alpha(be, method):
+    X, y, sw, _ = _make("multi_target", seed=2)
+    alpha = np.array([0.1, 1.0, 10.0])
+    ref = reference(X, y, alpha=alpha, fit_intercept=True)
+    res = lsq.ridge(be.asarray(X), be.asarray(y), be.asarray(alpha), method=method)
+    _check(be, res, ref, method, "float64", *X.shape)
+    # Each column equals a separate single-alpha fit.
+    for j, a in enumerate(alpha):
+        one = reference(X, y[:, j], alpha=a, fit_intercept=True)[0]
+        assert rel_err(be.to_numpy(res.coef)[:, j], one) < 1e-10
+
+
+def test_alpha_conventions(be):
+    """alpha multiplies the plain sum of squares; the scaled objective (1/m)||y - X b||^2 +
+    lam ||b||^2 is alpha = m * lam. Both checked against their closed formulas."""
+    rng = np.random.default_rng(3)
+    m, n, lam = 30, 4, 0.25
+    X, y = rng.standard_normal((m, n)), rng.standard_normal(m)
+    res = lsq.ridge(be.asarray(X), be.asarray(y), m * lam, fit_intercept=False)
+    b = be.to_numpy(res.coef)
+    np.testing.assert_allclose((X.T @ X + lam * m * np.eye(n)) @ b, X.T @ y, rtol=1e-12, atol=1e-12)
+    # b minimizes the scaled objective: its gradient -(2/m) X^T (y - X b) + 2 lam b vanishes.
+    np.testing.assert_allclose(-(2 / m) * X.T @ (y - X @ b) + 2 * lam * b, 0, atol=1e-13)
+    res = lsq.ridge(be.asarray(X), be.asarray(y), 2.0, fit_intercept=False)
+    w = be.to_numpy(res.coef)
+    np.testing.assert_allclose(-2 * X.T @ (y - X @ w) + 2 * 2.0 * w, 0, atol=1e-12)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_intercept_is_not_penalized(be, method):
+    """Ridge with fit_intercept equals least squares on [1, X] with penalty matrix E* =
+    diag(0, 1, ..., 1): (A^T A + alpha E*) [b; w] = A^T y."""
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((25, 3)) + 5.0
+    y = rng.standard_normal(25) + 10.0
+    A = np.c_[np.ones(25), X]
+    E = np.eye(4)
+    E[0, 0] = 0.0
+    full = np.linalg.solve(A.T @ A + 3.0 * E, A.T @ y)
+    res = lsq.ridge(be.asarray(X), be.asarray(y), 3.0, method=method)
+    np.testing.assert_allclose(be.to_numpy(res.intercept), full[0], rtol=1e-10)
+    np.testing.assert_allclose(be.to_numpy(res.coef), full[1:], rtol=1e-10)
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("shape", [(40, 6, 4), (5, 12, 3), (30, 8, 8)])
+def test_rank_deficient_gives_minimum_norm(be, method, shape):
+    """Every method detects rank deficiency and returns the minimum-norm solution and rank."""
+    m, n, r = shape
+    rng = np.random.default_rng(5)
+    X = design(rng, m, n, cond=10.0, rank=r)
+    y = rng.standard_normal(m)
+    coef, _, rss, Xc = reference(X, y)
+    res = lsq.lstsq(be.asarray(X), be.asarray(y), method=method)
+    got = be.to_numpy(res.coef)
+    assert np.all(np.isfinite(got))
+    # Conditioning of the nonzero part is 10: an eps-level bound, generous constant.
+    assert rel_err(got, coef) < 1e-12
+    assert int(be.to_numpy(res.rank)) == r
+    np.testing.assert_allclose(be.to_numpy(res.rss), rss, rtol=1e-10)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_duplicated_column(be, method):
+    rng = np.random.default_rng(6)
+    X = rng.standard_normal((30, 3))
+    X = np.c_[X, X[:, 1]]
+    y = rng.standard_normal(30)
+    coef = np.linalg.lstsq(X, y, rcond=None)[0]
+    res = lsq.lstsq(be.asarray(X), be.asarray(y), method=method)
+    np.testing.assert_allclose(be.to_numpy(res.coef), coef, rtol=1e-11, atol=1e-12)
+    assert int(be.to_numpy(res.rank)) == 3
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_worked_example(be, method):
+    """(1,1), (2,2), (3,2): y = 2/3 + t/2; p = (7/6, 5/3, 13/6); e = (-1/6, 1/3, -1/6)."""
+    t = np.array([1.0, 2.0, 3.0])
+    y = np.array([1.0, 2.0, 2.0])
+    A = np.c_[np.ones(3), t]
+    res = lsq.lstsq(be.asarray(A), be.asarray(y), method=method)
+    w = be.to_numpy(res.coef)
+    np.testing.assert_allclose(w, [2 / 3, 1 / 2], rtol=1e-14)
+    p = A @ w
+    e = y - p
+    np.testing.assert_allclose(p, [7 / 6, 5 / 3, 13 / 6], rtol=1e-14)
+    np.testing.assert_allclose(e, [-1 / 6, 1 / 3, -1 / 6], atol=1e-14)
+    assert abs(p @ e) < 1e-14  # the projection is orthogonal to the residual
+    np.testing.assert_allclose(A.T @ e, 0, atol=1e-14)  # e is orthogonal to every column
+    np.testing.assert_allclose(be.to_numpy(res.rss), 1 / 6, rtol=1e-13)
+    # The same line with the intercept fitted by centering.
+    res = lsq.lstsq(be.asarray(t[:, None]), be.asarray(y), method=method, fit_intercept=True)
+    np.testing.assert_allclose(be.to_numpy(res.intercept), 2 / 3, rtol=1e-14)
+    np.testing.assert_allclose(be.to_numpy(res.coef), [1 / 2], rtol=1e-14)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_namespace_dtype_preserved(be, method):
+    xp = be.xp
+    rng = np.random.default_rng(7)
+    X, y = rng.standard_normal((12, 3)), rng.standard_normal(12)
+    for dtype in DTYPES:
+        res = lsq.lstsq(be.asarray(X, dtype), be.asarray(y, dtype), method=method, fit_intercept=True)
+        for name in ("coef", "intercept", "rss"):
+            field = getattr(res, name)
+            assert type(field) is type(be.asarray(X, dtype)) or be.name == "numpy"
+            assert field.dtype == getattr(xp, dtype)
+    # Integers become the default float dtype.
+    res = lsq.lstsq(be.asarray(np.arange(12).reshape(6, 2) ** 2), be.asarray(np.arange(6)), method=method)
+    assert res.coef.dtype == xp.asarray(1.0).dtype if be.name != "dask" else res.coef.dtype == np.float64
+
+
+def test_empty(be):
+    res = lsq.lstsq(be.asarray(np.zeros((0, 3))), be.asarray(np.zeros(0)))
+    np.testing.assert_array_equal(be.to_numpy(res.coef), np.zeros(3))
+    assert int(be.to_numpy(res.rank)) == 0
+    res = lsq.lstsq(be.asarray(np.zeros((4, 0))), be.asarray(np.ones(4)), method="svd")
+    assert be.to_numpy(res.coef).shape == (0,)
+    np.testing.assert_allclose(be.to_numpy(res.rss), 4.0)
+    assert be.to_numpy(res.singular_values).shape == (0,)
