@@ -81,6 +81,8 @@ def _check_finite(xp, a, name):
 
 def _check_devices(arrays):
     devs = {name: _compat.device(a) for name, a in arrays.items() if a is not None}
+    # JAX tracers (under grad/vmap) report no device: nothing to compare.
+    devs = {name: d for name, d in devs.items() if d is not None}
     if len({repr(d) for d in devs.values()}) > 1:
         where = ", ".join(f"{k} on {d!r}" for k, d in devs.items())
         msg = f"X, y and sample_weight must be on one device; got {where}"
