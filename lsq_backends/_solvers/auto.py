@@ -63,11 +63,4 @@ def solve(xp, X, Y, alpha, rcond):
     kappa = condition_estimate(xp, fac.L, fac.A)
     # NaN (a failed factorization) compares False and goes to QR.
     ok = all_true(xp, kappa <= kappa_limit(xp, X))
-    coef, rank = _compat.cond(
-        xp,
-        ok,
-        lambda X, Y: fac.solve(xp, X),
-        lambda X, Y: qr.solve(xp, X, Y, alpha, rcond)[:2],
-        (X, Y),
-    )
-    return coef, rank, None
+    return fac.solve_or(xp, X, Y, ok, qr.solve, rcond)

@@ -52,6 +52,18 @@ class Factored:
         d = xp.max(diagonal(xp, self.A), axis=-1, keepdims=True)
         return diagonal(xp, self.L) / xp.sqrt(xp.where(d > 0, d, xp.ones_like(d)))
 
+    def solve_or(self, xp, X, Y, ok, fallback, rcond):
+        """The Cholesky solution where the scalar ``ok`` holds, else ``fallback``'s solution
+        (a traced branch under ``jax.jit``; see ``_compat.cond``). Returns (coef, rank, None)."""
+        coef, rank = _compat.cond(
+            xp,
+            ok,
+            lambda X, Y: self.solve(xp, X),
+            lambda X, Y: fallback(xp, X, Y, self.alpha, rcond)[:2],
+            (X, Y),
+        )
+        return coef, rank, None
+
     def solve(self, xp, X):
         Z = _compat.solve_triangular(xp, self.L, self.B, lower=True)
         W = _compat.solve_triangular(xp, mT(xp, self.L), Z, lower=False)
@@ -69,11 +81,4 @@ def solve(xp, X, Y, alpha, rcond):
     tol = max(rcond or 0.0, math.sqrt(eps(xp, X) * max(m, n, 1)))
     # NaN (breakdown) compares False, so it takes the fallback too.
     ok = all_true(xp, fac.relative_pivots(xp) > tol)
-    coef, rank = _compat.cond(
-        xp,
-        ok,
-        lambda X, Y: fac.solve(xp, X),
-        lambda X, Y: svd.solve(xp, X, Y, alpha, rcond)[:2],
-        (X, Y),
-    )
-    return coef, rank, None
+    return fac.solve_or(xp, X, Y, ok, svd.solve, rcond)
