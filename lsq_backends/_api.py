@@ -19,7 +19,7 @@ def _fit(problem, method, rcond, fit_intercept):
         s = xp.zeros(tuple(X.shape[:-2]) + (0,), dtype=X.dtype, device=_compat.device(X))
         s = s if method == "svd" else None
     else:
-        coef, rank, s = SOLVERS[method](xp, X, Y, alpha, rcond)
+        coef, rank, s = SOLVERS[method](xp, X, Y, alpha, rcond, problem.norms)
     resid = Y - dot(xp, X, coef)
     rss = xp.sum(resid * resid, axis=-2)  # (..., k)
     if fit_intercept:

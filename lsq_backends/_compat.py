@@ -156,10 +156,16 @@ def solve_triangular(xp, a, b, *, lower: bool):
 
 def _dask_solve_triangular(a, b, lower):
     import dask.array as da
+    import numpy as np
     import scipy.linalg
 
     def block(a_blk, b_blk):
-        return scipy.linalg.solve_triangular(a_blk, b_blk, lower=lower, check_finite=False)
+        # Both branches of a choice are computed on Dask (see cond): the branch not taken may
+        # meet an exactly singular triangle, on which SciPy raises. NaN, like the other paths.
+        try:
+            return scipy.linalg.solve_triangular(a_blk, b_blk, lower=lower, check_finite=False)
+        except scipy.linalg.LinAlgError:
+            return np.full(np.broadcast_shapes(a_blk.shape[:-2], b_blk.shape[:-2]) + b_blk.shape[-2:], np.nan, b_blk.dtype)
 
     batch = "abcdefgh"[: b.ndim - 2]
     return da.blockwise(

@@ -219,3 +219,33 @@ def test_empty(be):
     assert be.to_numpy(res.coef).shape == (0,)
     np.testing.assert_allclose(be.to_numpy(res.rss), 4.0)
     assert be.to_numpy(res.singular_values).shape == (0,)
+
+
+@pytest.mark.parametrize("method", ["auto", "normal", "qr"])
+def test_column_units_do_not_matter(be, method):
+    """Columns in wildly different units (1e-6 .. 1e6): the rank tests are scale-free, and the
+    answer is the unit-scale answer rescaled, to the accuracy of the equilibrated problem."""
+    rng = np.random.default_rng(8)
+    X0 = design(rng, 40, 5, cond=10.0)
+    y = rng.standard_normal(40)
+    scale = 10.0 ** np.array([-6, -3, 0, 3, 6])
+    ref = np.linalg.lstsq(X0, y, rcond=None)[0] / scale
+    res = lsq.lstsq(be.asarray(X0 * scale), be.asarray(y), method=method)
+    got = be.to_numpy(res.coef)
+    assert int(be.to_numpy(res.rank)) == 5
+    np.testing.assert_allclose(got * scale, ref * scale, rtol=0, atol=1e-11 * np.abs(ref * scale).max())
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_constant_column_with_intercept(be, method):
+    """A constant column is the intercept again: after centering it is rounding noise, seen as
+    dependent against its uncentered norm; the minimum-norm answer gives it coefficient 0."""
+    rng = np.random.default_rng(9)
+    X = rng.standard_normal((30, 3))
+    X[:, 1] = 5.0
+    y = X @ np.array([1.0, 2.0, -1.0]) + 0.1 * rng.standard_normal(30) + 4.0
+    res = lsq.lstsq(be.asarray(X), be.asarray(y), method=method, fit_intercept=True)
+    ref = np.linalg.lstsq(np.c_[np.ones(30), X[:, [0, 2]]], y, rcond=None)[0]
+    np.testing.assert_allclose(be.to_numpy(res.coef), [ref[1], 0.0, ref[2]], atol=1e-12)
+    np.testing.assert_allclose(be.to_numpy(res.intercept), ref[0], rtol=1e-12)
+    assert int(be.to_numpy(res.rank)) == 2

@@ -1,4 +1,5 @@
-"""One module per solver; each exposes ``solve(xp, X, Y, alpha, rcond) -> (coef, rank, s)``."""
+"""One module per solver; each exposes ``solve(xp, X, Y, alpha, rcond, norms)
+-> (coef, rank, s)``; ``norms`` are the column norms of X before centering (rank tests)."""
 
 from . import auto, normal, qr, svd
 

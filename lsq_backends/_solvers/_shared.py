@@ -74,6 +74,23 @@ def all_true(xp, mask):
     return xp.all(mask)
 
 
+def pivot_ratios(xp, pivots, X, alpha, norms):
+    """|pivot_j| / ||column j||, the scale-free rank test of the triangular factors.
+
+    The column norm is that of the original (weighted, uncentered) column, sqrt(norm**2 +
+    alpha) for a ridge system; it is the same for every unit the column is measured in, so
+    only dependence decides. Against the *uncentered* norm, a column that centering reduced
+    to rounding noise (a constant column next to an intercept) is seen as dependent too.
+    ``pivots`` is (..., p) or (..., k, p) for per-target penalties.
+    """
+    ref = xp.linalg.vector_norm(X, axis=-2) if norms is None else norms
+    ref = ref * ref
+    if alpha is not None:
+        ref = ref[..., None, :] + alpha[:, None] if alpha.shape[0] > 1 else ref + alpha[0]
+    ref = xp.sqrt(ref)
+    return xp.abs(pivots) / xp.where(ref > 0, ref, xp.ones_like(ref))
+
+
 def default_cutoff(xp, a, m, n, rcond):
     """Relative singular-value cutoff: ``rcond``, or NumPy's default eps * max(m, n)."""
     return eps(xp, a) * max(m, n, 1) if rcond is None else rcond

@@ -58,9 +58,9 @@ def kappa_limit(xp, X):
     return eps(xp, X) ** -0.25 / 8
 
 
-def solve(xp, X, Y, alpha, rcond):
+def solve(xp, X, Y, alpha, rcond, norms=None):
     fac = normal.Factored(xp, X, Y, alpha)
     kappa = condition_estimate(xp, fac.L, fac.A)
     # NaN (a failed factorization) compares False and goes to QR.
     ok = all_true(xp, kappa <= kappa_limit(xp, X))
-    return fac.solve_or(xp, X, Y, ok, qr.solve, rcond)
+    return fac.solve_or(xp, X, Y, ok, qr.solve, rcond, norms)

@@ -5,8 +5,9 @@ Tall X (m >= n): ``(X^T X + alpha I) w = X^T y``. Wide X (m < n): the minimum-no
 p x p matrix, p = min(m, n): the fastest method, but the Gram matrix squares the condition
 number, so the error grows like eps * cond(X)**2. Accurate for cond(X) << eps**-0.5.
 
-A numerically singular Gram matrix (the factorization breaks down, or a pivot ``L_jj`` is at
-most ``max(rcond, sqrt(eps * max(m, n))) * max_i ||X[:, i]||``) is detected
+A numerically singular Gram matrix (the factorization breaks down; a pivot ``L_jj`` is at
+most ``max(rcond, sqrt(eps * max(m, n))) * sqrt(A_jj)``; or, as in QR, at most
+``rcond * ||X[:, j]||`` with the column's norm before centering: both scale-free) is detected
 and the problem is re-solved by the SVD path, so rank-deficient problems get the minimum-norm
 solution, never NaN.
 """
@@ -20,12 +21,14 @@ from . import svd
 from ._shared import (
     add_penalty,
     all_true,
+    default_cutoff,
     diagonal,
     dot,
     eps,
     full_rank,
     merge_targets,
     mT,
+    pivot_ratios,
     split_targets,
 )
 
@@ -46,20 +49,14 @@ class Factored:
         self.A, self.B = A, split_targets(xp, B, alpha)
         self.L = _compat.cholesky(xp, A)
 
-    def relative_pivots(self, xp):
-        """L_jj / sqrt(max_i A_ii): near zero for a column that depends on the ones before it or
-        is negligible next to the largest; NaN where the factorization broke down."""
-        d = xp.max(diagonal(xp, self.A), axis=-1, keepdims=True)
-        return diagonal(xp, self.L) / xp.sqrt(xp.where(d > 0, d, xp.ones_like(d)))
-
-    def solve_or(self, xp, X, Y, ok, fallback, rcond):
+    def solve_or(self, xp, X, Y, ok, fallback, rcond, norms):
         """The Cholesky solution where the scalar ``ok`` holds, else ``fallback``'s solution
         (a traced branch under ``jax.jit``; see ``_compat.cond``). Returns (coef, rank, None)."""
         coef, rank = _compat.cond(
             xp,
             ok,
             lambda X, Y: self.solve(xp, X),
-            lambda X, Y: fallback(xp, X, Y, self.alpha, rcond)[:2],
+            lambda X, Y: fallback(xp, X, Y, self.alpha, rcond, norms)[:2],
             (X, Y),
         )
         return coef, rank, None
@@ -74,11 +71,19 @@ class Factored:
         return W, rank
 
 
-def solve(xp, X, Y, alpha, rcond):
+def solve(xp, X, Y, alpha, rcond, norms=None):
     """Normal-equation solution, falling back to the SVD path on a singular Gram matrix."""
     m, n = X.shape[-2:]
     fac = Factored(xp, X, Y, alpha)
     tol = max(rcond or 0.0, math.sqrt(eps(xp, X) * max(m, n, 1)))
-    # NaN (breakdown) compares False, so it takes the fallback too.
-    ok = all_true(xp, fac.relative_pivots(xp) > tol)
-    return fac.solve_or(xp, X, Y, ok, svd.solve, rcond)
+    pivots = diagonal(xp, fac.L)
+    d = diagonal(xp, fac.A)
+    if fac.wide:  # pivots belong to rows of X: compare with the largest
+        d = xp.max(d, axis=-1, keepdims=True)
+    # Dependence at the Gram matrix's precision: the pivot against its own column's norm. A
+    # failed factorization leaves a non-positive or NaN pivot, which fails too.
+    ok = pivots / xp.sqrt(xp.where(d > 0, d, xp.ones_like(d))) > tol
+    if not fac.wide:
+        # A column that centering reduced to rounding noise, against its uncentered norm.
+        ok = ok & (pivot_ratios(xp, pivots, X, alpha, norms) > default_cutoff(xp, X, m, n, rcond))
+    return fac.solve_or(xp, X, Y, all_true(xp, ok), svd.solve, rcond, norms)

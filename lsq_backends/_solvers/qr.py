@@ -7,7 +7,9 @@ the first one), which is the QR of ``[X; sqrt(alpha) I]`` without touching X aga
 2mn^2 - 2n^3/3 flops: about twice the normal equations.
 
 Rank deficiency is detected on the diagonal of the triangular factor that is solved: a
-pivot ``|R_jj|`` at most ``rcond * max_i ||X[:, i]||`` (default ``rcond = eps * max(m, n)``). The problem is then solved from the SVD of the small factor R (X = (QU) S
+pivot ``|R_jj|`` at most ``rcond * ||X[:, j]||`` (default ``rcond = eps * max(m, n)``; the
+norm of the column as given, before centering, so the test does not depend on units); for
+wide X, where pivots belong to rows, ``rcond`` times the largest row norm. The problem is then solved from the SVD of the small factor R (X = (QU) S
 V^T), so the answer is the minimum-norm solution at no more than O(p^3) extra. Without
 column pivoting this test is a heuristic: it catches exactly dependent columns, as in the
 usual duplicated or constant columns, but can miss a rare near-dependence spread over many
@@ -28,6 +30,7 @@ from ._shared import (
     full_rank,
     merge_targets,
     mT,
+    pivot_ratios,
     split_targets,
 )
 
@@ -53,7 +56,7 @@ def _penalized_r(xp, R, alpha):
     return _compat.qr(xp, stacked)
 
 
-def solve(xp, X, Y, alpha, rcond):
+def solve(xp, X, Y, alpha, rcond, norms=None):
     """QR solution, falling back to the SVD of R on a numerically singular factor."""
     m, n = X.shape[-2:]
     wide = m < n
@@ -70,7 +73,11 @@ def solve(xp, X, Y, alpha, rcond):
             p = R.shape[-1]
             Zs = dot(xp, mT(xp, Q2[..., :p, :]), Zs)
     cutoff = default_cutoff(xp, X, m, n, rcond)
-    ok = all_true(xp, _relative_pivots(xp, T) > cutoff)
+    if wide:  # the pivots belong to rows of X: compare with the largest
+        ratios = _relative_pivots(xp, T)
+    else:
+        ratios = pivot_ratios(xp, diagonal(xp, T), X, alpha, norms)
+    ok = all_true(xp, ratios > cutoff)
 
     def triangular(X, Y):
         if alpha is None:

@@ -36,8 +36,9 @@ def filtered_solve(xp, u, s, vh, y, alpha, cutoff, n):
     return dot(xp, mT(xp, vh), f * uty), rank
 
 
-def solve(xp, X, Y, alpha, rcond):
-    """Minimum-norm solution of X @ W = Y (or ridge); returns (coef, rank, singular values)."""
+def solve(xp, X, Y, alpha, rcond, norms=None):
+    """Minimum-norm solution of X @ W = Y (or ridge); returns (coef, rank, singular values).
+    ``norms`` is unused: the cutoff is relative to the largest singular value, as in NumPy."""
     m, n = X.shape[-2:]
     u, s, vh = _compat.svd(xp, X)
     coef, rank = filtered_solve(xp, u, s, vh, Y, alpha, default_cutoff(xp, X, m, n, rcond), n)
