@@ -25,7 +25,7 @@ import numpy as np
 
 from . import backends, nist
 
-METHODS = ("auto", "normal", "qr", "svd")
+METHODS = ("auto", "normal", "qr", "svd", "auto+r1")
 BACKENDS = (*backends.BACKENDS, "array_api_strict")
 
 
@@ -81,13 +81,19 @@ def score(ds, result, get=np.asarray):
     return nist.coef_lre(ds, coef, intercept), nist.lre(nist.resid_sd(ds, rss), ds.resid_sd)
 
 
+def _fit_one(lsq, X, y, spec, fit_intercept):
+    """``spec`` is a method name, optionally with refinement steps: ``"auto+r1"``."""
+    method, _, steps = spec.partition("+r")
+    return lsq.lstsq(X, y, method=method, fit_intercept=fit_intercept, refine=int(steps or 0))
+
+
 @functools.cache
 def _jitted(fit_intercept, methods):
     import jax
     import lsq_backends
 
     def fit(X, y):
-        return {m: lsq_backends.lstsq(X, y, method=m, fit_intercept=fit_intercept) for m in methods}
+        return {m: _fit_one(lsq_backends, X, y, m, fit_intercept) for m in methods}
 
     return jax.jit(fit)
 
@@ -99,7 +105,7 @@ def lsq_fits(ds, methods=METHODS, put=np.asarray, get=np.asarray, *, jit=False):
     ----------
     ds : nist.Dataset
     methods : tuple of str
-        ``lstsq`` methods.
+        ``lstsq`` methods, optionally with refinement steps (``"auto+r1"``).
     put, get : callable
         Conversions from and to NumPy (see :func:`backend`).
     jit : bool
@@ -117,7 +123,7 @@ def lsq_fits(ds, methods=METHODS, put=np.asarray, get=np.asarray, *, jit=False):
     if jit:
         results = _jitted(ds.fit_intercept, tuple(methods))(X, y)
     else:
-        results = {m: lsq_backends.lstsq(X, y, method=m, fit_intercept=ds.fit_intercept) for m in methods}
+        results = {m: _fit_one(lsq_backends, X, y, m, ds.fit_intercept) for m in methods}
     return {m: score(ds, r, get) for m, r in results.items()}
 
 

@@ -29,6 +29,7 @@ class Problem(NamedTuple):
     y_offset: Any  # (..., 1, k) or None
     y_was_vector: bool
     norms: Any  # (..., n) norms of the weighted columns before centering
+    original: Any  # (X, Y, root): validated, uncentered, unweighted; root = sqrt(weights) or None
 
 
 def _as_array(xp, a, name, dev):
@@ -191,6 +192,7 @@ def prepare(X, y, sample_weight, *, fit_intercept, check_finite, alpha=None, rid
 
     x_offset = y_offset = None
     root = None if sample_weight is None else xp.sqrt(sample_weight[..., None])  # (..., m, 1)
+    original = (X, Y, root)
     norms = xp.linalg.vector_norm(X if root is None else root * X, axis=-2)
     if fit_intercept:
         w = xp.ones((m, 1), dtype=dtype, device=dev) if root is None else root * root
@@ -203,7 +205,7 @@ def prepare(X, y, sample_weight, *, fit_intercept, check_finite, alpha=None, rid
     if fit_intercept:
         v = xp.sqrt(w / total)
         X, Y = _eliminate_intercept(xp, X, Y, v)
-    return Problem(xp, X, Y, alpha if ridge else None, x_offset, y_offset, y_was_vector, norms)
+    return Problem(xp, X, Y, alpha if ridge else None, x_offset, y_offset, y_was_vector, norms, original)
 
 
 def _eliminate_intercept(xp, X, Y, v):

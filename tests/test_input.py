@@ -129,3 +129,9 @@ def test_results_stay_on_device(strict_device, method, shape):
         for field in res:
             if field is not None:
                 assert field.device == dev
+
+
+@pytest.mark.parametrize("refine", [-1, 1.5, True])
+def test_bad_refine(refine):
+    with pytest.raises(ValueError, match="refine"):
+        lsq.lstsq(X, y, refine=refine)

@@ -111,3 +111,13 @@ def test_float32_stays_float32_under_jit():
     X, y, _ = _data()
     res = jax.jit(lsq.lstsq, static_argnames=STATIC)(X.astype(jnp.float32), y.astype(jnp.float32))
     assert res.coef.dtype == jnp.float32 and res.rss.dtype == jnp.float32
+
+
+def test_refine_under_jit():
+    """The double-double residuals survive XLA's fusion (no FMA-sensitive identities)."""
+    t = np.arange(21.0)
+    X = jnp.asarray(np.stack([t**k for k in range(1, 6)], axis=1))
+    y = jnp.asarray(1 + t + t**2 + t**3 + t**4 + t**5 + 1e6 * np.cos(7 * t))
+    eager = lsq.lstsq(X, y, fit_intercept=True, refine=2)
+    traced = jax.jit(lsq.lstsq, static_argnames=STATIC + ("refine",))(X, y, fit_intercept=True, refine=2)
+    np.testing.assert_allclose(np.asarray(traced.coef), np.asarray(eager.coef), rtol=1e-14)

@@ -249,3 +249,50 @@ def test_constant_column_with_intercept(be, method):
     np.testing.assert_allclose(be.to_numpy(res.coef), [ref[1], 0.0, ref[2]], atol=1e-12)
     np.testing.assert_allclose(be.to_numpy(res.intercept), ref[0], rtol=1e-12)
     assert int(be.to_numpy(res.rank)) == 2
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_refine_keeps_minimum_norm_and_wide_answers(be, method):
+    """Refinement applies to tall full-rank problems only; the others come back unchanged."""
+    rng = np.random.default_rng(10)
+    for X in (design(rng, 30, 6, cond=10.0, rank=4), design(rng, 5, 9, cond=10.0)):
+        y = rng.standard_normal(X.shape[0])
+        plain = lsq.lstsq(be.asarray(X), be.asarray(y), method=method)
+        refined = lsq.lstsq(be.asarray(X), be.asarray(y), method=method, refine=2)
+        np.testing.assert_allclose(be.to_numpy(refined.coef), be.to_numpy(plain.coef), rtol=1e-13, atol=1e-14)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_refine_recovers_digits(be, method):
+    """A graded polynomial design with a large residual: refinement beats the plain solve and
+    reaches the double-double-limited answer (computed here in exact rational arithmetic)."""
+    from fractions import Fraction
+
+    t = np.arange(21.0)
+    X = np.stack([t**k for k in range(1, 6)], axis=1)
+    # Wampler-style: coefficients 1 plus a residual of size 1e8 orthogonal to [1, X] (the
+    # design is exactly representable; the exact answer for these floats is computed below).
+    A1 = np.c_[np.ones(21), X]
+    q, _ = np.linalg.qr(A1)
+    z = np.cos(7 * t)
+    z = z - q @ (q.T @ z)
+    y = A1.sum(axis=1) + 1e8 * z / np.abs(z).max()
+    A = [[Fraction(1)] + [Fraction(float(v)) for v in row] for row in X]
+    b = [Fraction(float(v)) for v in y]
+    G = [[sum(A[i][p] * A[i][q] for i in range(21)) for q in range(6)] for p in range(6)]
+    r = [sum(A[i][p] * b[i] for i in range(21)) for p in range(6)]
+    for c in range(6):  # exact Gauss-Jordan on the normal equations
+        piv = G[c][c]
+        for rr in range(6):
+            if rr != c:
+                f = G[rr][c] / piv
+                G[rr] = [u - f * v for u, v in zip(G[rr], G[c])]
+                r[rr] -= f * r[c]
+    exact = np.array([float(r[c] / G[c][c]) for c in range(6)])
+    res = lsq.lstsq(be.asarray(X), be.asarray(y), method=method, fit_intercept=True, refine=2)
+    got = np.r_[be.to_numpy(res.intercept), be.to_numpy(res.coef)]
+    assert np.max(np.abs(got - exact) / np.abs(exact)) < 1e-13
+    # Without refinement the eps * cond**2 * ||r|| term costs ~6 digits (a check on the test).
+    plain = lsq.lstsq(be.asarray(X), be.asarray(y), method=method, fit_intercept=True)
+    got = np.r_[be.to_numpy(plain.intercept), be.to_numpy(plain.coef)]
+    assert np.max(np.abs(got - exact) / np.abs(exact)) > 1e-10
