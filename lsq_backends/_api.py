@@ -20,7 +20,7 @@ def _fit(problem, method, rcond, fit_intercept, refine=0):
         s = xp.zeros(tuple(X.shape[:-2]) + (0,), dtype=X.dtype, device=_compat.device(X))
         s = s if method == "svd" else None
     else:
-        coef, rank, s = SOLVERS[method](xp, X, Y, alpha, rcond, problem.norms)
+        coef, rank, s = SOLVERS[method](xp, X, Y, alpha, rcond, problem.offset_sq)
     if fit_intercept:
         intercept = (problem.y_offset - dot(xp, problem.x_offset, coef))[..., 0, :]
     else:

@@ -23,6 +23,7 @@ __all__ = [
     "is_lazy",
     "matmul",
     "qr",
+    "qr_apply",
     "solve_triangular",
     "svd",
 ]
@@ -195,6 +196,30 @@ def qr(xp, x):
         x = x.rechunk({1: -1})
     q, r = xp.linalg.qr(x, mode="reduced")
     return q, r
+
+
+def qr_apply(xp, x, y):
+    """``(R, Q^T y)`` of the reduced QR of ``x`` (..., m, n), m >= n, without forming Q where
+    the library can apply it implicitly (LAPACK's ormqr): half the flops of forming Q."""
+    n = x.shape[-1]
+    if _aac.is_torch_namespace(xp):
+        # torch.geqrf/ormqr: Householder vectors applied in place of an explicit Q.
+        import torch
+
+        a, tau = torch.geqrf(x)
+        qty = torch.ormqr(a, tau, y, left=True, transpose=True)[..., :n, :]
+        return torch.triu(a[..., :n, :]), qty
+    if _aac.is_numpy_namespace(xp) and x.ndim == 2 and _scipy_for(xp) is not None:
+        # numpy.linalg.qr always forms Q (orgqr); scipy's qr_multiply applies it (ormqr).
+        import scipy.linalg
+
+        try:
+            cq, r = scipy.linalg.qr_multiply(x, xp.linalg.matrix_transpose(y), mode="right")
+            return r, xp.linalg.matrix_transpose(cq)
+        except ValueError:  # it refuses NaN/Inf (reachable with check_finite=False)
+            pass
+    q, r = qr(xp, x)
+    return r, matmul(xp, xp.linalg.matrix_transpose(q), y)
 
 
 def svd(xp, x):

@@ -28,7 +28,7 @@ class Problem(NamedTuple):
     x_offset: Any  # (..., 1, n) or None
     y_offset: Any  # (..., 1, k) or None
     y_was_vector: bool
-    norms: Any  # (..., n) norms of the weighted columns before centering
+    offset_sq: Any  # (..., n) what centering removed from the squared column norms, or None
     original: Any  # (X, Y, root): validated, uncentered, unweighted; root = sqrt(weights) or None
 
 
@@ -72,6 +72,13 @@ def _check_dtype(xp, a, name):
 
 def _check_finite(xp, a, name):
     if a is None or _compat.is_lazy(a) or math.prod(a.shape) == 0:
+        return
+    # Fast path: NaN and infinity propagate through a product with a vector of ones (one
+    # matrix-vector pass, no boolean temporary of the size of ``a``); only a non-finite sum,
+    # which overflow of huge finite values could also give, needs the exact test.
+    flat = xp.reshape(a, (-1, a.shape[-1])) if a.ndim > 1 else xp.reshape(a, (1, -1))
+    ones = xp.ones((flat.shape[-1],), dtype=flat.dtype, device=_compat.device(a))
+    if bool(xp.all(xp.isfinite(_compat.matmul(xp, flat, ones)))):
         return
     if not bool(xp.all(xp.isfinite(a))):
         msg = (
@@ -193,19 +200,20 @@ def prepare(X, y, sample_weight, *, fit_intercept, check_finite, alpha=None, rid
     x_offset = y_offset = None
     root = None if sample_weight is None else xp.sqrt(sample_weight[..., None])  # (..., m, 1)
     original = (X, Y, root)
-    norms = xp.linalg.vector_norm(X if root is None else root * X, axis=-2)
+    offset_sq = None
     if fit_intercept:
         w = xp.ones((m, 1), dtype=dtype, device=dev) if root is None else root * root
         total = xp.sum(w, axis=-2, keepdims=True)
         x_offset = xp.sum(w * X, axis=-2, keepdims=True) / total
         y_offset = xp.sum(w * Y, axis=-2, keepdims=True) / total
         X, Y = X - x_offset, Y - y_offset
+        offset_sq = (total * x_offset * x_offset)[..., 0, :]
     if root is not None:
         X, Y = root * X, root * Y
     if fit_intercept:
         v = xp.sqrt(w / total)
         X, Y = _eliminate_intercept(xp, X, Y, v)
-    return Problem(xp, X, Y, alpha if ridge else None, x_offset, y_offset, y_was_vector, norms, original)
+    return Problem(xp, X, Y, alpha if ridge else None, x_offset, y_offset, y_was_vector, offset_sq, original)
 
 
 def _eliminate_intercept(xp, X, Y, v):

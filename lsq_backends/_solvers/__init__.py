@@ -1,5 +1,6 @@
-"""One module per solver; each exposes ``solve(xp, X, Y, alpha, rcond, norms)
--> (coef, rank, s)``; ``norms`` are the column norms of X before centering (rank tests)."""
+"""One module per solver; each exposes
+``solve(xp, X, Y, alpha, rcond, offset_sq) -> (coef, rank, singular values or None)``, where
+``offset_sq`` is what centering removed from the squared column norms (for the rank tests)."""
 
 from . import auto, normal, qr, svd
 

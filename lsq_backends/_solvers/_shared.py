@@ -74,19 +74,19 @@ def all_true(xp, mask):
     return xp.all(mask)
 
 
-def pivot_ratios(xp, pivots, X, alpha, norms):
+def pivot_ratios(xp, pivots, colsq, offset_sq):
     """|pivot_j| / ||column j||, the scale-free rank test of the triangular factors.
 
-    The column norm is that of the original (weighted, uncentered) column, sqrt(norm**2 +
-    alpha) for a ridge system; it is the same for every unit the column is measured in, so
-    only dependence decides. Against the *uncentered* norm, a column that centering reduced
-    to rounding noise (a constant column next to an intercept) is seen as dependent too.
-    ``pivots`` is (..., p) or (..., k, p) for per-target penalties.
+    ``colsq`` are the squared column norms of the matrix factorized (the centered X, plus
+    alpha for a ridge system); ``offset_sq`` (..., n), the part centering removed
+    (sum(w) * mean**2), or None. The ratio is against the column as given, before centering:
+    the same in every unit the column is measured in, so only dependence decides, and a column
+    that centering reduced to rounding noise (a constant column next to an intercept) is seen
+    as dependent too. ``pivots``/``colsq`` are (..., p) or (..., k, p) for per-target penalties.
     """
-    ref = xp.linalg.vector_norm(X, axis=-2) if norms is None else norms
-    ref = ref * ref
-    if alpha is not None:
-        ref = ref[..., None, :] + alpha[:, None] if alpha.shape[0] > 1 else ref + alpha[0]
+    ref = colsq
+    if offset_sq is not None:
+        ref = ref + (offset_sq[..., None, :] if colsq.ndim > offset_sq.ndim else offset_sq)
     ref = xp.sqrt(ref)
     return xp.abs(pivots) / xp.where(ref > 0, ref, xp.ones_like(ref))
 

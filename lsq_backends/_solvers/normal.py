@@ -18,6 +18,7 @@ import math
 
 from .. import _compat
 from . import svd
+from .condest import condition_estimate
 from ._shared import (
     add_penalty,
     all_true,
@@ -49,14 +50,18 @@ class Factored:
         self.A, self.B = A, split_targets(xp, B, alpha)
         self.L = _compat.cholesky(xp, A)
 
-    def solve_or(self, xp, X, Y, ok, fallback, rcond, norms):
+    def condition(self, xp):
+        """Estimate of cond(X) after column equilibration (see ``condest``)."""
+        return condition_estimate(xp, self.L, self.A)
+
+    def solve_or(self, xp, X, Y, ok, fallback, rcond, offset_sq):
         """The Cholesky solution where the scalar ``ok`` holds, else ``fallback``'s solution
         (a traced branch under ``jax.jit``; see ``_compat.cond``). Returns (coef, rank, None)."""
         coef, rank = _compat.cond(
             xp,
             ok,
             lambda X, Y: self.solve(xp, X),
-            lambda X, Y: fallback(xp, X, Y, self.alpha, rcond, norms)[:2],
+            lambda X, Y: fallback(xp, X, Y, self.alpha, rcond, offset_sq)[:2],
             (X, Y),
         )
         return coef, rank, None
@@ -71,7 +76,7 @@ class Factored:
         return W, rank
 
 
-def solve(xp, X, Y, alpha, rcond, norms=None):
+def solve(xp, X, Y, alpha, rcond, offset_sq=None):
     """Normal-equation solution, falling back to the SVD path on a singular Gram matrix."""
     m, n = X.shape[-2:]
     fac = Factored(xp, X, Y, alpha)
@@ -85,5 +90,5 @@ def solve(xp, X, Y, alpha, rcond, norms=None):
     ok = pivots / xp.sqrt(xp.where(d > 0, d, xp.ones_like(d))) > tol
     if not fac.wide:
         # A column that centering reduced to rounding noise, against its uncentered norm.
-        ok = ok & (pivot_ratios(xp, pivots, X, alpha, norms) > default_cutoff(xp, X, m, n, rcond))
-    return fac.solve_or(xp, X, Y, all_true(xp, ok), svd.solve, rcond, norms)
+        ok = ok & (pivot_ratios(xp, pivots, d, offset_sq) > default_cutoff(xp, X, m, n, rcond))
+    return fac.solve_or(xp, X, Y, all_true(xp, ok), svd.solve, rcond, offset_sq)

@@ -1,6 +1,12 @@
-"""QR: Householder QR and a triangular solve, never forming the normal equations.
+"""QR: an orthogonal factorization and a triangular solve, with QR-level accuracy.
 
-Tall X (m >= n): ``X = Q R``, ``w = R^{-1} Q^T y``. Wide X (m < n): the minimum-norm solution
+Tall X (m >= n): ``X = Q R``, ``w = R^{-1} Q^T y``. Least squares on tall X uses CholeskyQR2
+(Fukaya, Nakatsukasa, Yamamoto) when the Gram factor's condition estimate (after column
+equilibration) is at most ``eps**-0.5 / 100`` (float64: 6.7e5, float32: 29): two Gram passes,
+one triangular solve with m right-hand sides and two small Choleskys, all matrix-matrix work (the fastest
+QR on GPUs, and 4x faster than LAPACK's Householder QR here), with Q orthogonal to working
+precision in that range. Otherwise, and for ridge, Householder QR, applying Q implicitly
+where the library can (LAPACK's ormqr through SciPy or PyTorch). Wide X (m < n): the minimum-norm solution
 from ``X^T = Q R``: ``w = Q R^{-T} y``. Ridge factors ``[R; sqrt(alpha) I]`` (a 2p x p QR after
 the first one), which is the QR of ``[X; sqrt(alpha) I]`` without touching X again. Error
 ~ eps * cond(X) (plus eps * cond(X)**2 * ||r|| / (||X|| ||w||) for large residuals), for
@@ -26,6 +32,7 @@ from ._shared import (
     default_cutoff,
     diagonal,
     dot,
+    eps,
     eye_like,
     full_rank,
     merge_targets,
@@ -56,13 +63,70 @@ def _penalized_r(xp, R, alpha):
     return _compat.qr(xp, stacked)
 
 
-def solve(xp, X, Y, alpha, rcond, norms=None):
-    """QR solution, falling back to the SVD of R on a numerically singular factor."""
+def cholqr_limit(xp, X):
+    return eps(xp, X) ** -0.5 / 100
+
+
+def solve(xp, X, Y, alpha, rcond, offset_sq=None):
+    """QR solution (CholeskyQR2 where safe, else Householder), falling back to the SVD of R on
+    a numerically singular factor."""
+    m, n = X.shape[-2:]
+    if m < n or alpha is not None or n == 0:
+        return householder(xp, X, Y, alpha, rcond, offset_sq)
+    from . import normal  # normal imports svd only; imported here to keep the graph acyclic
+
+    fac = normal.Factored(xp, X, Y, None)
+    kappa = fac.condition(xp)
+    ok = all_true(xp, kappa <= cholqr_limit(xp, X))
+    coef, rank = _compat.cond(
+        xp,
+        ok,
+        lambda X, Y: _cholesky_qr2(xp, X, Y, fac, rcond, offset_sq),
+        lambda X, Y: householder(xp, X, Y, None, rcond, offset_sq)[:2],
+        (X, Y),
+    )
+    return coef, rank, None
+
+
+def _cholesky_qr2(xp, X, Y, fac, rcond, offset_sq):
+    """CholeskyQR2 on the equilibrated X D, from the Gram factor L (A = X^T X = L L^T).
+
+    X D = Q1 R1 with R1 = (D L)^T, Q1 = X M, M = D R1^{-1}: a matrix product rather than a
+    triangular solve with m right-hand sides (2x faster here through NumPy's BLAS; the solve
+    measured up to 0.4 digits better on NIST's large-residual Wampler problems, which is why
+    ``auto`` uses Householder QR instead). Then Q1 = Q R2 (the second pass repairs Q1's loss
+    of orthogonality, ~eps * cond**2) and w = M R2^{-1} Q^T y with Q^T y = R2^{-T} Q1^T y.
+    """
+    n = X.shape[-1]
+    d = diagonal(xp, fac.A)
+    dinv = 1 / xp.sqrt(xp.where(d > 0, d, xp.ones_like(d)))
+    R1 = mT(xp, dinv[..., :, None] * fac.L)
+    eye = xp.broadcast_to(eye_like(xp, R1, n), tuple(R1.shape))  # some solvers do not broadcast
+    M = dinv[..., :, None] * _compat.solve_triangular(xp, R1, eye, lower=False)
+    Q1 = dot(xp, X, M)
+    L2 = _compat.cholesky(xp, dot(xp, mT(xp, Q1), Q1))
+    Z = _compat.solve_triangular(xp, L2, dot(xp, mT(xp, Q1), Y), lower=True)  # Q^T y
+    W = dot(xp, M, _compat.solve_triangular(xp, mT(xp, L2), Z, lower=False))
+    # Q1^T Q1 is I up to eps * cond**2: a pivot far from 1 means the estimate was fooled.
+    good = all_true(xp, xp.abs(diagonal(xp, L2) - 1) < 0.5)
+    return _compat.cond(
+        xp,
+        good,
+        lambda X, Y: (W, full_rank(xp, X.shape[:-2], n, X)),
+        lambda X, Y: householder(xp, X, Y, None, rcond, offset_sq)[:2],
+        (X, Y),
+    )
+
+
+def householder(xp, X, Y, alpha, rcond, offset_sq=None):
+    """Householder QR solution, falling back to the SVD of R on a numerically singular factor."""
     m, n = X.shape[-2:]
     wide = m < n
-    Q, R = _compat.qr(xp, mT(xp, X) if wide else X)  # X = Q R, or X^T = Q R when wide
-    # Z: right-hand side of the triangular system R0 W = Z (or R0^T U = Y when wide).
-    Z = Y if wide else dot(xp, mT(xp, Q), Y)
+    if wide:
+        Q, R = _compat.qr(xp, mT(xp, X))  # X^T = Q R
+        Z = Y  # right-hand side of R^T U = Y
+    else:
+        R, Z = _compat.qr_apply(xp, X, Y)  # X = Q R, Z = Q^T Y (Q never formed if avoidable)
     if alpha is None:
         T = R
     else:
@@ -76,7 +140,7 @@ def solve(xp, X, Y, alpha, rcond, norms=None):
     if wide:  # the pivots belong to rows of X: compare with the largest
         ratios = _relative_pivots(xp, T)
     else:
-        ratios = pivot_ratios(xp, diagonal(xp, T), X, alpha, norms)
+        ratios = pivot_ratios(xp, diagonal(xp, T), xp.sum(T * T, axis=-2), offset_sq)
     ok = all_true(xp, ratios > cutoff)
 
     def triangular(X, Y):

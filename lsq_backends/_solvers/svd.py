@@ -4,7 +4,8 @@ Handles every problem: tall, wide, rank deficient. Singular values below
 ``rcond * s_max`` are treated as zero (default ``rcond = eps * max(m, n)``, as
 ``numpy.linalg.lstsq``), which gives the minimum-norm least-squares solution, the one
 ``scipy.linalg.lstsq`` (gelsd) returns. Ridge uses the filter factors
-``s / (s**2 + alpha)``. Error ~ eps * cond(X). Cost: a thin SVD, the most expensive method.
+``s / (s**2 + alpha)``. Error ~ eps * cond(X). Cost: a QR of X plus the SVD of its n x n
+factor (tall X), or a thin SVD (wide X): the most expensive method.
 """
 
 from __future__ import annotations
@@ -36,10 +37,20 @@ def filtered_solve(xp, u, s, vh, y, alpha, cutoff, n):
     return dot(xp, mT(xp, vh), f * uty), rank
 
 
-def solve(xp, X, Y, alpha, rcond, norms=None):
+def solve(xp, X, Y, alpha, rcond, offset_sq=None):
     """Minimum-norm solution of X @ W = Y (or ridge); returns (coef, rank, singular values).
-    ``norms`` is unused: the cutoff is relative to the largest singular value, as in NumPy."""
+    ``offset_sq`` is unused: the cutoff is relative to the largest singular value, as NumPy's.
+
+    Tall X is reduced to its n x n triangular factor first (X = QR, Q applied implicitly where
+    the library can), whose SVD has the same singular values: cheaper than the SVD of X.
+    """
     m, n = X.shape[-2:]
-    u, s, vh = _compat.svd(xp, X)
-    coef, rank = filtered_solve(xp, u, s, vh, Y, alpha, default_cutoff(xp, X, m, n, rcond), n)
+    cutoff = default_cutoff(xp, X, m, n, rcond)
+    if m >= n:
+        R, Z = _compat.qr_apply(xp, X, Y)
+        u, s, vh = _compat.svd(xp, R)
+        coef, rank = filtered_solve(xp, u, s, vh, Z, alpha, cutoff, n)
+    else:
+        u, s, vh = _compat.svd(xp, X)
+        coef, rank = filtered_solve(xp, u, s, vh, Y, alpha, cutoff, n)
     return coef, rank, s
