@@ -2,7 +2,7 @@
 
 The Gram matrix is formed and factorized (the normal path's work) and the condition number of
 the column-equilibrated X is estimated from the factor (``condest``). The normal solution is
-kept only when that estimate is at most ``eps**-0.25 / 8`` (float64: 1.5e3, so the normal
+kept only when its diagonal is clear of the subnormal range and that estimate is at most ``eps**-0.25 / 8`` (float64: 1.5e3, so the normal
 equations' error ~ eps * cond**2 stays below ~5e-10; float32: 6.8); otherwise the problem goes
 to Householder QR (not CholeskyQR2, which measured up to 0.7 digits fewer on NIST's
 large-residual Wampler problems), and to the SVD of R on rank deficiency. Under ``jax.jit`` each choice is
@@ -13,7 +13,7 @@ ill-conditioned problem sends the whole batch down the safer path.
 from __future__ import annotations
 
 from . import normal, qr
-from ._shared import all_true, eps
+from ._shared import all_true, diagonal, eps
 
 
 def kappa_limit(xp, X):
@@ -24,5 +24,8 @@ def solve(xp, X, Y, alpha, rcond, offset_sq=None):
     fac = normal.Factored(xp, X, Y, alpha)
     kappa = fac.condition(xp)
     # NaN (a failed factorization) compares False and goes to QR.
-    ok = all_true(xp, kappa <= kappa_limit(xp, X))
+    ok = kappa <= kappa_limit(xp, X)
+    # A Gram matrix in the subnormal range has lost bits however well conditioned X is.
+    d = xp.min(diagonal(xp, fac.A), axis=-1)
+    ok = all_true(xp, ok & (d >= xp.finfo(X.dtype).smallest_normal / eps(xp, X)))
     return fac.solve_or(xp, X, Y, ok, qr.householder, rcond, offset_sq)

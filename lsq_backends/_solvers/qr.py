@@ -14,8 +14,8 @@ the first one), which is the QR of ``[X; sqrt(alpha) I]`` without touching X aga
 
 Rank deficiency is detected on the diagonal of the triangular factor that is solved: a
 pivot ``|R_jj|`` at most ``rcond * ||X[:, j]||`` (default ``rcond = eps * max(m, n)``; the
-norm of the column as given, before centering, so the test does not depend on units); for
-wide X, where pivots belong to rows, ``rcond`` times the largest row norm. The problem is then solved from the SVD of the small factor R (X = (QU) S
+norm of the column as given, before centering) or at most ``rcond * max_i ||X[:, i]||`` (the
+scale of NumPy's SVD cutoff); for wide X, where pivots belong to rows, the latter. The problem is then solved from the SVD of the small factor R (X = (QU) S
 V^T), so the answer is the minimum-norm solution at no more than O(p^3) extra. Without
 column pivoting this test is a heuristic: it catches exactly dependent columns, as in the
 usual duplicated or constant columns, but can miss a rare near-dependence spread over many
@@ -140,7 +140,10 @@ def householder(xp, X, Y, alpha, rcond, offset_sq=None):
     if wide:  # the pivots belong to rows of X: compare with the largest
         ratios = _relative_pivots(xp, T)
     else:
-        ratios = pivot_ratios(xp, diagonal(xp, T), xp.sum(T * T, axis=-2), offset_sq)
+        # Against the column's own norm (scale-free: catches dependent columns and centering
+        # noise) and, as NumPy's SVD cutoff does, against the largest column (catches a
+        # dependence hidden by a small column whose rounding is relative to ||X||).
+        ratios = xp.minimum(pivot_ratios(xp, diagonal(xp, T), xp.sum(T * T, axis=-2), offset_sq), _relative_pivots(xp, T))
     ok = all_true(xp, ratios > cutoff)
 
     def triangular(X, Y):
