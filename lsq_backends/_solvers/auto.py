@@ -24,7 +24,7 @@ def solve(xp, X, Y, alpha, rcond, offset_sq=None):
     fac = normal.Factored(xp, X, Y, alpha)
     kappa = fac.condition(xp)
     # NaN (a failed factorization) compares False and goes to QR.
-    ok = kappa <= kappa_limit(xp, X)
+    ok = (kappa <= kappa_limit(xp, X)) & normal.full_rank_test(xp, fac, X, rcond, offset_sq, global_scale=True)
     # A Gram matrix in the subnormal range has lost bits however well conditioned X is.
     d = xp.min(diagonal(xp, fac.A), axis=-1)
     ok = all_true(xp, ok & (d >= xp.finfo(X.dtype).smallest_normal / eps(xp, X)))

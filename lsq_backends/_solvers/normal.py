@@ -76,19 +76,37 @@ class Factored:
         return W, rank
 
 
-def solve(xp, X, Y, alpha, rcond, offset_sq=None):
-    """Normal-equation solution, falling back to the SVD path on a singular Gram matrix."""
+def full_rank_test(xp, fac, X, rcond, offset_sq, *, global_scale=False):
+    """Boolean per problem of the batch: does the Gram factor look full rank?
+
+    A pivot against its own column's norm (dependence at the Gram matrix's precision,
+    ``max(rcond, sqrt(eps * max(m, n)))``); against the column's norm before centering (noise
+    left by centering, ``rcond``, default eps * max(m, n)); with ``global_scale``, also against
+    the largest column (a dependence hidden by a small column). A failed factorization leaves
+    a non-positive or NaN pivot, which fails every test.
+    """
     m, n = X.shape[-2:]
-    fac = Factored(xp, X, Y, alpha)
     tol = max(rcond or 0.0, math.sqrt(eps(xp, X) * max(m, n, 1)))
     pivots = diagonal(xp, fac.L)
     d = diagonal(xp, fac.A)
-    if fac.wide:  # pivots belong to rows of X: compare with the largest
-        d = xp.max(d, axis=-1, keepdims=True)
-    # Dependence at the Gram matrix's precision: the pivot against its own column's norm. A
-    # failed factorization leaves a non-positive or NaN pivot, which fails too.
+    if fac.wide:
+        # Pivots belong to rows of X (mixed by the intercept elimination): compare with X's
+        # squared Frobenius norm before centering, the scale of its rounding noise.
+        d = xp.sum(d, axis=-1, keepdims=True)
+        if offset_sq is not None:
+            extra = xp.sum(offset_sq, axis=-1, keepdims=True)
+            d = d + (extra[..., None, :] if d.ndim > extra.ndim else extra)
     ok = pivots / xp.sqrt(xp.where(d > 0, d, xp.ones_like(d))) > tol
     if not fac.wide:
-        # A column that centering reduced to rounding noise, against its uncentered norm.
         ok = ok & (pivot_ratios(xp, pivots, d, offset_sq) > default_cutoff(xp, X, m, n, rcond))
+        if global_scale:
+            big = xp.sqrt(xp.max(d, axis=-1, keepdims=True))
+            ok = ok & (pivots / xp.where(big > 0, big, xp.ones_like(big)) > tol)
+    return xp.all(ok, axis=-1)
+
+
+def solve(xp, X, Y, alpha, rcond, offset_sq=None):
+    """Normal-equation solution, falling back to the SVD path on a singular Gram matrix."""
+    fac = Factored(xp, X, Y, alpha)
+    ok = full_rank_test(xp, fac, X, rcond, offset_sq)
     return fac.solve_or(xp, X, Y, all_true(xp, ok), svd.solve, rcond, offset_sq)

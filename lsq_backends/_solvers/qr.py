@@ -12,10 +12,12 @@ the first one), which is the QR of ``[X; sqrt(alpha) I]`` without touching X aga
 ~ eps * cond(X) (plus eps * cond(X)**2 * ||r|| / (||X|| ||w||) for large residuals), for
 2mn^2 - 2n^3/3 flops: about twice the normal equations.
 
-Rank deficiency is detected on the diagonal of the triangular factor that is solved: a
-pivot ``|R_jj|`` at most ``rcond * ||X[:, j]||`` (default ``rcond = eps * max(m, n)``; the
-norm of the column as given, before centering) or at most ``rcond * max_i ||X[:, i]||`` (the
-scale of NumPy's SVD cutoff); for wide X, where pivots belong to rows, the latter. The problem is then solved from the SVD of the small factor R (X = (QU) S
+Rank deficiency is suspected on the diagonal of the triangular factor that is solved: a
+pivot ``|R_jj|`` at most ``rcond * ||X[:, j]||`` (default ``rcond = eps * max(m, n)``;
+the norm of the column as given, before centering) or at most ``rcond * max_i ||X[:, i]||``
+(the scale of NumPy's SVD cutoff); for wide X, where pivots belong to rows, at most
+``sqrt(rcond)`` times the largest row or X's Frobenius norm. The SVD of R then decides the
+rank with ``rcond`` itself. The problem is then solved from the SVD of the small factor R (X = (QU) S
 V^T), so the answer is the minimum-norm solution at no more than O(p^3) extra. Without
 column pivoting this test is a heuristic: it catches exactly dependent columns, as in the
 usual duplicated or constant columns, but can miss a rare near-dependence spread over many
@@ -77,7 +79,9 @@ def solve(xp, X, Y, alpha, rcond, offset_sq=None):
 
     fac = normal.Factored(xp, X, Y, None)
     kappa = fac.condition(xp)
-    ok = all_true(xp, kappa <= cholqr_limit(xp, X))
+    # CholeskyQR2 has no rank test of its own: the Gram factor must pass the normal path's.
+    ok = (kappa <= cholqr_limit(xp, X)) & normal.full_rank_test(xp, fac, X, rcond, offset_sq, global_scale=True)
+    ok = all_true(xp, ok)
     coef, rank = _compat.cond(
         xp,
         ok,
@@ -137,14 +141,30 @@ def householder(xp, X, Y, alpha, rcond, offset_sq=None):
             p = R.shape[-1]
             Zs = dot(xp, mT(xp, Q2[..., :p, :]), Zs)
     cutoff = default_cutoff(xp, X, m, n, rcond)
-    if wide:  # the pivots belong to rows of X: compare with the largest
+    # Wide X with an intercept: X's Frobenius norm before centering, the scale of its noise.
+    frob = None
+    if wide and offset_sq is not None:
+        frob = xp.sqrt(xp.sum(R * R, axis=(-2, -1)) + xp.sum(offset_sq, axis=-1))
+    # Triggers for the SVD of R, which then decides the rank with its own cutoff. On wide X a
+    # generous one (sqrt(cutoff)): unpivoted QR can leave a dependent row's pivot well above
+    # rounding level, and a false alarm costs only the O(m^3) SVD. On tall X a strict one: the
+    # SVD of a graded R (Filip's x .. x**10, columns in small units) would lose the accuracy
+    # the triangular solve keeps.
+    if wide:
+        # Pivots belong to rows of X, which the intercept elimination mixed: compare with the
+        # largest row and with ``frob``.
         ratios = _relative_pivots(xp, T)
+        if frob is not None:
+            f = frob[..., None, None] if T.ndim > R.ndim else frob[..., None]
+            ratios = xp.minimum(ratios, xp.abs(diagonal(xp, T)) / xp.where(f > 0, f, xp.ones_like(f)))
+        ok = ratios > cutoff**0.5
     else:
-        # Against the column's own norm (scale-free: catches dependent columns and centering
-        # noise) and, as NumPy's SVD cutoff does, against the largest column (catches a
-        # dependence hidden by a small column whose rounding is relative to ||X||).
-        ratios = xp.minimum(pivot_ratios(xp, diagonal(xp, T), xp.sum(T * T, axis=-2), offset_sq), _relative_pivots(xp, T))
-    ok = all_true(xp, ratios > cutoff)
+        # Against the column's own norm before centering (scale-free: dependent columns,
+        # centering noise) and, as NumPy's SVD cutoff does, against the largest column (a
+        # dependence hidden behind a small column whose rounding is relative to ||X||).
+        own = pivot_ratios(xp, diagonal(xp, T), xp.sum(T * T, axis=-2), offset_sq)
+        ok = (own > cutoff) & (_relative_pivots(xp, T) > cutoff)
+    ok = all_true(xp, ok)
 
     def triangular(X, Y):
         if alpha is None:
@@ -166,10 +186,11 @@ def householder(xp, X, Y, alpha, rcond, offset_sq=None):
         if wide:
             # X = R^T Q^T; with R^T = U S V^T, X = U S (Q V)^T.
             u, s, vh = _compat.svd(xp, mT(xp, R))
-            W, rank = svd.filtered_solve(xp, u, s, vh, Y, alpha, cutoff, n)
+            W, rank = svd.filtered_solve(xp, u, s, vh, Y, alpha, cutoff, n, frob)
             return dot(xp, Q, W), rank
         u, s, vh = _compat.svd(xp, R)  # X = (Q U) S V^T, and (Q U)^T y = U^T Z
-        return svd.filtered_solve(xp, u, s, vh, Z, alpha, cutoff, n)
+        scale = svd.uncentered_scale(xp, xp.sum(R * R, axis=-2), offset_sq)
+        return svd.filtered_solve(xp, u, s, vh, Z, alpha, cutoff, n, scale)
 
     coef, rank = _compat.cond(xp, ok, triangular, from_svd_of_r, (X, Y))
     return coef, rank, None

@@ -14,14 +14,26 @@ from .. import _compat
 from ._shared import count, default_cutoff, dot, full_rank, mT
 
 
-def filtered_solve(xp, u, s, vh, y, alpha, cutoff, n):
+def uncentered_scale(xp, colsq, offset_sq):
+    """Largest column norm of X before centering (None without an intercept): the scale
+    rounding noise is relative to. Centered data whose columns are all constant are pure
+    noise; a cutoff relative to their own largest singular value would keep it."""
+    if offset_sq is None:
+        return None
+    return xp.sqrt(xp.max(colsq + offset_sq, axis=-1))
+
+
+def filtered_solve(xp, u, s, vh, y, alpha, cutoff, n, scale=None):
     """Solve with the factors ``u @ diag(s) @ vh`` of a matrix with ``n`` columns.
 
-    ``y`` (..., m, k) is the right-hand side in the range space of ``u``. Returns
+    ``y`` (..., m, k) is the right-hand side in the range space of ``u``; singular values at
+    most ``cutoff`` times the largest (or ``scale`` (...), if larger) count as zero. Returns
     ``(coef (..., n, k), rank (...))``. Written with ``where`` only, so it traces under
     ``jax.jit`` and needs no host sync.
     """
     s_max = s[..., :1]
+    if scale is not None:
+        s_max = xp.maximum(s_max, scale[..., None])
     keep = s > cutoff * s_max  # (..., p)
     safe = xp.where(keep, s, xp.ones_like(s))
     uty = dot(xp, mT(xp, u), y)  # (..., p, k)
@@ -39,7 +51,8 @@ def filtered_solve(xp, u, s, vh, y, alpha, cutoff, n):
 
 def solve(xp, X, Y, alpha, rcond, offset_sq=None):
     """Minimum-norm solution of X @ W = Y (or ridge); returns (coef, rank, singular values).
-    ``offset_sq`` is unused: the cutoff is relative to the largest singular value, as NumPy's.
+    The cutoff is relative to the largest singular value, as NumPy's, or with an intercept to
+    the largest column norm before centering if that is larger (``offset_sq``).
 
     Tall X is reduced to its n x n triangular factor first (X = QR, Q applied implicitly where
     the library can), whose SVD has the same singular values: cheaper than the SVD of X.
@@ -49,8 +62,10 @@ def solve(xp, X, Y, alpha, rcond, offset_sq=None):
     if m >= n:
         R, Z = _compat.qr_apply(xp, X, Y)
         u, s, vh = _compat.svd(xp, R)
-        coef, rank = filtered_solve(xp, u, s, vh, Z, alpha, cutoff, n)
+        scale = uncentered_scale(xp, xp.sum(R * R, axis=-2), offset_sq)
+        coef, rank = filtered_solve(xp, u, s, vh, Z, alpha, cutoff, n, scale)
     else:
         u, s, vh = _compat.svd(xp, X)
-        coef, rank = filtered_solve(xp, u, s, vh, Y, alpha, cutoff, n)
+        scale = uncentered_scale(xp, xp.sum(X * X, axis=-2), offset_sq)
+        coef, rank = filtered_solve(xp, u, s, vh, Y, alpha, cutoff, n, scale)
     return coef, rank, s
