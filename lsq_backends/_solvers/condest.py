@@ -10,6 +10,7 @@ from .. import _compat
 from ._shared import diagonal, dot, mT
 
 POWER_STEPS = 4
+SMALL = 16  # up to this size, a Frobenius-norm bound replaces power iteration
 
 
 def _start_vector(xp, like, p):
@@ -28,21 +29,29 @@ def _normalize(xp, v):
 def condition_estimate(xp, L, A):
     """Estimate of cond(X D) = sqrt(cond(D A D)), D equilibrating A = X^T X = L L^T (unit
     column norms): the larger of the pivot ratio of the scaled factor and power iteration on
-    D A D and on its inverse (two triangular solves a step) from a fixed start. A lower bound,
-    usually within a small factor of the truth; NaN where the factorization failed."""
+    D A D and on its inverse (through the inverse factor) from a fixed start. A lower bound,
+    usually within a small factor of the truth; NaN where the factorization failed. For
+    p <= 16, the Frobenius-norm bound instead (an upper bound, at most p times the truth)."""
     p = A.shape[-1]
     d = diagonal(xp, A)
     dinv = 1 / xp.sqrt(xp.where(d > 0, d, xp.ones_like(d)))
     Ls = dinv[..., :, None] * L  # Cholesky factor of D A D
     As = dinv[..., :, None] * A * dinv[..., None, :]
+    # One triangular solve for the inverse factor, then matrix products only: batched stacks
+    # of small problems pay one call instead of ten (O(p^3 / 3), as much as the Cholesky).
+    eye = xp.broadcast_to(xp.eye(p, dtype=L.dtype, device=_compat.device(L)), tuple(Ls.shape))
+    Linv = _compat.solve_triangular(xp, Ls, eye, lower=True)
+    if p <= SMALL:
+        # Small factors (batches of small problems): ||Ls||_F ||Ls^-1||_F, an upper bound on
+        # cond(X D) at most p times too large, for two reductions instead of 15 products.
+        fro = xp.linalg.vector_norm(Ls, axis=(-2, -1)) * xp.linalg.vector_norm(Linv, axis=(-2, -1))
+        return xp.where(xp.isfinite(fro), fro, xp.full_like(fro, float("nan")))
     v = w = _start_vector(xp, L, p)
     for _ in range(POWER_STEPS):
         v = _normalize(xp, dot(xp, As, v))
-        z = _compat.solve_triangular(xp, Ls, w, lower=True)
-        w = _normalize(xp, _compat.solve_triangular(xp, mT(xp, Ls), z, lower=False))
+        w = _normalize(xp, dot(xp, mT(xp, Linv), dot(xp, Linv, w)))
     lam_max = xp.linalg.vector_norm(dot(xp, As, v), axis=(-2, -1))
-    z = _compat.solve_triangular(xp, Ls, w, lower=True)
-    inv_min = xp.linalg.vector_norm(_compat.solve_triangular(xp, mT(xp, Ls), z, lower=False), axis=(-2, -1))
+    inv_min = xp.linalg.vector_norm(dot(xp, mT(xp, Linv), dot(xp, Linv, w)), axis=(-2, -1))
     piv = diagonal(xp, Ls)
     ratio = xp.max(piv, axis=-1) / xp.min(piv, axis=-1)
     return xp.maximum(xp.sqrt(lam_max * inv_min), ratio)
