@@ -1,0 +1,129 @@
+"""Command line: ``python -m benchmarks [--quick] [--cases ...] [--backends ...] [--json P] [--plots D]``.
+
+Examples
+--------
+Smoke test (every shape ~100x smaller, one timed call)::
+
+    python -m benchmarks --quick
+
+NumPy only, the two tall-skinny cases, float64::
+
+    python -m benchmarks --cases tall_200000x50,tall_100000x200 --backends numpy --dtype float64
+
+Scaling plots (adds the ``sweep_*`` cases)::
+
+    python -m benchmarks --backends numpy,jax --dtype float64 --plots bench-plots
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import fnmatch
+import importlib
+import os
+import platform
+import sys
+
+from . import bench, report
+from .backends import BACKENDS, Backend, available_backends, limit_threads
+
+
+def _csv(text):
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n")[0])
+    p.add_argument("--backends", type=_csv, help=f"comma-separated, of {','.join(BACKENDS)} (default: all importable)")
+    p.add_argument("--methods", type=_csv, default=list(bench.METHODS), help="comma-separated lsq_backends methods")
+    p.add_argument("--dtype", type=_csv, default=list(bench.DTYPES), help="float64,float32 (default both)")
+    p.add_argument("--cases", type=_csv, help="comma-separated case names or glob patterns (see --list)")
+    p.add_argument("--repeat", type=int, help="timed calls per row, median reported (default 5; 1 with --quick)")
+    p.add_argument("--quick", action="store_true", help="every shape ~100x smaller, one timed call: a smoke test")
+    p.add_argument("--json", metavar="PATH", help="write all rows and run metadata as JSON")
+    p.add_argument("--plots", metavar="DIR", help="run the scaling sweeps and write PNG plots there")
+    p.add_argument("--threads", type=int, help="limit every library to this many threads (1: stable on a busy machine; --quick's default)")
+    p.add_argument("--no-memory", action="store_true", help="skip the tracemalloc peak-memory call")
+    p.add_argument("--list", action="store_true", help="list the cases and exit")
+    args = p.parse_args(argv)
+    bad = sorted(set(args.methods) - set(bench.METHODS)) + sorted(set(args.dtype) - set(bench.DTYPES))
+    if bad:
+        p.error(f"unknown method or dtype {bad}")
+    if args.backends and set(args.backends) - set(BACKENDS):
+        p.error(f"unknown backend(s) {sorted(set(args.backends) - set(BACKENDS))}; choose from {list(BACKENDS)}")
+    return p, args
+
+
+def select_cases(patterns, plots, quick):
+    """The grid (plus the sweeps with ``--plots``), or the cases matching ``patterns``."""
+    every = bench.GRID + bench.SWEEPS
+    if patterns:
+        cases = [c for c in every if any(fnmatch.fnmatchcase(c.name, pat) for pat in patterns)]
+    else:
+        cases = list(bench.GRID + (bench.SWEEPS if plots else ()))
+    return [c.quick() for c in cases] if quick else cases
+
+
+def select_backends(parser, names):
+    """Backend objects for ``names`` (default: every importable one); unusable ones are errors."""
+    usable = available_backends()
+    if names is None:
+        return [Backend(n) for n in usable]
+    missing = [n for n in names if n not in usable]
+    if missing:
+        parser.error(f"backend(s) {missing} not importable here (or, for cupy, no CUDA device); usable: {usable}")
+    return [Backend(n) for n in names]
+
+
+def metadata(args, backends, cases):
+    """Versions, machine and arguments of the run, for the JSON output."""
+    versions = {}
+    for mod in ("numpy", "scipy", "sklearn", "lsq_backends", *(BACKENDS[b.name] for b in backends)):
+        top = mod.split(".")[0]
+        versions[top] = getattr(importlib.import_module(top), "__version__", "?")
+    return {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "processor": platform.processor(),
+        "cpu_count": os.cpu_count(),
+        "versions": versions,
+        "argv": sys.argv[1:],
+        "threads": args.threads,
+        "cases": [c.name for c in cases],
+        "cond": bench.COND,
+        "noise": bench.NOISE,
+        "seed": bench.SEED,
+    }
+
+
+def main(argv=None):
+    parser, args = parse_args(argv)
+    if args.list:
+        for c in bench.GRID + bench.SWEEPS:
+            print(f"{c.name:28s} {c.shape:28s} quick: {c.quick().shape}")
+        return 0
+    cases = select_cases(args.cases, args.plots, args.quick)
+    if not cases:
+        parser.error(f"no case matches {args.cases}; see --list")
+    args.threads = args.threads or (1 if args.quick else None)
+    if args.threads:
+        limit_threads(args.threads)  # before any backend (XLA's thread pool) starts
+    backends = select_backends(parser, args.backends)
+    repeat = args.repeat or (1 if args.quick else 5)
+    rows = bench.run(cases, args.dtype, backends, args.methods, repeat, memory=not args.no_memory)
+    report.add_ratios(rows)
+    title = f"lsq_backends benchmarks{' (--quick)' if args.quick else ''}, median of {repeat}"
+    print(report.markdown(rows, title))
+    if args.json:
+        report.write_json(args.json, rows, metadata(args, backends, cases))
+        print(f"\nJSON: {args.json}", file=sys.stderr)
+    if args.plots:
+        for path in report.plots(rows, args.plots):
+            print(f"plot: {path}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
