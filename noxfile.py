@@ -57,4 +57,13 @@ def accuracy(session):
     session.run("python", "-m", "benchmarks.accuracy", *session.posargs)
 
 
-nox.options.sessions = [f"tests(backend='{b}')" for b in CPU_BACKENDS]
+# CI: every CPU backend's tests, then the benchmark as a smoke test (--quick: shrunken shapes,
+# one timed call; not asserted on speed).
+nox.options.sessions = [f"tests(backend='{b}')" for b in CPU_BACKENDS] + ["bench_quick"]
+
+
+@nox.session
+def bench_quick(session):
+    """``bench --quick``: a smoke test of the benchmark session on every installed backend."""
+    _install(session, "bench", "jax", "torch", "dask", "scipy")
+    session.run("python", "-m", "benchmarks", "--quick", "--no-memory")
