@@ -140,3 +140,16 @@ def strict_device():
     raises when combined with the inputs."""
     strict = pytest.importorskip("array_api_strict")
     return Backend("array_api_strict", strict, strict.Device("device1"))
+
+
+@pytest.fixture(scope="module")
+def one_blas_thread():
+    """Thousands of tiny factorizations: BLAS threads only contend (100x slower on a loaded
+    machine). Modules that use this run on one BLAS thread when threadpoolctl is there."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        yield
+        return
+    with threadpool_limits(1):
+        yield

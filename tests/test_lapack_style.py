@@ -91,10 +91,13 @@ from problems import METHODS
 
 # The extreme scales overflow and underflow by design (an rss of inf, an inf or zero Gram
 # matrix whose NaN Cholesky factor the fallback discards): the results are what is checked.
-pytestmark = pytest.mark.filterwarnings(
-    "ignore:overflow encountered:RuntimeWarning", "ignore:invalid value encountered:RuntimeWarning",
-    "ignore:divide by zero encountered:RuntimeWarning", "ignore:underflow encountered:RuntimeWarning",
-)
+pytestmark = [
+    pytest.mark.filterwarnings(
+        "ignore:overflow encountered:RuntimeWarning", "ignore:invalid value encountered:RuntimeWarning",
+        "ignore:divide by zero encountered:RuntimeWarning", "ignore:underflow encountered:RuntimeWarning",
+    ),
+    pytest.mark.usefixtures("one_blas_thread"),
+]
 
 THRESH = 30.0
 AUTO_SLACK = 8.0
@@ -144,17 +147,6 @@ def _known_xfail(be, method, part):
     return None
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_blas_thread():
-    """Thousands of tiny factorizations: BLAS threads only contend (100x slower on a loaded
-    machine). Limit them to one for this module when threadpoolctl is there."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        yield
-        return
-    with threadpool_limits(1):
-        yield
 
 
 def _u(dtype):

@@ -53,16 +53,7 @@ def _only_cheap_backends(be):
         pytest.skip(f"property tests run on {', '.join(BACKENDS)} (many small fits each)")
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_blas_thread():
-    """Many tiny factorizations: BLAS threads only contend. One thread for this module."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        yield
-        return
-    with threadpool_limits(1):
-        yield
+pytestmark = pytest.mark.usefixtures("one_blas_thread")
 
 
 def _fit(be, X, y, method, *, alpha=None, sw=None, fit_intercept=False):
