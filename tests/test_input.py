@@ -135,3 +135,10 @@ def test_results_stay_on_device(strict_device, method, shape):
 def test_bad_refine(refine):
     with pytest.raises(ValueError, match="refine"):
         lsq.lstsq(X, y, refine=refine)
+
+
+def test_numpy_scalar_alpha():
+    """np.float64 subclasses float; alphas taken from np.logspace must work like floats."""
+    a = lsq.ridge(X, y, np.float64(1.5)).coef
+    b = lsq.ridge(X, y, 1.5).coef
+    np.testing.assert_array_equal(a, b)

@@ -39,8 +39,7 @@ def condition_estimate(xp, L, A):
     As = dinv[..., :, None] * A * dinv[..., None, :]
     # One triangular solve for the inverse factor, then matrix products only: batched stacks
     # of small problems pay one call instead of ten (O(p^3 / 3), as much as the Cholesky).
-    eye = xp.broadcast_to(xp.eye(p, dtype=L.dtype, device=_compat.device(L)), tuple(Ls.shape))
-    Linv = _compat.solve_triangular(xp, Ls, eye, lower=True)
+    Linv = _compat.triangular_inverse(xp, Ls, lower=True)
     if p <= SMALL:
         # Small factors (batches of small problems): ||Ls||_F ||Ls^-1||_F, an upper bound on
         # cond(X D) at most p times too large, for two reductions instead of 15 products.
