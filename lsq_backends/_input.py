@@ -152,7 +152,7 @@ def prepare(X, y, sample_weight, *, fit_intercept, check_finite, alpha=None, rid
     if X.ndim < 2:
         msg = f"X must have shape (m, n) or (..., m, n); got shape {tuple(X.shape)}"
         raise ValueError(msg)
-    batch, (m, n) = tuple(X.shape[:-2]), tuple(X.shape[-2:])
+    batch, m = tuple(X.shape[:-2]), X.shape[-2]
     if y.ndim == X.ndim - 1:
         y_was_vector = True
     elif y.ndim == X.ndim:

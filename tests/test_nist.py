@@ -130,7 +130,6 @@ def test_stable_methods_reach_conditioning_floor(name, method, be):
 
 @pytest.mark.parametrize(("name", "method"), _cases(("auto",), KNOWN_BELOW_PEER))
 def test_auto_matches_numpy_lstsq(name, method, be):
-    ds = _load(name)
     peer = _numpy_lstsq_lre(name)
     got = _coef_lre(name, method, be)
     if got < peer - PEER_SLACK and (be.name, name) in KNOWN_BELOW_PEER_ON:

@@ -29,7 +29,6 @@ from __future__ import annotations
 from .. import _compat
 from . import svd
 from ._shared import (
-    add_penalty,
     all_true,
     default_cutoff,
     diagonal,
