@@ -74,7 +74,8 @@ def markdown(rows, title="lsq_backends benchmarks"):
     (compilation, jitted rows only), relative coefficient error against the float64 ``gelsd``
     reference (⚠ above tolerance), peak extra memory as a multiple of X's bytes (NumPy only).
     """
-    out = [f"## {title}", ""]
+    out = [f"## {title}", "", "Peak mem: tracemalloc, NumPy rows only; it sees NumPy arrays, not the LAPACK "
+           "workspaces numpy.linalg allocates internally (so numpy.linalg.lstsq reads ~0).", ""]  # fmt: skip
     header = ["backend", "solver", "method", "time", "× LIMIT", "× np.lstsq", "first call (compile)",
               "rel. error", "peak mem (× X)"]  # fmt: skip
     grid = [r for r in rows if not r["sweep"]]
