@@ -48,21 +48,22 @@ def _exact_products(xp, a, b):
 def _dd_sum(xp, x, axis):
     """Sum along ``axis`` (-1 or -2) to about twice the working precision: a pairwise tree of
     TwoSums whose rounding errors are carried and added at the end."""
-    hi = x
-    lo = None
+
+    def halves(a):
+        if a.shape[axis] % 2:  # pad with one zero to an even length
+            pad = list(a.shape)
+            pad[axis] = 1
+            a = xp.concat([a, xp.zeros(tuple(pad), dtype=a.dtype, device=_compat.device(a))], axis=axis)
+        return (a[..., 0::2], a[..., 1::2]) if axis == -1 else (a[..., 0::2, :], a[..., 1::2, :])
+
+    hi, lo = x, None
     while hi.shape[axis] > 1:
-        if hi.shape[axis] % 2:
-            pad_shape = list(hi.shape)
-            pad_shape[axis] = 1
-            hi = xp.concat([hi, xp.zeros(tuple(pad_shape), dtype=hi.dtype, device=_compat.device(hi))], axis=axis)
-            if lo is not None:
-                lo = xp.concat([lo, xp.zeros(tuple(pad_shape), dtype=lo.dtype, device=_compat.device(lo))], axis=axis)
-        a, b = (hi[..., 0::2], hi[..., 1::2]) if axis == -1 else (hi[..., 0::2, :], hi[..., 1::2, :])
+        a, b = halves(hi)
         s = a + b
         bb = s - a
         e = (a - (s - bb)) + (b - bb)
         if lo is not None:
-            la, lb = (lo[..., 0::2], lo[..., 1::2]) if axis == -1 else (lo[..., 0::2, :], lo[..., 1::2, :])
+            la, lb = halves(lo)
             e = e + (la + lb)
         hi, lo = s, e
     return hi + lo if lo is not None else hi

@@ -118,6 +118,17 @@ def _close(a, b, tol, scale=None):
     return float(np.linalg.norm(a - b)) <= tol * scale
 
 
+def _assert_same_fit(got, ref, tol, X, y, rss_factor=1.0):
+    """Two fits (coef, intercept, rss, rank) of one problem agree: the same rank, coef within
+    ``tol``, intercept and rss within ``tol`` of their scales (rss of ``got`` compared with
+    ``rss_factor`` times that of ``ref``)."""
+    assert got[3] == ref[3]
+    assert _close(got[0], ref[0], tol)
+    scale = _scale(X, ref[0], y)
+    assert _close(got[1], ref[1], tol, scale)
+    assert _close(got[2], rss_factor * ref[2], tol, rss_factor * scale**2)
+
+
 @st.composite
 def problems(draw, *, tall=None, k_choices=(None, 1, 3)):
     """(X, y, method, fit_intercept, seed): X = design(cond) * 10**e + offset."""
@@ -237,11 +248,7 @@ def test_row_order_does_not_matter(be, prob, data):
     a = _fit(be, X, y, method, alpha=alpha, sw=sw, fit_intercept=fit_intercept)
     b = _fit(be, X[perm], y[perm], method, alpha=alpha, sw=None if sw is None else sw[perm], fit_intercept=fit_intercept)
     tol = _tol(method, X, y, sw, fit_intercept, alpha)
-    assert a[3] == b[3]
-    assert _close(b[0], a[0], tol)
-    scale = _scale(X, a[0], y)
-    assert _close(b[1], a[1], tol, scale)
-    assert _close(b[2], a[2], tol, scale**2)
+    _assert_same_fit(b, a, tol, X, y)
 
 
 @SETTINGS
@@ -278,7 +285,7 @@ def test_integer_weights_repeat_rows(be, prob, data):
     hypothesis.assume(counts.sum() >= n + 2)
     Xr, yr = np.repeat(X, counts, axis=0), np.repeat(y, counts, axis=0)
     # Full rank after centering, judged against the uncentered columns: repeated copies of one
-    # row are a constant design (test_constant_design_with_intercept, a known bug).
+    # row are a constant design (test_constant_design_with_intercept covers that case).
     Xc = center(Xr, yr, None, fit_intercept)[0]
     s = np.linalg.svd(Xc, compute_uv=False)
     hypothesis.assume(s.size == n and s[-1] > 1e-8 * np.linalg.norm(Xr, axis=0).max())
@@ -287,11 +294,7 @@ def test_integer_weights_repeat_rows(be, prob, data):
     a = _fit(be, X, y, method, alpha=alpha, sw=counts.astype(float), fit_intercept=fit_intercept)
     b = _fit(be, Xr, yr, method, alpha=alpha, fit_intercept=fit_intercept)
     tol = _tol(method, Xr, yr, fit_intercept=fit_intercept, alpha=alpha)
-    assert a[3] == b[3]
-    assert _close(a[0], b[0], tol)
-    scale = _scale(X, b[0], y)
-    assert _close(a[1], b[1], tol, scale)
-    assert _close(a[2], b[2], tol, scale**2)
+    _assert_same_fit(a, b, tol, X, y)
 
 
 @SETTINGS
@@ -324,11 +327,7 @@ def test_weight_units_do_not_matter(be, prob, log_c, alpha):
     a = _fit(be, X, y, method, alpha=alpha, sw=sw, fit_intercept=fit_intercept)
     b = _fit(be, X, y, method, alpha=None if alpha is None else alpha * c, sw=c * sw, fit_intercept=fit_intercept)
     tol = _tol(method, X, y, sw, fit_intercept, alpha)
-    assert a[3] == b[3]
-    assert _close(b[0], a[0], tol)
-    scale = _scale(X, a[0], y)
-    assert _close(b[1], a[1], tol, scale)
-    assert _close(b[2], c * a[2], tol, c * scale**2)
+    _assert_same_fit(b, a, tol, X, y, rss_factor=c)
 
 
 CONSTANT_DESIGN_BUG = (  # fixed; the history of test_constant_design_with_intercept

@@ -2,12 +2,13 @@
 
 The Gram matrix is formed and factorized (the normal path's work) and the condition number of
 the column-equilibrated X is estimated from the factor (``condest``). The normal solution is
-kept only when its diagonal is clear of the subnormal range and that estimate is at most ``eps**-0.25 / 8`` (float64: 1.5e3, so the normal
-equations' error ~ eps * cond**2 stays below ~5e-10; float32: 6.8); otherwise the problem goes
-to Householder QR (not CholeskyQR2, which measured up to 0.7 digits fewer on NIST's
-large-residual Wampler problems), and to the SVD of R on rank deficiency. Under ``jax.jit`` each choice is
-a ``lax.cond`` on the traced estimate, so it never leaves the device; over a batch, one
-ill-conditioned problem sends the whole batch down the safer path.
+kept only when the factor passes the normal path's rank tests, its diagonal is clear of the
+subnormal range, and that estimate is at most ``eps**-0.25 / 8`` (float64: 1.5e3, so the
+normal equations' error ~ eps * cond**2 stays below ~5e-10; float32: 6.8). Otherwise the
+problem goes to Householder QR (not CholeskyQR2, which measured up to 0.7 digits fewer on
+NIST's large-residual Wampler problems), and to the SVD of R on rank deficiency. Under
+``jax.jit`` each choice is a ``lax.cond`` on the traced estimate, so it never leaves the
+device; over a batch, one ill-conditioned problem sends the whole batch down the safer path.
 """
 
 from __future__ import annotations
