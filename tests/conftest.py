@@ -153,3 +153,11 @@ def one_blas_thread():
         return
     with threadpool_limits(1):
         yield
+
+
+@pytest.fixture
+def numpy_reference(request):
+    """For tests that take no ``xp`` (NumPy against scikit-learn, statsmodels, ...): run them in
+    the numpy session only, not once per backend session."""
+    if "numpy" not in request.config._lsq_backends:
+        pytest.skip("a NumPy-only comparison: it runs in the numpy backend's session")
