@@ -10,6 +10,10 @@ from ._solvers import SOLVERS
 from ._solvers._shared import dot, full_rank
 
 
+# Methods that always form the Gram matrix: X's finiteness test rides on its diagonal.
+GRAM_CHECKED = ("normal", "auto")
+
+
 def _fit(problem, method, rcond, fit_intercept, refine=0):
     xp, X, Y, alpha = problem.xp, problem.X, problem.Y, problem.alpha
     m, n = X.shape[-2:]
@@ -20,7 +24,8 @@ def _fit(problem, method, rcond, fit_intercept, refine=0):
         s = xp.zeros(tuple(X.shape[:-2]) + (0,), dtype=X.dtype, device=_compat.device(X))
         s = s if method == "svd" else None
     else:
-        coef, rank, s = SOLVERS[method](xp, X, Y, alpha, rcond, problem.offset_sq)
+        kw = {} if problem.check is None else {"check": problem.check}
+        coef, rank, s = SOLVERS[method](xp, X, Y, alpha, rcond, problem.offset_sq, **kw)
     if fit_intercept:
         intercept = (problem.y_offset - dot(xp, problem.x_offset, coef))[..., 0, :]
     else:
@@ -104,7 +109,10 @@ def lstsq(
     if isinstance(refine, bool) or not isinstance(refine, int) or refine < 0:
         msg = f"refine must be a non-negative integer (number of steps); got {refine!r}"
         raise ValueError(msg)
-    problem = prepare(X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite)
+    defer = method in GRAM_CHECKED
+    problem = prepare(
+        X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, defer_x_check=defer, keep_original=refine > 0
+    )
     return _fit(problem, method, rcond, fit_intercept, refine)
 
 
@@ -138,5 +146,8 @@ def ridge(X, y, /, alpha, *, method="auto", fit_intercept=True, sample_weight=No
     True
     """
     check_method(method, None)
-    problem = prepare(X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, alpha=alpha, ridge=True)
+    defer = method in GRAM_CHECKED
+    problem = prepare(
+        X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, alpha=alpha, ridge=True, defer_x_check=defer
+    )
     return _fit(problem, method, None, fit_intercept)

@@ -27,6 +27,7 @@ __all__ = [
     "solve_triangular",
     "triangular_inverse",
     "svd",
+    "update_fresh",
 ]
 
 device = _aac.device
@@ -64,6 +65,20 @@ def matmul(xp, a, b):
 
         return xp.matmul(a, b, precision=jax.lax.Precision.HIGHEST)
     return xp.matmul(a, b)
+
+
+def update_fresh(xp, a, op, b):
+    """``op(a, b)`` (``op`` a standard elementwise function name, e.g. "subtract"), where ``a``
+    is (a view of) a temporary the caller made and holds no other reference to.
+
+    Quirk: NumPy evaluates eagerly and fuses nothing, so each step of a chain on an X-sized
+    array allocates another X-sized array; writing into the temporary keeps one. Other
+    libraries get the standard out-of-place operation (in-place writes break ``jax.jit``,
+    and XLA fuses the chain anyway).
+    """
+    if _aac.is_numpy_namespace(xp) and getattr(a, "flags", None) is not None and a.flags.writeable:
+        return getattr(xp, op)(a, b, out=a)
+    return getattr(xp, op)(a, b)
 
 
 def _nan_like(xp, a):

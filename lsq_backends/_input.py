@@ -29,7 +29,9 @@ class Problem(NamedTuple):
     y_offset: Any  # (..., 1, k) or None
     y_was_vector: bool
     offset_sq: Any  # (..., n) what centering removed from the squared column norms, or None
-    original: Any  # (X, Y, root): validated, uncentered, unweighted; root = sqrt(weights) or None
+    original: Any  # (X, Y, root): validated, uncentered, unweighted (root = sqrt(weights) or
+    # None), kept for ``refine`` only; else None (with a cast input it would hold a copy of X)
+    check: Any = None  # X's finiteness test deferred to the Gram matrix (``gram_check``), or None
 
 
 def _as_array(xp, a, name, dev):
@@ -78,8 +80,32 @@ def _check_finite(xp, a, name):
     # which overflow of huge finite values could also give, needs the exact test.
     flat = xp.reshape(a, (-1, a.shape[-1])) if a.ndim > 1 else xp.reshape(a, (1, -1))
     ones = xp.ones((flat.shape[-1],), dtype=flat.dtype, device=_compat.device(a))
-    if bool(xp.all(xp.isfinite(_compat.matmul(xp, flat, ones)))):
-        return
+    if not bool(xp.all(xp.isfinite(_compat.matmul(xp, flat, ones)))):
+        _exact_finite(xp, a, name)
+
+
+def gram_check(xp, X, check_finite):
+    """The finiteness test of X deferred to its Gram matrix (``normal`` and ``auto``), or None.
+
+    The diagonal of the Gram matrix of the prepared X (centered, weighted, intercept
+    eliminated: NaN and infinity propagate through all of it) holds each column's (or, for
+    wide X, row's) sum of squares, non-finite exactly when that column holds NaN or infinity
+    (a non-finite entry is never zero, so no BLAS can skip it), or when huge finite values
+    overflow; only then is X itself tested. That saves the separate pass over X, and the
+    error still comes before any factorization. The returned ``check(A)`` raises like
+    ``prepare`` would have.
+    """
+    if not check_finite or _compat.is_lazy(X) or math.prod(X.shape) == 0:
+        return None
+
+    def check(A):
+        if not bool(xp.all(xp.isfinite(xp.linalg.diagonal(A)))):
+            _exact_finite(xp, X, "X")
+
+    return check
+
+
+def _exact_finite(xp, a, name):
     if not bool(xp.all(xp.isfinite(a))):
         msg = (
             f"{name} contains NaN or infinity; remove those rows or pass check_finite=False "
@@ -135,8 +161,12 @@ def _validate_alpha(xp, alpha, k, dtype, dev):
     return a
 
 
-def prepare(X, y, sample_weight, *, fit_intercept, check_finite, alpha=None, ridge=False) -> Problem:
-    """Validate, cast, center and weight. Raises before any heavy work."""
+def prepare(
+    X, y, sample_weight, *, fit_intercept, check_finite, alpha=None, ridge=False, defer_x_check=False, keep_original=False
+) -> Problem:
+    """Validate, cast, center and weight. Raises before any heavy work. With ``defer_x_check``
+    the solver tests X's finiteness on its Gram matrix instead (``Problem.check``, see
+    :func:`gram_check`); ``keep_original`` keeps the validated inputs (for ``refine``)."""
     xp = _namespace(X, y, sample_weight)
     dev = None
     for a in (X, y, sample_weight):
@@ -186,7 +216,8 @@ def prepare(X, y, sample_weight, *, fit_intercept, check_finite, alpha=None, rid
         msg = "fit_intercept=True needs at least one sample (X has 0 rows)"
         raise ValueError(msg)
     if check_finite:
-        _check_finite(xp, X, "X")
+        if not defer_x_check:
+            _check_finite(xp, X, "X")
         _check_finite(xp, y, "y")
         _check_finite(xp, sample_weight, "sample_weight")
     if sample_weight is not None and not _compat.is_lazy(sample_weight) and m > 0:
@@ -197,40 +228,59 @@ def prepare(X, y, sample_weight, *, fit_intercept, check_finite, alpha=None, rid
             msg = "sample_weight must have a positive sum to fit an intercept"
             raise ValueError(msg)
 
-    x_offset = y_offset = None
+    check = gram_check(xp, X, check_finite) if defer_x_check else None
     root = None if sample_weight is None else xp.sqrt(sample_weight[..., None])  # (..., m, 1)
-    original = (X, Y, root)
-    offset_sq = None
+    original = (X, Y, root) if keep_original else None
+    x_offset = y_offset = offset_sq = None
     if fit_intercept:
-        w = xp.ones((m, 1), dtype=dtype, device=dev) if root is None else root * root
-        total = xp.sum(w, axis=-2, keepdims=True)
-        x_offset = xp.sum(w * X, axis=-2, keepdims=True) / total
-        y_offset = xp.sum(w * Y, axis=-2, keepdims=True) / total
-        X, Y = X - x_offset, Y - y_offset
-        offset_sq = (total * x_offset * x_offset)[..., 0, :]
-    if root is not None:
+        X, Y, x_offset, y_offset, offset_sq = _eliminate_intercept(xp, X, Y, root)
+    elif root is not None:
         X, Y = root * X, root * Y
-    if fit_intercept:
-        v = xp.sqrt(w / total)
-        X, Y = _eliminate_intercept(xp, X, Y, v)
-    return Problem(xp, X, Y, alpha if ridge else None, x_offset, y_offset, y_was_vector, offset_sq, original)
+    return Problem(xp, X, Y, alpha if ridge else None, x_offset, y_offset, y_was_vector, offset_sq, original, check)
 
 
-def _eliminate_intercept(xp, X, Y, v):
-    """Drop the intercept direction from centered, weighted data.
+def _eliminate_intercept(xp, X, Y, root):
+    """Center and weight X and Y and drop the intercept direction, in one X-sized result.
 
-    ``v`` (unit, (..., m, 1)) is the normalized square root of the weights; centered weighted
-    data are orthogonal to it. A Householder reflection H with H v = -e1 maps the data to rows
-    whose first one is v^T A = 0 up to rounding; dropping it leaves the same least-squares
-    problem (same solution, same residual norm) exactly one row shorter. Left in, that row of
-    rounding noise makes rank decisions a coin toss: wide centered X (m <= n) is rank deficient
-    by one, and its noise singular value sits right at NumPy's default cutoff. Centering first
-    (rather than reflecting raw data) keeps the offsets out of the reflection's rounding.
+    Centered data weighted by ``root`` (sqrt of the weights, or None) are orthogonal to the
+    unit vector ``v = root / sqrt(total)``. A Householder reflection H with H v = -e1 maps them
+    to rows whose first one is v^T A = 0 up to rounding; dropping it leaves the same
+    least-squares problem (same solution, same residual norm) exactly one row shorter. Left
+    in, that row of rounding noise makes rank decisions a coin toss: wide centered X (m <= n)
+    is rank deficient by one, and its noise singular value sits right at NumPy's default
+    cutoff. Centering first (rather than reflecting raw data) keeps the offsets out of the
+    reflection's rounding, and the reflection removes the rounding error of the mean itself
+    (its v^T A term is that error: centered twice, in effect).
+
+    With ``Ac = A - mean``, rows 1: of ``H (root * Ac)`` are ``root[1:] * (Ac[1:] - c / s)``,
+    ``s = sqrt(total)``, ``c = (w^T Ac / s + root[0] Ac[0]) / (1 + root[0] / s)``: a row
+    vector subtracted from the centered data, then the weights. On NumPy both updates
+    overwrite the centered copy (``_compat.update_fresh``), so one X-sized array is made
+    where centering, weighting and reflecting in turn made three.
+
+    Returns
+    -------
+    X, Y : the reduced data, (..., m - 1, n) and (..., m - 1, k)
+    x_offset, y_offset : the weighted means, (..., 1, n) and (..., 1, k)
+    offset_sq : (..., n), what centering removed from the squared column norms
     """
-    v0 = v[..., :1, :]
+    m = X.shape[-2]
+    ones = xp.ones((m, 1), dtype=X.dtype, device=_compat.device(X))
+    w = ones if root is None else root * root
+    total = xp.sum(w, axis=-2, keepdims=True)  # (..., 1, 1)
+    wt = xp.linalg.matrix_transpose(w)
+    scale = xp.sqrt(total)
+    r0 = ones[:1, :] if root is None else root[..., :1, :]
 
-    def reflect(A):
-        c = (xp.sum(v * A, axis=-2, keepdims=True) + A[..., :1, :]) / (1 + v0)
-        return A[..., 1:, :] - v[..., 1:, :] * c
+    def reduce(A):
+        # Weighted sums as matrix products: BLAS-blocked, and no weighted copy of A.
+        mean = _compat.matmul(xp, wt, A) / total
+        Ac = A - mean
+        c = (_compat.matmul(xp, wt, Ac) / scale + r0 * Ac[..., :1, :]) / (1 + r0 / scale)
+        D = _compat.update_fresh(xp, Ac[..., 1:, :], "subtract", c / scale)
+        return mean, D if root is None else _compat.update_fresh(xp, D, "multiply", root[..., 1:, :])
 
-    return reflect(X), reflect(Y)
+    x_offset, Xe = reduce(X)
+    y_offset, Ye = reduce(Y)
+    offset_sq = (total * x_offset * x_offset)[..., 0, :]
+    return Xe, Ye, x_offset, y_offset, offset_sq

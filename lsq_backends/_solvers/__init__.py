@@ -1,6 +1,7 @@
 """One module per solver; each exposes
 ``solve(xp, X, Y, alpha, rcond, offset_sq) -> (coef, rank, singular values or None)``, where
-``offset_sq`` is what centering removed from the squared column norms (for the rank tests)."""
+``offset_sq`` is what centering removed from the squared column norms (for the rank tests).
+``normal`` and ``auto`` also take ``check=``, X's finiteness test run on the Gram matrix."""
 
 from . import auto, normal, qr, svd
 

@@ -21,8 +21,8 @@ def kappa_limit(xp, X):
     return eps(xp, X) ** -0.25 / 8
 
 
-def solve(xp, X, Y, alpha, rcond, offset_sq=None):
-    fac = normal.Factored(xp, X, Y, alpha)
+def solve(xp, X, Y, alpha, rcond, offset_sq=None, *, check=None):
+    fac = normal.Factored(xp, X, Y, alpha, check)
     kappa = fac.condition(xp)
     # NaN (a failed factorization) compares False and goes to QR.
     ok = (kappa <= kappa_limit(xp, X)) & normal.full_rank_test(xp, fac, X, rcond, offset_sq, global_scale=True)

@@ -37,7 +37,7 @@ from ._shared import (
 class Factored:
     """A factorized Gram system (kept so that ``auto`` can inspect it before solving)."""
 
-    def __init__(self, xp, X, Y, alpha):
+    def __init__(self, xp, X, Y, alpha, check=None):
         self.m, self.n = X.shape[-2:]
         self.wide = self.m < self.n
         self.alpha = alpha
@@ -45,6 +45,8 @@ class Factored:
             A, B = dot(xp, X, mT(xp, X)), Y  # (..., m, m)
         else:
             A, B = dot(xp, mT(xp, X), X), dot(xp, mT(xp, X), Y)  # (..., n, n)
+        if check is not None:
+            check(A)  # X's deferred finiteness test (``_input.gram_check``), before factorizing
         if alpha is not None:
             A = add_penalty(xp, A, alpha)
         self.A, self.B = A, split_targets(xp, B, alpha)
@@ -105,8 +107,9 @@ def full_rank_test(xp, fac, X, rcond, offset_sq, *, global_scale=False):
     return xp.all(ok, axis=-1)
 
 
-def solve(xp, X, Y, alpha, rcond, offset_sq=None):
-    """Normal-equation solution, falling back to the SVD path on a singular Gram matrix."""
-    fac = Factored(xp, X, Y, alpha)
+def solve(xp, X, Y, alpha, rcond, offset_sq=None, *, check=None):
+    """Normal-equation solution, falling back to the SVD path on a singular Gram matrix.
+    ``check(A)``, if given, validates the Gram matrix before it is factorized."""
+    fac = Factored(xp, X, Y, alpha, check)
     ok = full_rank_test(xp, fac, X, rcond, offset_sq)
     return fac.solve_or(xp, X, Y, all_true(xp, ok), svd.solve, rcond, offset_sq)
