@@ -5,7 +5,8 @@ PyTorch, Dask and array-api-strict; results stay in the caller's namespace, devi
 """
 
 from ._api import lstsq, ridge
+from ._cv import RidgeCVResult, ridge_cv
 from ._result import LstsqResult
 
-__all__ = ["LstsqResult", "lstsq", "ridge"]
+__all__ = ["LstsqResult", "RidgeCVResult", "lstsq", "ridge", "ridge_cv"]
 __version__ = "0.1.0"

@@ -134,7 +134,10 @@ def check_method(method, rcond):
             raise ValueError(msg)
 
 
-def _validate_alpha(xp, alpha, k, dtype, dev):
+def _validate_alpha(xp, alpha, k, dtype, dev, per_target):
+    """alpha as an array: (1,) for one penalty, (k,) for one per target (``per_target``), or
+    (a,) for a path (a 1-D alpha otherwise). The meaning follows the shape and the flag only,
+    never the values, so a path of k penalties is not mistaken for per-target penalties."""
     if _aac.is_array_api_obj(alpha):
         if _compat.array_namespace(alpha) is not xp and not _aac.is_numpy_array(alpha):
             msg = "alpha must come from the same array library as X"
@@ -146,10 +149,14 @@ def _validate_alpha(xp, alpha, k, dtype, dev):
     else:
         a = alpha
     a = xp.asarray(a, dtype=dtype, device=dev) if not _aac.is_array_api_obj(a) or a.dtype != dtype else a
-    if a.ndim == 0:
+    if per_target:
+        if a.ndim != 1 or a.shape[0] != k:
+            msg = f"alpha must have shape ({k},) with per_target=True, one penalty per column of y; got shape {tuple(a.shape)}"
+            raise ValueError(msg)
+    elif a.ndim == 0:
         a = xp.reshape(a, (1,))
-    if a.ndim != 1 or a.shape[0] not in (1, k):
-        msg = f"alpha must be a scalar or have shape ({k},), one penalty per target; got shape {tuple(a.shape)}"
+    elif a.ndim != 1 or a.shape[0] == 0:
+        msg = f"alpha must be a scalar or a non-empty 1-D array (a path of penalties); got shape {tuple(a.shape)}"
         raise ValueError(msg)
     if not _compat.is_lazy(a):
         if not bool(xp.all(xp.isfinite(a))):
@@ -162,11 +169,26 @@ def _validate_alpha(xp, alpha, k, dtype, dev):
 
 
 def prepare(
-    X, y, sample_weight, *, fit_intercept, check_finite, alpha=None, ridge=False, defer_x_check=False, keep_original=False
+    X,
+    y,
+    sample_weight,
+    *,
+    fit_intercept,
+    check_finite,
+    alpha=None,
+    ridge=False,
+    per_target=False,
+    eliminate=True,
+    defer_x_check=False,
+    keep_original=False,
 ) -> Problem:
-    """Validate, cast, center and weight. Raises before any heavy work. With ``defer_x_check``
-    the solver tests X's finiteness on its Gram matrix instead (``Problem.check``, see
-    :func:`gram_check`); ``keep_original`` keeps the validated inputs (for ``refine``)."""
+    """Validate, cast, center and weight. Raises before any heavy work.
+
+    ``eliminate=False`` keeps the centered, weighted rows (m of them, one per sample) instead of
+    reflecting the intercept direction away: leave-one-out needs per-sample rows. With
+    ``defer_x_check`` the solver tests X's finiteness on its Gram matrix instead
+    (``Problem.check``, see :func:`gram_check`); ``keep_original`` keeps the validated inputs
+    (for ``refine`` and leave-one-out)."""
     xp = _namespace(X, y, sample_weight)
     dev = None
     for a in (X, y, sample_weight):
@@ -211,7 +233,7 @@ def prepare(
     k = Y.shape[-1]
 
     if ridge:
-        alpha = _validate_alpha(xp, alpha, k, dtype, dev)
+        alpha = _validate_alpha(xp, alpha, k, dtype, dev, per_target)
     if fit_intercept and m == 0:
         msg = "fit_intercept=True needs at least one sample (X has 0 rows)"
         raise ValueError(msg)
@@ -233,13 +255,13 @@ def prepare(
     original = (X, Y, root) if keep_original else None
     x_offset = y_offset = offset_sq = None
     if fit_intercept:
-        X, Y, x_offset, y_offset, offset_sq = _eliminate_intercept(xp, X, Y, root)
+        X, Y, x_offset, y_offset, offset_sq = _eliminate_intercept(xp, X, Y, root, eliminate)
     elif root is not None:
         X, Y = root * X, root * Y
     return Problem(xp, X, Y, alpha if ridge else None, x_offset, y_offset, y_was_vector, offset_sq, original, check)
 
 
-def _eliminate_intercept(xp, X, Y, root):
+def _eliminate_intercept(xp, X, Y, root, eliminate=True):
     """Center and weight X and Y and drop the intercept direction, in one X-sized result.
 
     Centered data weighted by ``root`` (sqrt of the weights, or None) are orthogonal to the
@@ -260,7 +282,8 @@ def _eliminate_intercept(xp, X, Y, root):
 
     Returns
     -------
-    X, Y : the reduced data, (..., m - 1, n) and (..., m - 1, k)
+    X, Y : the reduced data, (..., m - 1, n) and (..., m - 1, k); with ``eliminate=False``
+        the centered, weighted data, (..., m, n) and (..., m, k)
     x_offset, y_offset : the weighted means, (..., 1, n) and (..., 1, k)
     offset_sq : (..., n), what centering removed from the squared column norms
     """
@@ -276,6 +299,8 @@ def _eliminate_intercept(xp, X, Y, root):
         # Weighted sums as matrix products: BLAS-blocked, and no weighted copy of A.
         mean = _compat.matmul(xp, wt, A) / total
         Ac = A - mean
+        if not eliminate:
+            return mean, Ac if root is None else _compat.update_fresh(xp, Ac, "multiply", root)
         c = (_compat.matmul(xp, wt, Ac) / scale + r0 * Ac[..., :1, :]) / (1 + r0 / scale)
         D = _compat.update_fresh(xp, Ac[..., 1:, :], "subtract", c / scale)
         return mean, D if root is None else _compat.update_fresh(xp, D, "multiply", root[..., 1:, :])
