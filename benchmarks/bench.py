@@ -190,8 +190,9 @@ def limit_spec(case, be):
 
 
 def lsq_specs(case, be, methods):
-    """``lsq_backends`` on ``be`` with each method (jitted on JAX); ridge paths get both the
-    whole path (one ``ridge`` call per alpha) and a single fit at the middle alpha."""
+    """``lsq_backends`` on ``be`` with each method (jitted on JAX); ridge paths get the whole
+    path (one ``ridge`` call with the 1-D alpha array: one factorization), a single fit at the
+    middle alpha, and ``ridge_cv`` over the path (leave-one-out, as sklearn's RidgeCV)."""
     jitted = be.name == "jax"
     if not case.alphas:
         fit = be.jit(lsq.lstsq, static_argnames=JAX_STATIC)
@@ -200,12 +201,25 @@ def lsq_specs(case, be, methods):
             for m in methods
         ]
     ridge, mid = be.jit(lsq.ridge, static_argnames=JAX_STATIC[:1] + JAX_STATIC[2:]), case.alphas // 2
+    put = lambda a, X: be.put(a.astype(str(X.dtype).split(".")[-1]))  # noqa: E731 -- alphas in X's dtype
     specs = []
     for m in methods:
-        path = lambda X, y, a, m=m: lambda: [tuple(ridge(X, y, float(t), method=m)) for t in a]  # noqa: E731
+        path = lambda X, y, a, m=m: (lambda al: lambda: tuple(ridge(X, y, al, method=m)))(put(a, X))  # noqa: E731
         one = lambda X, y, a, m=m: lambda: tuple(ridge(X, y, float(a[mid]), method=m))  # noqa: E731
         specs.append(Spec("lsq.ridge x1", m, be.name, "lsq", one, pick=lambda ref, o: ref[mid], jitted=jitted))
-        specs.append(Spec(f"lsq.ridge x{case.alphas}", m, be.name, "lsq", path, lambda o: [r[0] for r in o], None, jitted))
+        specs.append(Spec(f"lsq.ridge path({case.alphas})", m, be.name, "lsq", path, jitted=jitted))
+
+    def cv(X, y, a):
+        al = put(a, X)
+
+        def run():
+            r = lsq.ridge_cv(X, y, al)
+            return r.coef, int(be.get(r.best_index))
+
+        return run
+
+    if be.name != "jax":  # ridge_cv reads values (eager only): unjitted JAX would time dispatch
+        specs.append(Spec(f"lsq.ridge_cv({case.alphas} alphas)", "loo", be.name, "lsq", cv, pick=lambda ref, o: ref[o[1]]))
     return specs
 
 
