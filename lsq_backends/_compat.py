@@ -19,6 +19,7 @@ __all__ = [
     "cholesky",
     "cond",
     "default_dtypes",
+    "gram",
     "device",
     "eigh",
     "is_lazy",
@@ -66,6 +67,34 @@ def matmul(xp, a, b):
 
         return xp.matmul(a, b, precision=jax.lax.Precision.HIGHEST)
     return xp.matmul(a, b)
+
+
+# Row block of ``gram`` on NumPy: ~256 KB of float64, so X^T Y reads the block from cache.
+GRAM_BLOCK_ELEMENTS = 1 << 15
+GRAM_BLOCK_MAX_COLUMNS = 64
+
+
+def gram(xp, X, Y):
+    """``(X^T X, X^T Y)`` for tall X.
+
+    Quirk: on NumPy each product is a separate pass over X from memory; for narrow X
+    (n <= 64) the cross-product X^T Y costs ~20% of the Gram product (measured at
+    200000 x 50), nearly all memory traffic. Both are formed block by block over the rows,
+    so the second product reads each block from cache. Elsewhere: two products (XLA fuses,
+    GPUs are not memory-bound the same way).
+    """
+    m, n = X.shape[-2:]
+    rows = max(GRAM_BLOCK_ELEMENTS // max(n, 1), 1)
+    if _aac.is_numpy_namespace(xp) and X.ndim == 2 and n <= GRAM_BLOCK_MAX_COLUMNS and m >= 4 * rows:
+        A = B = None
+        for i in range(0, m, rows):
+            Xb, Yb = X[i : i + rows], Y[i : i + rows]
+            XbT = xp.linalg.matrix_transpose(Xb)
+            a, b = XbT @ Xb, XbT @ Yb
+            A, B = (a, b) if A is None else (A + a, B + b)
+        return A, B
+    Xt = xp.linalg.matrix_transpose(X)
+    return matmul(xp, Xt, X), matmul(xp, Xt, Y)
 
 
 def update_fresh(xp, a, op, b):

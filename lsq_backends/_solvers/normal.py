@@ -44,7 +44,7 @@ class Factored:
         if self.wide:
             A, B = dot(xp, X, mT(xp, X)), Y  # (..., m, m)
         else:
-            A, B = dot(xp, mT(xp, X), X), dot(xp, mT(xp, X), Y)  # (..., n, n)
+            A, B = _compat.gram(xp, X, Y)  # (..., n, n), (..., n, k)
         if check is not None:
             check(A)  # X's deferred finiteness test (``_input.gram_check``), before factorizing
         if alpha is not None:

