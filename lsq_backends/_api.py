@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from . import _compat
 from ._refine import refine as _refine
-from ._input import check_method, prepare
+from ._input import check_bool, check_method, prepare
 from ._path import fit_path
 from ._result import LstsqResult
 from ._solvers import SOLVERS
@@ -159,9 +159,7 @@ def ridge(
     ((3, 2), True)
     """
     check_method(method, None)
-    if not isinstance(per_target, bool):
-        msg = f"per_target must be a bool; got {per_target!r}"
-        raise TypeError(msg)
+    check_bool(per_target, "per_target")
     problem = prepare(
         X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, alpha=alpha, ridge=True,
         per_target=per_target,

@@ -108,6 +108,13 @@ def check_method(method, rcond):
             raise ValueError(msg)
 
 
+def check_bool(value, name):
+    """Flags are Python bools (static under ``jax.jit``): ``1`` or an array is refused."""
+    if not isinstance(value, bool):
+        msg = f"{name} must be a bool; got {value!r}"
+        raise TypeError(msg)
+
+
 def _validate_alpha(xp, alpha, k, dtype, dev, per_target):
     """alpha as an array: (1,) for one penalty, (k,) for one per target (``per_target``), or
     (a,) for a path (a 1-D alpha otherwise). The meaning follows the shape and the flag only,
