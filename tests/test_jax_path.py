@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import lsq_backends as lsq
-from problems import METHODS, center, design
+from problems import center, design
 
 ALPHAS = np.array([0.01, 0.3, 1.0, 20.0])
 
@@ -25,7 +25,7 @@ def _data(m=30, n=5, k=None, seed=0):
     return X, y, rng.uniform(0.5, 2, m)
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", ["auto", "normal", "svd"])  # qr: the svd route
 @pytest.mark.parametrize("shape", [(30, 5, 2), (6, 14, None)])
 def test_jit_path_equals_eager(jnp, method, shape):
     import jax
@@ -66,7 +66,7 @@ def test_grad_wrt_alpha_path(jnp, method):
 
 
 @pytest.mark.parametrize("alpha_per_target", [False, True])
-@pytest.mark.parametrize("mode", ["auto", "svd"])
+@pytest.mark.parametrize("mode", ["auto", pytest.param("svd", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("shape", [(30, 5, 3), (8, 15, 2)])
 def test_jit_ridge_cv_equals_eager(jnp, shape, mode, alpha_per_target):
     import jax
