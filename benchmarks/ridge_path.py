@@ -1,8 +1,8 @@
 """A ridge path and leave-one-out alpha selection against one fit and scikit-learn, in one process.
 
-``python -m benchmarks.ridge_path [--m 20000] [--n 200] [--alphas 50] [--repeat 3] [--threads 0]``
+``python -m benchmarks.ridge_path [--m 20000] [--n 200] [--alphas 50] [--repeat 5] [--threads 0]``
 
-Times (best of ``--repeat``, NumPy, float64, y a vector):
+Times (best of ``--repeat`` interleaved rounds, NumPy, float64, y a vector):
 
 - ``lsq.ridge(X, y, alphas)``: the whole path from one factorization (auto/normal: Gram eigh;
   svd: QR + SVD of R), against one ``lsq.ridge(X, y, alpha)`` fit and against 50 fits of
@@ -24,14 +24,18 @@ import numpy as np
 import lsq_backends as lsq
 
 
-def best_of(fn, repeat):
-    fn()  # warm-up: first-call costs (imports, allocations) are not what is measured
-    times = []
+def best_of(fns, repeat):
+    """Best time of each function over ``repeat`` interleaved rounds: on a shared machine a burst
+    of load then hits every candidate alike instead of one of them."""
+    for fn in fns.values():
+        fn()  # warm-up: first-call costs (imports, allocations) are not what is measured
+    times = {name: float("inf") for name in fns}
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            times[name] = min(times[name], time.perf_counter() - t0)
+    return times
 
 
 def main(argv=None):
@@ -39,7 +43,7 @@ def main(argv=None):
     p.add_argument("--m", type=int, default=20_000)
     p.add_argument("--n", type=int, default=200)
     p.add_argument("--alphas", type=int, default=50)
-    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--threads", type=int, default=0, help="BLAS threads (0: library default)")
     args = p.parse_args(argv)
     if args.threads:
@@ -73,8 +77,8 @@ def main(argv=None):
     err = float(np.max(np.abs(path - ref)) / np.max(np.abs(ref)))
     cv, sk = lsq.ridge_cv(X, y, alphas), RidgeCV(alphas=alphas).fit(X, y)
     assert float(cv.alpha) == sk.alpha_, (cv.alpha, sk.alpha_)
-    times = {name: best_of(fn, args.repeat) for name, fn in t.items()}
-    print(f"# ridge path and LOO-CV, NumPy float64, X {m}x{n}, {len(alphas)} alphas, best of {args.repeat}")
+    times = best_of(t, args.repeat)
+    print(f"# ridge path and LOO-CV, NumPy float64, X {m}x{n}, {len(alphas)} alphas, best of {args.repeat} interleaved rounds")
     print(f"# path vs sklearn Ridge coef: max rel diff {err:.1e}; ridge_cv alpha == RidgeCV alpha_")
     print("| timing | ms |")
     print("|---|---:|")

@@ -223,8 +223,11 @@ def prepare(
     if fit_intercept:
         w = xp.ones((m, 1), dtype=dtype, device=dev) if root is None else root * root
         total = xp.sum(w, axis=-2, keepdims=True)
-        x_offset = xp.sum(w * X, axis=-2, keepdims=True) / total
-        y_offset = xp.sum(w * Y, axis=-2, keepdims=True) / total
+        if root is None:  # plain means: no m x n temporary for w * X (a fifth of a 50-alpha path)
+            x_offset, y_offset = xp.mean(X, axis=-2, keepdims=True), xp.mean(Y, axis=-2, keepdims=True)
+        else:
+            x_offset = xp.sum(w * X, axis=-2, keepdims=True) / total
+            y_offset = xp.sum(w * Y, axis=-2, keepdims=True) / total
         X, Y = X - x_offset, Y - y_offset
         offset_sq = (total * x_offset * x_offset)[..., 0, :]
     if root is not None:
