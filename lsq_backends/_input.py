@@ -22,7 +22,7 @@ class Problem(NamedTuple):
     """A validated problem, centered and weighted, ready for a solver."""
 
     xp: Any
-    X: Any  # (..., m', n) scaled by sqrt(sample_weight), intercept eliminated (m' = m - 1)
+    X: Any  # (..., m', n) scaled by sqrt(sample_weight), intercept eliminated (m' = m - 1; m with eliminate=False)
     Y: Any  # (..., m', k), same treatment
     alpha: Any  # None (least squares) or array (kα,) with kα in {1, k}
     x_offset: Any  # (..., 1, n) or None
