@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from . import _compat
-from ._input import prepare
+from ._input import check_bool, prepare
 from ._solvers import spectral
 from ._solvers._shared import dot
 
@@ -117,9 +117,7 @@ def ridge_cv(
     if mode not in MODES:
         msg = f"mode must be one of {', '.join(map(repr, MODES))}; got {mode!r}"
         raise ValueError(msg)
-    if not isinstance(alpha_per_target, bool):
-        msg = f"alpha_per_target must be a bool; got {alpha_per_target!r}"
-        raise TypeError(msg)
+    check_bool(alpha_per_target, "alpha_per_target")
     problem = prepare(
         X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, alpha=alphas, ridge=True,
         eliminate=False, keep_original=True,

@@ -22,7 +22,7 @@ class Problem(NamedTuple):
     """A validated problem, centered and weighted, ready for a solver."""
 
     xp: Any
-    X: Any  # (..., m', n) scaled by sqrt(sample_weight), intercept eliminated (m' = m - 1)
+    X: Any  # (..., m', n) scaled by sqrt(sample_weight), intercept eliminated (m' = m - 1; m with eliminate=False)
     Y: Any  # (..., m', k), same treatment
     alpha: Any  # None (least squares) or array (kα,) with kα in {1, k}
     x_offset: Any  # (..., 1, n) or None
@@ -132,6 +132,13 @@ def check_method(method, rcond):
         if isinstance(rcond, bool) or not isinstance(rcond, (int, float)) or not 0 <= rcond < 1:
             msg = f"rcond must be None or a number in [0, 1); got {rcond!r}"
             raise ValueError(msg)
+
+
+def check_bool(value, name):
+    """Flags are Python bools (static under ``jax.jit``): ``1`` or an array is refused."""
+    if not isinstance(value, bool):
+        msg = f"{name} must be a bool; got {value!r}"
+        raise TypeError(msg)
 
 
 def _validate_alpha(xp, alpha, k, dtype, dev, per_target):

@@ -11,7 +11,8 @@ class LstsqResult(NamedTuple):
     A NamedTuple, hence a JAX pytree: ``jax.jit`` can return it, ``jax.vmap`` batches it. The
     shapes of its fields depend only on the shapes of the inputs, never on their values. Every
     field is an array of the caller's namespace, on the caller's device, in the fit's float dtype
-    (``rank`` in the default integer dtype).
+    (``rank`` in the default integer dtype). For a ridge path (a 1-D ``alpha`` of length a) every
+    field below gains a leading axis of length a: ``coef[i]`` is the fit for ``alpha[i]``.
 
     Attributes
     ----------

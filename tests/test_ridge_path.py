@@ -70,6 +70,10 @@ def _tol(method, dtype, Xc, coef, rss, alpha):
 def test_path_matches_reference(be, case, method, dtype):
     if dtype == "float32" and case not in ("tall", "wide_intercept_multi"):
         pytest.skip("float32: one tall and one wide case keep the suite fast")
+    if be.name in ("jax", "dask") and case in ("tall", "wide", "batched") and dtype == "float64":
+        # Each eager JAX call compiles (auto: both branches), each Dask call builds a graph:
+        # the weighted/intercept cases cover the same code; numpy, torch and strict run all.
+        pytest.skip("jax/dask: the two weighted cases with an intercept keep the suite fast")
     X, y, sw, fit_intercept = _make(case)
     res = lsq.ridge(
         be.asarray(X, dtype), be.asarray(y, dtype), be.asarray(ALPHAS, dtype), method=method,
@@ -106,10 +110,12 @@ def test_path_matches_reference(be, case, method, dtype):
 @pytest.mark.parametrize("method", METHODS)
 def test_path_point_equals_single_fit(be, method):
     """r.coef[i] is ridge(alpha[i]): also for a 1-element path, which keeps its axis."""
+    if be.name == "jax" and method == "auto":
+        pytest.skip("jax: each eager auto call compiles both branches; test_jax_path covers it")
     X, y, sw, _ = _make("tall_weighted_multi", seed=3)
     Xb, yb, swb = be.asarray(X), be.asarray(y), be.asarray(sw)
     path = lsq.ridge(Xb, yb, be.asarray(ALPHAS), method=method, sample_weight=swb)
-    for i in (0, 3)[: 1 if be.name == 'jax' else 2]:  # JAX: each eager shape compiles
+    for i in (0, 3):
         one = lsq.ridge(Xb, yb, float(ALPHAS[i]), method=method, sample_weight=swb)
         short = lsq.ridge(Xb, yb, be.asarray(ALPHAS[i : i + 1]), method=method, sample_weight=swb)
         assert tuple(short.coef.shape) == (1,) + tuple(one.coef.shape)
@@ -124,8 +130,8 @@ def test_path_is_not_per_target(be):
     X, y, _, _ = _make("tall_weighted_multi", seed=4)
     alpha = np.array([0.1, 1.0, 10.0])  # k = 3 penalties for k = 3 targets
     Xb, yb, ab = be.asarray(X), be.asarray(y), be.asarray(alpha)
-    path = be.to_numpy(lsq.ridge(Xb, yb, ab).coef)
-    per = be.to_numpy(lsq.ridge(Xb, yb, ab, per_target=True).coef)
+    path = be.to_numpy(lsq.ridge(Xb, yb, ab, method="normal").coef)
+    per = be.to_numpy(lsq.ridge(Xb, yb, ab, method="normal", per_target=True).coef)
     assert path.shape == (3, 5, 3) and per.shape == (5, 3)
     for j in range(3):
         np.testing.assert_allclose(per[:, j], path[j, :, j], rtol=1e-9)

@@ -152,7 +152,8 @@ def auto_ok(xp, spec, alpha, X):
     amin = xp.min(alpha)
     lam_max = xp.max(spec.lam, axis=-1)
     lam_min = xp.min(spec.lam, axis=-1)
-    return xp.all((lam_max + amin) / (lam_min + amin) <= kappa_limit(xp, X) ** 2)
+    # Multiplied out: no division by a zero lam_min + amin (that condition is infinite).
+    return xp.all(lam_max + amin <= kappa_limit(xp, X) ** 2 * (lam_min + amin))
 
 
 def solve_path(xp, X, Y, alpha, method, offset_sq=None):
