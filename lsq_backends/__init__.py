@@ -7,5 +7,22 @@ PyTorch, Dask and array-api-strict; results stay in the caller's namespace, devi
 from ._api import lstsq, ridge
 from ._result import LstsqResult
 
-__all__ = ["LstsqResult", "lstsq", "ridge"]
+__all__ = ["LinearRegression", "LstsqResult", "Ridge", "lstsq", "ridge"]
+
+# The estimators import scikit-learn (when installed): load them on first use only, so that
+# ``import lsq_backends`` stays light.
+_ESTIMATORS = ("LinearRegression", "Ridge")
+
+
+def __getattr__(name):
+    if name in _ESTIMATORS:
+        from . import estimators
+
+        return getattr(estimators, name)
+    msg = f"module 'lsq_backends' has no attribute {name!r}"
+    raise AttributeError(msg)
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_ESTIMATORS))
 __version__ = "0.1.0"
