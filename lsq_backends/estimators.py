@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import array_api_compat as _aac
 
+from . import _compat
 from ._api import lstsq, ridge
 from ._estimator_base import LinearModelBase
 from ._input import check_method
@@ -117,17 +118,20 @@ class Ridge(LinearModelBase):
         check_method(self.method, None)
         X, y, sample_weight, check_finite = self._validate_fit(X, y, sample_weight)
         r = ridge(
-            X, y, _alpha_arg(self.alpha), method=self.method, fit_intercept=bool(self.fit_intercept),
+            X, y, _alpha_arg(self.alpha, X), method=self.method, fit_intercept=bool(self.fit_intercept),
             sample_weight=sample_weight, check_finite=check_finite,
         )
         self._set_coef(r)
         return self
 
 
-def _alpha_arg(alpha):
-    """Lists and tuples of penalties become a NumPy vector, which ``ridge`` moves to X's namespace."""
-    if isinstance(alpha, (list, tuple)) or (not _aac.is_array_api_obj(alpha) and hasattr(alpha, "__array__")):
-        import numpy as np
+def _alpha_arg(alpha, X):
+    """Penalty vectors given as lists, tuples or NumPy arrays move to X's namespace and device
+    (``ridge`` takes a scalar or an array of X's library); anything else goes to ``ridge`` as is,
+    which checks it."""
+    if not isinstance(alpha, (list, tuple)) and not (_aac.is_numpy_array(alpha) and not _aac.is_numpy_array(X)):
+        return alpha
+    import numpy as np
 
-        return np.asarray(alpha, dtype=np.float64)
-    return alpha
+    xp = _compat.array_namespace(X)
+    return xp.asarray(np.asarray(alpha, dtype=np.float64), device=_compat.device(X))
