@@ -5,13 +5,14 @@ PyTorch, Dask and array-api-strict; results stay in the caller's namespace, devi
 """
 
 from ._api import lstsq, ridge
+from ._cv import RidgeCVResult, ridge_cv
 from ._result import LstsqResult
 
-__all__ = ["LinearRegression", "LstsqResult", "Ridge", "lstsq", "ridge"]
+__all__ = ["LinearRegression", "LstsqResult", "Ridge", "RidgeCV", "RidgeCVResult", "lstsq", "ridge", "ridge_cv"]
 
 # The estimators import scikit-learn (when installed): load them on first use only, so that
 # ``import lsq_backends`` stays light.
-_ESTIMATORS = ("LinearRegression", "Ridge")
+_ESTIMATORS = ("LinearRegression", "Ridge", "RidgeCV")
 
 
 def __getattr__(name):

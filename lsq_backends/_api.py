@@ -5,6 +5,7 @@ from __future__ import annotations
 from . import _compat
 from ._refine import refine as _refine
 from ._input import check_method, prepare
+from ._path import fit_path
 from ._result import LstsqResult
 from ._solvers import SOLVERS
 from ._solvers._shared import dot, full_rank
@@ -108,7 +109,9 @@ def lstsq(
     return _fit(problem, method, rcond, fit_intercept, refine)
 
 
-def ridge(X, y, /, alpha, *, method="auto", fit_intercept=True, sample_weight=None, check_finite=True):
+def ridge(
+    X, y, /, alpha, *, method="auto", fit_intercept=True, sample_weight=None, check_finite=True, per_target=False
+):
     """Ridge regression: ``min_w ||y - X w - b||^2 + alpha ||w||^2``, intercept b not penalized.
 
     The penalty multiplies the plain sum of squares (scikit-learn's ``Ridge`` convention). For
@@ -120,13 +123,28 @@ def ridge(X, y, /, alpha, *, method="auto", fit_intercept=True, sample_weight=No
     X, y, method, fit_intercept, sample_weight, check_finite
         As in :func:`lstsq` (``"normal"`` solves ``(X^T X + alpha I) w = X^T y``, ``"qr"``
         factors ``[X; sqrt(alpha) I]``, ``"svd"`` uses filter factors ``s / (s**2 + alpha)``).
-    alpha : float or array of shape (k,)
-        Non-negative penalty, or one penalty per target column of ``y``.
+    alpha : float, 0-d array, or 1-D array of shape (a,)
+        Non-negative penalty. A 1-D ``alpha`` is a **path**: the fits for all ``a`` penalties
+        from one factorization, every result field with a leading axis of length ``a`` (see
+        Returns). With ``per_target=True`` it must instead have shape (k,): one penalty per
+        column of ``y`` (scikit-learn's ``Ridge(alpha=array)``).
+    per_target : bool
+        Read a 1-D ``alpha`` as one penalty per target rather than as a path.
 
     Returns
     -------
     LstsqResult
         As :func:`lstsq`; ``rss`` excludes the penalty, ``rank`` is ``n`` for ``alpha > 0``.
+        For a path every field gains a leading alpha axis: ``coef`` (a, ..., n) or
+        (a, ..., n, k), ``intercept`` and ``rss`` (a, ...) or (a, ..., k), ``rank`` (a, ...),
+        ``singular_values`` (a, ..., p) (the same for every penalty); ``r.coef[i]`` is the fit
+        for ``alpha[i]``. A path factors once, by the eigendecomposition of the Gram matrix
+        (``X^T X``, or ``X X^T`` for wide X; ``"normal"``, and ``"auto"`` where the regularized
+        Gram matrix's condition number ``(lam_max + min(alpha)) / (lam_min + min(alpha))`` is at
+        most ``eps**-0.5 / 64``) or by the SVD of X through the SVD of its QR factor R
+        (``"svd"``, ``"qr"``, and ``"auto"`` beyond that limit): O(n p k) per extra penalty.
+        Directions at the factorization's noise level are dropped (the minimum-norm solution
+        at ``alpha = 0``); ``rank`` is ``n`` for a positive penalty, else the directions kept.
 
     Examples
     --------
@@ -136,7 +154,18 @@ def ridge(X, y, /, alpha, *, method="auto", fit_intercept=True, sample_weight=No
     >>> r = lsq.ridge(X, y, 1.0, fit_intercept=False)
     >>> np.allclose((X.T @ X + np.eye(2)) @ r.coef, X.T @ y)
     True
+    >>> path = lsq.ridge(X, y, np.array([0.1, 1.0, 10.0]), fit_intercept=False)
+    >>> path.coef.shape, bool(np.allclose(path.coef[1], r.coef))
+    ((3, 2), True)
     """
     check_method(method, None)
-    problem = prepare(X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, alpha=alpha, ridge=True)
+    if not isinstance(per_target, bool):
+        msg = f"per_target must be a bool; got {per_target!r}"
+        raise TypeError(msg)
+    problem = prepare(
+        X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, alpha=alpha, ridge=True,
+        per_target=per_target,
+    )
+    if not per_target and getattr(alpha, "ndim", 0) == 1:
+        return fit_path(problem, method, fit_intercept)
     return _fit(problem, method, None, fit_intercept)

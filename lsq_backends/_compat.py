@@ -20,6 +20,7 @@ __all__ = [
     "cond",
     "default_dtypes",
     "device",
+    "eigh",
     "is_lazy",
     "matmul",
     "qr",
@@ -250,6 +251,20 @@ def svd(xp, x):
         x = x.rechunk({1: -1}) if x.shape[0] >= x.shape[1] else x.rechunk({0: -1})
     u, s, vh = xp.linalg.svd(x, full_matrices=False)
     return u, s, vh
+
+
+def eigh(xp, a):
+    """Eigenvalues (ascending, (..., p)) and eigenvectors ((..., p, p)) of the symmetric stack
+    ``a`` (a small Gram matrix: the one factorization behind a ridge path)."""
+    if _aac.is_dask_namespace(xp):
+        # Quirk: dask.array has no eigh (none in array-api-compat 1.16 either). The matrix is
+        # small: factor each one as a single block with NumPy, as for cholesky above.
+        import numpy as np
+
+        func = lambda m: tuple(np.linalg.eigh(m))  # noqa: E731
+        return _dask_per_matrix(func, "(i,j)->(p),(i,p)", a, 2, a.shape[-1])
+    w, v = xp.linalg.eigh(a)
+    return w, v
 
 
 def cond(xp, pred, true_fn, false_fn, operands):

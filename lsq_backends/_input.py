@@ -108,7 +108,10 @@ def check_method(method, rcond):
             raise ValueError(msg)
 
 
-def _validate_alpha(xp, alpha, k, dtype, dev):
+def _validate_alpha(xp, alpha, k, dtype, dev, per_target):
+    """alpha as an array: (1,) for one penalty, (k,) for one per target (``per_target``), or
+    (a,) for a path (a 1-D alpha otherwise). The meaning follows the shape and the flag only,
+    never the values, so a path of k penalties is not mistaken for per-target penalties."""
     if _aac.is_array_api_obj(alpha):
         if _compat.array_namespace(alpha) is not xp and not _aac.is_numpy_array(alpha):
             msg = "alpha must come from the same array library as X"
@@ -120,10 +123,14 @@ def _validate_alpha(xp, alpha, k, dtype, dev):
     else:
         a = alpha
     a = xp.asarray(a, dtype=dtype, device=dev) if not _aac.is_array_api_obj(a) or a.dtype != dtype else a
-    if a.ndim == 0:
+    if per_target:
+        if a.ndim != 1 or a.shape[0] != k:
+            msg = f"alpha must have shape ({k},) with per_target=True, one penalty per column of y; got shape {tuple(a.shape)}"
+            raise ValueError(msg)
+    elif a.ndim == 0:
         a = xp.reshape(a, (1,))
-    if a.ndim != 1 or a.shape[0] not in (1, k):
-        msg = f"alpha must be a scalar or have shape ({k},), one penalty per target; got shape {tuple(a.shape)}"
+    elif a.ndim != 1 or a.shape[0] == 0:
+        msg = f"alpha must be a scalar or a non-empty 1-D array (a path of penalties); got shape {tuple(a.shape)}"
         raise ValueError(msg)
     if not _compat.is_lazy(a):
         if not bool(xp.all(xp.isfinite(a))):
@@ -135,8 +142,13 @@ def _validate_alpha(xp, alpha, k, dtype, dev):
     return a
 
 
-def prepare(X, y, sample_weight, *, fit_intercept, check_finite, alpha=None, ridge=False) -> Problem:
-    """Validate, cast, center and weight. Raises before any heavy work."""
+def prepare(
+    X, y, sample_weight, *, fit_intercept, check_finite, alpha=None, ridge=False, per_target=False, eliminate=True
+) -> Problem:
+    """Validate, cast, center and weight. Raises before any heavy work.
+
+    ``eliminate=False`` keeps the centered, weighted rows (m of them, one per sample) instead of
+    reflecting the intercept direction away: leave-one-out needs per-sample rows."""
     xp = _namespace(X, y, sample_weight)
     dev = None
     for a in (X, y, sample_weight):
@@ -181,7 +193,7 @@ def prepare(X, y, sample_weight, *, fit_intercept, check_finite, alpha=None, rid
     k = Y.shape[-1]
 
     if ridge:
-        alpha = _validate_alpha(xp, alpha, k, dtype, dev)
+        alpha = _validate_alpha(xp, alpha, k, dtype, dev, per_target)
     if fit_intercept and m == 0:
         msg = "fit_intercept=True needs at least one sample (X has 0 rows)"
         raise ValueError(msg)
@@ -210,7 +222,7 @@ def prepare(X, y, sample_weight, *, fit_intercept, check_finite, alpha=None, rid
         offset_sq = (total * x_offset * x_offset)[..., 0, :]
     if root is not None:
         X, Y = root * X, root * Y
-    if fit_intercept:
+    if fit_intercept and eliminate:
         v = xp.sqrt(w / total)
         X, Y = _eliminate_intercept(xp, X, Y, v)
     return Problem(xp, X, Y, alpha if ridge else None, x_offset, y_offset, y_was_vector, offset_sq, original)

@@ -70,10 +70,19 @@ def test_check_finite_opt_out():
     assert np.isnan(res.coef).any()
 
 
-@pytest.mark.parametrize("alpha", [-1.0, float("nan"), float("inf"), np.array([1.0, 2.0])])
+@pytest.mark.parametrize(
+    "alpha", [-1.0, float("nan"), float("inf"), np.array([1.0, -2.0]), np.ones((2, 2)), np.ones(0)]
+)
 def test_bad_alpha(alpha):
     with pytest.raises(ValueError, match="alpha"):
         lsq.ridge(X, y, alpha)
+
+
+@pytest.mark.parametrize("alpha", [1.0, np.array([1.0, 2.0])])
+def test_per_target_alpha_needs_one_per_column(alpha):
+    """per_target=True takes exactly shape (k,): y here is a vector (k = 1)."""
+    with pytest.raises(ValueError, match=r"per_target=True"):
+        lsq.ridge(X, y, alpha, per_target=True)
 
 
 def test_alpha_type():

@@ -11,7 +11,7 @@ from problems import METHODS, design
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
 STATIC = ("method", "rcond", "fit_intercept", "check_finite")
-STATIC_RIDGE = ("method", "fit_intercept", "check_finite")
+STATIC_RIDGE = ("method", "fit_intercept", "check_finite", "per_target")
 
 
 def _data(m=30, n=5, k=None, seed=0, rank=None):
@@ -43,8 +43,8 @@ def test_jit_ridge_equals_eager(method):
     X, y, sw = _data(30, 5, 2)
     fit = jax.jit(lsq.ridge, static_argnames=STATIC_RIDGE)
     alpha = jnp.asarray([0.5, 2.0])
-    eager = lsq.ridge(X, y, alpha, method=method, sample_weight=sw)
-    traced = fit(X, y, alpha, method=method, sample_weight=sw)
+    eager = lsq.ridge(X, y, alpha, method=method, sample_weight=sw, per_target=True)
+    traced = fit(X, y, alpha, method=method, sample_weight=sw, per_target=True)
     np.testing.assert_allclose(np.asarray(traced.coef), np.asarray(eager.coef), rtol=1e-10)
     np.testing.assert_allclose(np.asarray(traced.intercept), np.asarray(eager.intercept), rtol=1e-10)
 

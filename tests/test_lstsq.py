@@ -103,7 +103,7 @@ def test_ridge_per_target_alpha(be, method):
     X, y, sw, _ = _make("multi_target", seed=2)
     alpha = np.array([0.1, 1.0, 10.0])
     ref = reference(X, y, alpha=alpha, fit_intercept=True)
-    res = lsq.ridge(be.asarray(X), be.asarray(y), be.asarray(alpha), method=method)
+    res = lsq.ridge(be.asarray(X), be.asarray(y), be.asarray(alpha), method=method, per_target=True)
     _check(be, res, ref, method, "float64", *X.shape)
     # Each column equals a separate single-alpha fit.
     for j, a in enumerate(alpha):

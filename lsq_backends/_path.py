@@ -1,0 +1,37 @@
+"""Ridge paths: every penalty of a 1-D ``alpha`` from one factorization (see ``_solvers.spectral``)."""
+
+from __future__ import annotations
+
+from . import _compat
+from ._result import LstsqResult
+from ._solvers._shared import dot, full_rank
+from ._solvers.spectral import over_alphas, solve_path
+
+
+def fit_path(problem, method, fit_intercept):
+    """LstsqResult whose every field has a leading axis of length a = len(alpha)."""
+    xp, X, Y, alpha = problem.xp, problem.X, problem.Y, problem.alpha
+    m, n = X.shape[-2:]
+    a, batch, k = alpha.shape[0], tuple(X.shape[:-2]), Y.shape[-1]
+    dev = _compat.device(X)
+    if min(m, n) == 0:
+        # As the single fit: zero coefficients, rank 0, the whole of y is residual.
+        coef = xp.zeros((a, *batch, n, k), dtype=X.dtype, device=dev)
+        rank = full_rank(xp, (a, *batch), 0, X)
+        s = None if method != "svd" else xp.zeros((*batch, 0), dtype=X.dtype, device=dev)
+    else:
+        coef, rank, s = solve_path(xp, X, Y, alpha, method, problem.offset_sq)
+        if method != "svd":
+            s = None  # "qr" factors the same way, but only "svd" reports singular values
+    if fit_intercept:
+        intercept = (problem.y_offset - dot(xp, problem.x_offset, coef))[..., 0, :]
+    else:
+        intercept = xp.zeros((a, *batch, k), dtype=X.dtype, device=dev)
+    # The residual itself (accurate for near-exact fits), every penalty in one product X @ W.
+    resid = Y - over_alphas(xp, X, coef)
+    rss = xp.sum(resid * resid, axis=-2)  # (a, ..., k)
+    if s is not None:
+        s = xp.broadcast_to(s, (a, *s.shape))
+    if problem.y_was_vector:
+        coef, intercept, rss = coef[..., 0], intercept[..., 0], rss[..., 0]
+    return LstsqResult(coef, intercept, rank, rss, s)

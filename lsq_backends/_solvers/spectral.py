@@ -1,0 +1,175 @@
+"""Spectral factorizations: one factorization that serves every ridge penalty at once.
+
+With the eigendecomposition ``X^T X = V diag(lam) V^T`` (in X's range), the ridge solution for
+any penalty is ``coef(alpha) = V diag(f) P`` with ``f = 1 / (lam + alpha)`` and
+``P = V^T X^T Y``: after one factorization, a path of penalties costs O(n p k) per penalty.
+Two routes give the factors (p = min(m, n)):
+
+- ``gram``: the eigendecomposition of the small Gram matrix, ``X^T X`` for tall X (one pass
+  over X plus an n x n ``eigh``) or ``X X^T`` for wide X (then ``V = X^T U``, not orthonormal,
+  ``P = U^T Y``). Fast; its eigenvalues carry absolute errors ~ eps * lam_max, so the error in
+  coef grows like eps * (lam_max + alpha) / (lam_min + alpha), the condition number of the
+  regularized normal matrix.
+- ``svd``: Householder QR of X, then the SVD of the n x n factor (tall X), or the SVD of X (wide
+  X): ``lam = s**2``, ``P = diag(s) U^T Q^T Y``. Error ~ eps * sqrt of that condition number.
+
+Directions whose eigenvalue is at the route's noise level (below ``eps * max(m, n)`` relative to
+the largest, on singular values for ``svd`` and on eigenvalues for ``gram``; relative to the
+largest column before centering when an intercept was fitted) get a zero filter factor, as the
+SVD solver does: with ``alpha = 0`` the path point is the minimum-norm least-squares solution.
+
+For leave-one-out the factors also give, in the sample space, ``F = X V`` (fitted values
+``F diag(f) P``) and the leverage weights ``L`` with ``diag(X (X^T X + alpha I)^-1 X^T) = L f``
+(no division by an eigenvalue, so rank-deficient X is safe).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from .. import _compat
+from ._shared import count, dot, eps, full_rank, mT
+
+
+class Spectrum(NamedTuple):
+    lam: Any  # (..., p) eigenvalues of X^T X (>= 0)
+    keep: Any  # (..., p) bool: above the route's noise level
+    V: Any  # (..., n, p)
+    P: Any  # (..., p, k)
+    F: Any  # (..., m, p) X V, or None
+    L: Any  # (..., m, p) leverage weights, or None
+    s: Any  # (..., p) singular values (svd route), or None
+
+
+def _scale2(xp, X, offset_sq):
+    """Largest squared column norm of X before centering, or None without an intercept."""
+    if offset_sq is None:
+        return None
+    return xp.max(xp.sum(X * X, axis=-2) + offset_sq, axis=-1, keepdims=True)
+
+
+def _keep(xp, lam, cutoff, scale2):
+    ref = xp.max(lam, axis=-1, keepdims=True)
+    if scale2 is not None:
+        ref = xp.maximum(ref, scale2)
+    return lam > cutoff * ref
+
+
+def gram(xp, X, Y, offset_sq=None, *, samples=False):
+    """The ``gram`` route; ``samples`` also computes ``F`` and ``L`` (for leave-one-out)."""
+    m, n = X.shape[-2:]
+    F = L = None
+    if m >= n:
+        lam, V = _compat.eigh(xp, dot(xp, mT(xp, X), X))
+        # Rounding leaves null directions' eigenvalues at +-eps * lam_max.
+        lam = xp.maximum(lam, xp.zeros_like(lam))
+        P = dot(xp, mT(xp, V), dot(xp, mT(xp, X), Y))
+        if samples:
+            F = dot(xp, X, V)
+            L = F * F
+    else:
+        lam, U = _compat.eigh(xp, dot(xp, X, mT(xp, X)))
+        lam = xp.maximum(lam, xp.zeros_like(lam))
+        V = dot(xp, mT(xp, X), U)  # X^T X (X^T U) = (X^T U) diag(lam)
+        P = dot(xp, mT(xp, U), Y)
+        if samples:
+            # X V = U diag(lam); the hat matrix is U diag(lam / (lam + alpha)) U^T.
+            F = U * lam[..., None, :]
+            L = U * F
+    # Eigenvalues of a Gram matrix are accurate to eps * lam_max only.
+    keep = _keep(xp, lam, eps(xp, X) * max(m, n, 1), _scale2(xp, X, offset_sq))
+    return Spectrum(lam, keep, V, P, F, L, None)
+
+
+def svd(xp, X, Y, offset_sq=None, *, samples=False):
+    """The ``svd`` route; ``samples`` forms Q explicitly (for ``F = Q U diag(s)``)."""
+    m, n = X.shape[-2:]
+    if m >= n:
+        if samples:
+            Q, R = _compat.qr(xp, X)
+            Z = dot(xp, mT(xp, Q), Y)
+        else:
+            R, Z = _compat.qr_apply(xp, X, Y)  # Q applied implicitly where the library can
+        u, s, vh = _compat.svd(xp, R)
+    else:
+        u, s, vh = _compat.svd(xp, X)
+        Z = Y
+    P = s[..., :, None] * dot(xp, mT(xp, u), Z)
+    if samples and m >= n:
+        u = dot(xp, Q, u)  # X = (Q u) diag(s) vh
+    F = u * s[..., None, :] if samples else None
+    L = F * F if samples else None
+    scale2 = _scale2(xp, X, offset_sq)
+    keep = _keep(xp, s * s, (eps(xp, X) * max(m, n, 1)) ** 2, scale2)
+    return Spectrum(s * s, keep, mT(xp, vh), P, F, L, s)
+
+
+def filters(xp, spec, alpha):
+    """Filter factors ``1 / (lam + alpha)`` (zero for dropped directions) for penalties of any
+    shape ``alpha.shape``: the result has shape ``alpha.shape + lam.shape``."""
+    a = xp.reshape(alpha, tuple(alpha.shape) + (1,) * spec.lam.ndim)
+    return inverse(xp, spec.lam + a, spec.keep)
+
+
+def inverse(xp, den, keep):
+    """``1 / den`` where ``keep``, else 0, with no division by a dropped (maybe zero) entry."""
+    safe = xp.where(keep, den, xp.ones_like(den))
+    return xp.where(keep, 1 / safe, xp.zeros_like(den))
+
+
+def path_coef(xp, spec, alpha):
+    """Coefficients (a, ..., n, k) for the path ``alpha`` (a,), and the rank (a, ...): that of
+    the regularized system, ``n`` for ``alpha > 0``, else the number of directions kept."""
+    f = filters(xp, spec, alpha)  # (a, ..., p)
+    coef = dot(xp, spec.V, f[..., None] * spec.P)
+    n = spec.V.shape[-2]
+    kept = count(xp, spec.keep, spec.lam)  # (...)
+    a = xp.reshape(alpha, tuple(alpha.shape) + (1,) * kept.ndim)
+    rank = xp.where(a > 0, full_rank(xp, kept.shape, n, spec.lam), kept)
+    return coef, rank
+
+
+def over_alphas(xp, A, B):
+    """``A (..., r, p) @ B (a, ..., p, k)`` as ONE matrix product over all penalties, laid out
+    as (..., p, a * k): a Python loop (or a broadcast matmul, which loops inside) would make a
+    matrix-vector pass over A per penalty. Returns (a, ..., r, k)."""
+    a, p, k = B.shape[0], B.shape[-2], B.shape[-1]
+    nb = B.ndim - 3
+    Bt = xp.permute_dims(B, tuple(range(1, nb + 1)) + (nb + 1, 0, nb + 2))  # (..., p, a, k)
+    C = dot(xp, A, xp.reshape(Bt, tuple(B.shape[1 : nb + 1]) + (p, a * k)))  # (..., r, a * k)
+    C = xp.reshape(C, tuple(C.shape[:-1]) + (a, k))
+    return xp.permute_dims(C, (nb + 1,) + tuple(range(nb + 1)) + (nb + 2,))
+
+
+def auto_ok(xp, spec, alpha, X):
+    """Scalar: is the ``gram`` route accurate enough for the whole path? Its error grows like
+    eps * cond with cond = (lam_max + alpha) / (lam_min + alpha), worst at the smallest
+    penalty; accepted up to ``auto``'s limit for the normal equations (squared, as cond is that
+    of the Gram matrix: float64 1.0e6, error <~ 2e-10; float32 45). NaN compares False."""
+    from .auto import kappa_limit  # auto -> normal -> svd; imported here to keep spectral light
+
+    amin = xp.min(alpha)
+    lam_max = xp.max(spec.lam, axis=-1)
+    lam_min = xp.min(spec.lam, axis=-1)
+    return xp.all((lam_max + amin) / (lam_min + amin) <= kappa_limit(xp, X) ** 2)
+
+
+def solve_path(xp, X, Y, alpha, method, offset_sq=None):
+    """Coefficients (a, ..., n, k), rank (a, ...) and singular values (``svd``/``qr``: (..., p),
+    else None) for every penalty of ``alpha`` (a,). ``normal``: the ``gram`` route; ``svd`` and
+    ``qr``: the ``svd`` route (the QR factor alone does not diagonalize the penalties);
+    ``auto``: ``gram``, or ``svd`` where :func:`auto_ok` fails (a traced branch under jit)."""
+    if method in ("svd", "qr"):
+        spec = svd(xp, X, Y, offset_sq)
+        return (*path_coef(xp, spec, alpha), spec.s)
+    spec = gram(xp, X, Y, offset_sq)
+    if method == "normal":
+        return (*path_coef(xp, spec, alpha), None)
+    coef, rank = _compat.cond(
+        xp,
+        auto_ok(xp, spec, alpha, X),
+        lambda X, Y: path_coef(xp, spec, alpha),
+        lambda X, Y: path_coef(xp, svd(xp, X, Y, offset_sq), alpha),
+        (X, Y),
+    )
+    return coef, rank, None
