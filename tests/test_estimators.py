@@ -99,6 +99,31 @@ def test_ridge_alpha_per_target(be):
     assert np.allclose(be.to_numpy(est2.coef_), coef.T, rtol=1e-10, atol=0)
 
 
+ALPHAS = np.logspace(-2, 3, 11)
+
+
+@pytest.mark.parametrize(("k", "weighted", "per_target"), [(None, True, False), (2, False, True)])
+def test_ridge_cv_in_namespace(be, k, weighted, per_target):
+    X, y, sw = _problem(k=k, weighted=weighted)
+    y = y + 0.3 * np.random.default_rng(1).standard_normal(y.shape)  # noise: an interior optimum
+    kw = dict(alpha_per_target=per_target, store_cv_results=True)
+    ref = lsq.RidgeCV(ALPHAS, **kw).fit(X, y, sample_weight=sw)  # float64 NumPy
+    est = lsq.RidgeCV(be.asarray(ALPHAS), **kw).fit(
+        be.asarray(X), be.asarray(y), sample_weight=None if sw is None else be.asarray(sw)
+    )
+    for name in ("coef_", "intercept_", "alpha_", "best_score_", "cv_results_"):
+        a = getattr(est, name)
+        assert array_api_compat.array_namespace(a) is be.xp, name
+        assert tuple(a.shape) == np.shape(getattr(ref, name)), name
+        # Same penalty chosen; everything else to the accuracy of a well-conditioned solve.
+        assert np.allclose(be.to_numpy(a), getattr(ref, name), rtol=1e-9, atol=1e-12), name
+    # The chosen penalty is the one the ridge reference solution belongs to.
+    alpha = be.to_numpy(est.alpha_)
+    coef = reference(X, y, alpha=alpha, sw=sw, fit_intercept=True)[0]
+    assert rel_err(be.to_numpy(est.coef_), coef if k is None else coef.T) < 1e-10
+    assert array_api_compat.array_namespace(est.predict(be.asarray(X[:3]))) is be.xp
+
+
 def test_attributes_and_predictions_stay_on_device(strict_device):
     X, y, sw = _problem(k=2, weighted=True)
     dev = strict_device.device
@@ -106,10 +131,13 @@ def test_attributes_and_predictions_stay_on_device(strict_device):
     for est, on_host in (
         (lsq.LinearRegression(method="svd"), lsq.LinearRegression(method="svd")),
         (lsq.Ridge(alpha=strict_device.asarray([1.0, 2.0])), lsq.Ridge(alpha=[1.0, 2.0])),
+        (lsq.RidgeCV(alphas=(0.1, 1.0, 10.0), alpha_per_target=True), lsq.RidgeCV(alpha_per_target=True)),
     ):
         est.fit(Xd, yd, sample_weight=swd)
         for a in (est.coef_, est.intercept_, est.predict(Xd)):
             assert a.device == dev
+        if isinstance(est, lsq.RidgeCV):
+            assert est.alpha_.device == dev and est.best_score_.device == dev
         expected = on_host.fit(X, y, sample_weight=sw).score(X, y, sw)
         assert est.score(Xd, yd, swd) == pytest.approx(expected, rel=1e-12)
     with pytest.raises(ValueError, match="one device"):
