@@ -85,6 +85,11 @@ def test_ridge_per_target_alpha_matches_sklearn(numpy_reference):
     b = linear_model.Ridge(alpha, solver="svd").fit(X, y, sample_weight=sw)
     np.testing.assert_allclose(a.coef_, b.coef_, rtol=_tol(X))
     np.testing.assert_allclose(a.intercept_, b.intercept_, rtol=_tol(X))
+    # One penalty in a vector applies to every target, as in scikit-learn (not a 1-long path).
+    a = lsq.Ridge(np.array([5.0])).fit(X, y)
+    b = linear_model.Ridge(np.array([5.0]), solver="svd").fit(X, y)
+    assert a.coef_.shape == b.coef_.shape == (3, X.shape[1])
+    np.testing.assert_allclose(a.coef_, b.coef_, rtol=_tol(X))
 
 
 def test_linear_regression_rank_matches_sklearn(numpy_reference):
