@@ -153,12 +153,12 @@ class RidgeCV(LinearModelBase):
     gcv_mode : {"auto", "eigen", "svd"}, default "auto"
         Factorization of :func:`lsq_backends.ridge_cv` (its ``mode``; scikit-learn's name).
     check_finite : bool, default True
-        Refuse NaN and infinity in the inputs (eager arrays only).
+        As in :class:`Ridge`.
 
     Attributes
     ----------
-    coef_ : array, shape (n_features,) or (n_targets, n_features)
-    intercept_ : array, shape () or (n_targets,)
+    coef_, intercept_, n_features_in_
+        As in :class:`Ridge`, refitted on all samples with ``alpha_``.
     alpha_ : array, shape () or (n_targets,) with ``alpha_per_target`` and a 2-D ``y``
         The chosen penalty.
     best_score_ : array, same shape as ``alpha_``
@@ -167,17 +167,16 @@ class RidgeCV(LinearModelBase):
     cv_results_ : array, shape (m, n_alphas) or (m, n_targets, n_alphas)
         Squared leave-one-out errors, ``sample_weight_i * (y_i - yhat_{-i})**2``; only with
         ``store_cv_results=True``.
-    n_features_in_ : int
 
     Examples
     --------
     >>> import numpy as np
     >>> from lsq_backends import RidgeCV
-    >>> rng = np.random.default_rng(0)
-    >>> X = rng.standard_normal((40, 3)); y = X @ np.array([1.0, -2.0, 0.5]) + rng.standard_normal(40)
+    >>> rng = np.random.default_rng(1)
+    >>> X = rng.standard_normal((30, 4)); y = X @ np.ones(4) + 3 * rng.standard_normal(30)
     >>> reg = RidgeCV(alphas=np.logspace(-3, 3, 13), store_cv_results=True).fit(X, y)
     >>> reg.cv_results_.shape, round(float(reg.alpha_), 4)
-    ((40, 13), 0.3162)
+    ((30, 13), 3.1623)
     >>> bool(np.isclose(reg.best_score_, -reg.cv_results_.mean(axis=0).min()))
     True
     """
