@@ -157,17 +157,7 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
                 ensure_all_finite=bool(self.check_finite),
             )
         xp = _compat.array_namespace(coef)
-        if not _aac.is_array_api_obj(X):
-            X = _input._as_array(xp, X, "X", _compat.device(coef))
-        try:
-            _compat.array_namespace(X, coef)
-        except TypeError as exc:
-            msg = (
-                f"X ({type(X).__module__}.{type(X).__name__}) must come from the array library the "
-                f"estimator was fitted with ({type(coef).__module__}.{type(coef).__name__})"
-            )
-            raise TypeError(msg) from exc
-        _input._check_devices({"X": X, "coef_ (from fit)": coef})
+        X = _like(xp, X, "X", coef)
         _input._check_dtype(xp, X, "X")
         if X.ndim != 2:
             msg = f"X must be 2-D, shape (n_samples, n_features); got shape {tuple(X.shape)}"
@@ -225,7 +215,7 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
         pred = self.predict(X)
         xp = _compat.array_namespace(pred)
         dev = _compat.device(pred)
-        y = y if _aac.is_array_api_obj(y) else _input._as_array(xp, y, "y", dev)
+        y = _like(xp, y, "y", pred)
         y = xp.astype(y, pred.dtype, copy=False) if y.dtype != pred.dtype else y
         Y = xp.reshape(y, (y.shape[0], -1))
         P = xp.reshape(pred, (pred.shape[0], -1))
@@ -238,7 +228,7 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
         if sample_weight is None:
             w = xp.ones((Y.shape[0], 1), dtype=Y.dtype, device=dev)
         else:
-            w = sample_weight if _aac.is_array_api_obj(sample_weight) else _input._as_array(xp, sample_weight, "sample_weight", dev)
+            w = _like(xp, sample_weight, "sample_weight", pred)
             if tuple(w.shape) != (Y.shape[0],):
                 msg = f"sample_weight must have shape ({Y.shape[0]},); got shape {tuple(w.shape)}"
                 raise ValueError(msg)
@@ -256,3 +246,20 @@ def _sklearn_route(*arrays):
     return HAVE_SKLEARN and not any(
         _aac.is_array_api_obj(a) and not _aac.is_numpy_array(a) for a in arrays if a is not None
     )
+
+
+def _like(xp, a, name, fitted):
+    """``a`` as an array of the library and device of ``fitted`` (the model's arrays): lists and
+    the like are converted there; another library's arrays or another device are refused."""
+    if not _aac.is_array_api_obj(a):
+        return _input._as_array(xp, a, name, _compat.device(fitted))
+    try:
+        _compat.array_namespace(a, fitted)
+    except TypeError as exc:
+        msg = (
+            f"{name} ({type(a).__module__}.{type(a).__name__}) must come from the array library the "
+            f"estimator was fitted with ({type(fitted).__module__}.{type(fitted).__name__})"
+        )
+        raise TypeError(msg) from exc
+    _input._check_devices({name: a, "the fitted model": fitted})
+    return a

@@ -166,8 +166,10 @@ def test_bad_input_on_own_route(be):
     with pytest.raises(ValueError, match="X must be 2-D|Expected 2D array"):
         est.predict(be.asarray(X[0]))
     if be.name != "numpy":
-        with pytest.raises(TypeError, match="must come from the array library"):
+        with pytest.raises(TypeError, match="X .* must come from the array library"):
             est.predict(X)
+        with pytest.raises(TypeError, match="y .* must come from the array library"):
+            est.score(be.asarray(X), y)
     if be.name not in ("dask", "jax"):  # NaN is looked for in eager arrays only (README)
         Xnan = X.copy()
         Xnan[3, 1] = np.nan

@@ -159,3 +159,14 @@ def test_ridge_cv_in_pipeline_and_grid_search(numpy_reference):
     ref.fit(X, y)
     assert grid.best_params_ == ref.best_params_
     assert grid.best_score_ == pytest.approx(ref.best_score_, rel=1e-10)
+
+
+def test_sample_weight_metadata_routing(numpy_reference):
+    X, y, sw = _data(m=60)
+    with sklearn.config_context(enable_metadata_routing=True):
+        est = lsq.Ridge().set_fit_request(sample_weight=True).set_score_request(sample_weight=True)
+        ref = linear_model.Ridge(solver="svd").set_fit_request(sample_weight=True).set_score_request(sample_weight=True)
+        grid = GridSearchCV(est, {"alpha": [0.1, 10.0]}, cv=3).fit(X, y, sample_weight=sw)
+        grid_ref = GridSearchCV(ref, {"alpha": [0.1, 10.0]}, cv=3).fit(X, y, sample_weight=sw)
+    assert grid.best_params_ == grid_ref.best_params_
+    assert grid.best_score_ == pytest.approx(grid_ref.best_score_, rel=1e-10)
