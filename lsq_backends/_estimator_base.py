@@ -31,9 +31,10 @@ from . import _compat, _input
 try:
     from sklearn.base import BaseEstimator, RegressorMixin
     from sklearn.exceptions import NotFittedError
+    from sklearn.utils.validation import _check_sample_weight, validate_data  # scikit-learn >= 1.6
 
     HAVE_SKLEARN = True
-except ImportError:
+except ImportError:  # absent, or older than 1.6 (no validate_data, no __sklearn_tags__): duck-typed
     HAVE_SKLEARN = False
 
     class NotFittedError(ValueError, AttributeError):
@@ -122,7 +123,6 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
             raise ValueError(msg)
         if _sklearn_route(X, y, sample_weight):
             import numpy as np
-            from sklearn.utils.validation import _check_sample_weight, validate_data
 
             X, y = validate_data(
                 self, X, y, accept_sparse=False, dtype=[np.float64, np.float32], multi_output=True,
@@ -150,7 +150,6 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
         coef = self.coef_
         if _aac.is_numpy_array(coef) and _sklearn_route(X):
             import numpy as np
-            from sklearn.utils.validation import validate_data
 
             return validate_data(
                 self, X, reset=False, accept_sparse=False, dtype=[np.float64, np.float32],
