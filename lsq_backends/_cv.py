@@ -62,7 +62,7 @@ def _loo(xp, spec, alphas, Y, lev0):
 def _refit(xp, spec, alpha):
     """Coefficients (..., n, k) for one penalty per problem and target: ``alpha`` (..., kα),
     kα in {1, k}."""
-    f = spectral.inverse(xp, spec.lam[..., :, None] + alpha[..., None, :], spec.keep[..., :, None])
+    f = spectral.inverse(xp, spec.lam[..., :, None] + alpha[..., None, :], spec.cut[..., :, None])
     return dot(xp, spec.V, f * spec.P)  # f: (..., p, kα)
 
 

@@ -13,10 +13,9 @@ Two routes give the factors (p = min(m, n)):
 - ``svd``: Householder QR of X, then the SVD of the n x n factor (tall X), or the SVD of X (wide
   X): ``lam = s**2``, ``P = diag(s) U^T Q^T Y``. Error ~ eps * sqrt of that condition number.
 
-Directions whose eigenvalue is at the route's noise level (below ``eps * max(m, n)`` relative to
-the largest, on singular values for ``svd`` and on eigenvalues for ``gram``; relative to the
-largest column before centering when an intercept was fitted) get a zero filter factor, as the
-SVD solver does: with ``alpha = 0`` the path point is the minimum-norm least-squares solution.
+A direction whose regularized eigenvalue ``lam + alpha`` is at the route's noise level (see
+``_cut``) gets a zero filter factor: with ``alpha = 0`` the path point is the minimum-norm
+least-squares solution; a penalty above the noise level keeps every direction.
 
 For leave-one-out the factors also give, in the sample space, ``F = X V`` (fitted values
 ``F diag(f) P``) and the leverage weights ``L`` with ``diag(X (X^T X + alpha I)^-1 X^T) = L f``
@@ -33,7 +32,7 @@ from ._shared import count, dot, eps, full_rank, mT
 
 class Spectrum(NamedTuple):
     lam: Any  # (..., p) eigenvalues of X^T X (>= 0)
-    keep: Any  # (..., p) bool: above the route's noise level
+    cut: Any  # (..., 1) noise level: a direction with lam + alpha <= cut gets no filter factor
     V: Any  # (..., n, p)
     P: Any  # (..., p, k)
     F: Any  # (..., m, p) X V, or None
@@ -41,18 +40,20 @@ class Spectrum(NamedTuple):
     s: Any  # (..., p) singular values (svd route), or None
 
 
-def _scale2(xp, X, offset_sq):
-    """Largest squared column norm of X before centering, or None without an intercept."""
-    if offset_sq is None:
-        return None
-    return xp.max(xp.sum(X * X, axis=-2) + offset_sq, axis=-1, keepdims=True)
-
-
-def _keep(xp, lam, cutoff, scale2):
+def _cut(xp, X, lam, offset_sq, gram):
+    """Noise level of the eigenvalues: relative ``c = eps * max(m, n)`` on singular values
+    (NumPy's lstsq cutoff), so ``c**2`` on eigenvalues, against the largest one or, with an
+    intercept, the largest column before centering (centering leaves noise at that scale).
+    Eigenvalues of a formed Gram matrix carry absolute errors ~ eps * lam_max: at least
+    ``c * lam_max`` there."""
+    m, n = X.shape[-2:]
+    c = eps(xp, X) * max(m, n, 1)
     ref = xp.max(lam, axis=-1, keepdims=True)
-    if scale2 is not None:
-        ref = xp.maximum(ref, scale2)
-    return lam > cutoff * ref
+    cut = c * c * ref
+    if offset_sq is not None:
+        scale2 = xp.max(xp.sum(X * X, axis=-2) + offset_sq, axis=-1, keepdims=True)
+        cut = xp.maximum(cut, c * c * scale2)
+    return xp.maximum(cut, c * ref) if gram else cut
 
 
 def gram(xp, X, Y, offset_sq=None, *, samples=False):
@@ -76,9 +77,7 @@ def gram(xp, X, Y, offset_sq=None, *, samples=False):
             # X V = U diag(lam); the hat matrix is U diag(lam / (lam + alpha)) U^T.
             F = U * lam[..., None, :]
             L = U * F
-    # Eigenvalues of a Gram matrix are accurate to eps * lam_max only.
-    keep = _keep(xp, lam, eps(xp, X) * max(m, n, 1), _scale2(xp, X, offset_sq))
-    return Spectrum(lam, keep, V, P, F, L, None)
+    return Spectrum(lam, _cut(xp, X, lam, offset_sq, True), V, P, F, L, None)
 
 
 def svd(xp, X, Y, offset_sq=None, *, samples=False):
@@ -99,34 +98,36 @@ def svd(xp, X, Y, offset_sq=None, *, samples=False):
         u = dot(xp, Q, u)  # X = (Q u) diag(s) vh
     F = u * s[..., None, :] if samples else None
     L = F * F if samples else None
-    scale2 = _scale2(xp, X, offset_sq)
-    keep = _keep(xp, s * s, (eps(xp, X) * max(m, n, 1)) ** 2, scale2)
-    return Spectrum(s * s, keep, mT(xp, vh), P, F, L, s)
+    lam = s * s
+    return Spectrum(lam, _cut(xp, X, lam, offset_sq, False), mT(xp, vh), P, F, L, s)
 
 
 def filters(xp, spec, alpha):
     """Filter factors ``1 / (lam + alpha)`` (zero for dropped directions) for penalties of any
     shape ``alpha.shape``: the result has shape ``alpha.shape + lam.shape``."""
     a = xp.reshape(alpha, tuple(alpha.shape) + (1,) * spec.lam.ndim)
-    return inverse(xp, spec.lam + a, spec.keep)
+    return inverse(xp, spec.lam + a, spec.cut)
 
 
-def inverse(xp, den, keep):
-    """``1 / den`` where ``keep``, else 0, with no division by a dropped (maybe zero) entry."""
+def inverse(xp, den, cut):
+    """``1 / den`` where ``den > cut``, else 0 (no division by a dropped, maybe zero, entry)."""
+    keep = den > cut
     safe = xp.where(keep, den, xp.ones_like(den))
     return xp.where(keep, 1 / safe, xp.zeros_like(den))
 
 
 def path_coef(xp, spec, alpha):
     """Coefficients (a, ..., n, k) for the path ``alpha`` (a,), and the rank (a, ...): that of
-    the regularized system, ``n`` for ``alpha > 0``, else the number of directions kept."""
+    the regularized system, the number of directions kept (``n`` for a penalty above the noise
+    level; for wide X, the m directions of X's row space plus the n - m null directions that a
+    positive penalty makes nonsingular)."""
     f = filters(xp, spec, alpha)  # (a, ..., p)
     coef = dot(xp, spec.V, f[..., None] * spec.P)
-    n = spec.V.shape[-2]
-    kept = count(xp, spec.keep, spec.lam)  # (...)
-    a = xp.reshape(alpha, tuple(alpha.shape) + (1,) * kept.ndim)
-    rank = xp.where(a > 0, full_rank(xp, kept.shape, n, spec.lam), kept)
-    return coef, rank
+    n, p = spec.V.shape[-2:]
+    rank = count(xp, f > 0, spec.lam)  # (a, ...)
+    a = xp.reshape(alpha, tuple(alpha.shape) + (1,) * (rank.ndim - 1))
+    extra = xp.where(a > 0, full_rank(xp, tuple(rank.shape), n - p, spec.lam), xp.zeros_like(rank))
+    return coef, rank + extra
 
 
 def over_alphas(xp, A, B):
