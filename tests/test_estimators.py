@@ -230,6 +230,8 @@ NO_SKLEARN = textwrap.dedent(
     except ValueError as exc:
         assert "X must be 2-D" in str(exc)
     assert lsq.LinearRegression().fit(X.tolist(), y.tolist()).predict(X[:2]).shape == (2,)
+    cv = lsq.RidgeCV(alphas=[1e-3, 1.0, 1e3], store_cv_results=True).fit(X, y)
+    assert float(cv.alpha_) == 1e-3 and cv.cv_results_.shape == (30, 3)
     print("sklearn" in sys.modules)
     """
 )
