@@ -8,5 +8,22 @@ from ._api import lstsq, ridge
 from ._cv import RidgeCVResult, ridge_cv
 from ._result import LstsqResult
 
-__all__ = ["LstsqResult", "RidgeCVResult", "lstsq", "ridge", "ridge_cv"]
+__all__ = ["LinearRegression", "LstsqResult", "Ridge", "RidgeCV", "RidgeCVResult", "lstsq", "ridge", "ridge_cv"]
+
+# The estimators import scikit-learn (when installed): load them on first use only, so that
+# ``import lsq_backends`` stays light.
+_ESTIMATORS = ("LinearRegression", "Ridge", "RidgeCV")
+
+
+def __getattr__(name):
+    if name in _ESTIMATORS:
+        from . import estimators
+
+        return getattr(estimators, name)
+    msg = f"module 'lsq_backends' has no attribute {name!r}"
+    raise AttributeError(msg)
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_ESTIMATORS))
 __version__ = "0.1.0"

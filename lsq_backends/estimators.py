@@ -1,0 +1,228 @@
+"""scikit-learn-compatible estimators on any array-API library.
+
+``LinearRegression`` and ``Ridge`` wrap :func:`lsq_backends.lstsq` and :func:`lsq_backends.ridge`.
+Fitted attributes live in the namespace and on the device of the training data, and
+``predict`` answers in that namespace; scikit-learn is optional (see ``_estimator_base``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import array_api_compat as _aac
+
+from . import _compat
+from ._api import lstsq, ridge
+from ._cv import ridge_cv
+from ._estimator_base import LinearModelBase
+from ._input import check_method
+
+__all__ = ["LinearRegression", "Ridge", "RidgeCV"]
+
+
+class LinearRegression(LinearModelBase):
+    """Ordinary (or weighted) least squares, as scikit-learn's ``LinearRegression``.
+
+    Parameters
+    ----------
+    fit_intercept : bool, default True
+        Fit an unpenalized intercept.
+    method : {"auto", "normal", "qr", "svd"}, default "auto"
+        Solver of :func:`lsq_backends.lstsq`. Every method returns the minimum-norm solution
+        on rank-deficient data.
+    rcond : float in [0, 1) or None
+        Relative singular-value cutoff; default ``eps * max(m, n)``.
+    check_finite : bool, default True
+        Refuse NaN and infinity in ``X``, ``y`` and ``sample_weight`` (eager arrays only).
+
+    Attributes
+    ----------
+    coef_ : array, shape (n_features,) or (n_targets, n_features)
+    intercept_ : array, shape () or (n_targets,)
+        Zeros when ``fit_intercept=False``.
+    rank_ : integer array, shape ()
+        Numerical rank of the centered, weighted X.
+    singular_ : array, shape (min(m', n_features),), or None
+        Singular values of the centered, weighted X, for ``method="svd"`` only (``m' = m - 1``
+        with an intercept).
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from lsq_backends import LinearRegression
+    >>> X = np.array([[1.0], [2.0], [3.0]]); y = np.array([1.0, 2.0, 2.0])
+    >>> reg = LinearRegression().fit(X, y)
+    >>> np.round([float(reg.intercept_), float(reg.coef_[0])], 6).tolist()
+    [0.666667, 0.5]
+    >>> np.round(reg.predict(np.array([[4.0]])), 6).tolist()
+    [2.666667]
+    """
+
+    def __init__(self, *, fit_intercept=True, method="auto", rcond=None, check_finite=True):
+        self.fit_intercept = fit_intercept
+        self.method = method
+        self.rcond = rcond
+        self.check_finite = check_finite
+
+    def fit(self, X, y, sample_weight=None):
+        """Fit on ``X`` (m, n_features) and ``y`` (m,) or (m, n_targets); returns ``self``."""
+        check_method(self.method, self.rcond)
+        X, y, sample_weight, check_finite = self._validate_fit(X, y, sample_weight)
+        r = lstsq(
+            X, y, method=self.method, rcond=self.rcond, fit_intercept=bool(self.fit_intercept),
+            sample_weight=sample_weight, check_finite=check_finite,
+        )
+        self._set_coef(r)
+        self.rank_ = r.rank
+        self.singular_ = r.singular_values
+        return self
+
+
+class Ridge(LinearModelBase):
+    """Ridge regression, as scikit-learn's ``Ridge``: ``||y - X w - b||² + alpha ||w||²``.
+
+    Parameters
+    ----------
+    alpha : float or array of shape (n_targets,), default 1.0
+        Non-negative penalty (on the plain, or ``sample_weight``-weighted, sum of squares),
+        or one penalty per target column of ``y``.
+    fit_intercept : bool, default True
+        Fit an intercept, never penalized.
+    method : {"auto", "normal", "qr", "svd"}, default "auto"
+        Solver of :func:`lsq_backends.ridge`.
+    check_finite : bool, default True
+        Refuse NaN and infinity in the inputs (eager arrays only).
+
+    Attributes
+    ----------
+    coef_ : array, shape (n_features,) or (n_targets, n_features)
+    intercept_ : array, shape () or (n_targets,)
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from lsq_backends import Ridge
+    >>> X = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]); y = np.array([1.0, 2.0, 3.0])
+    >>> reg = Ridge(alpha=1.0, fit_intercept=False).fit(X, y)
+    >>> np.allclose((X.T @ X + np.eye(2)) @ reg.coef_, X.T @ y)
+    True
+    """
+
+    def __init__(self, alpha=1.0, *, fit_intercept=True, method="auto", check_finite=True):
+        self.alpha = alpha
+        self.fit_intercept = fit_intercept
+        self.method = method
+        self.check_finite = check_finite
+
+    def fit(self, X, y, sample_weight=None):
+        """Fit on ``X`` (m, n_features) and ``y`` (m,) or (m, n_targets); returns ``self``."""
+        check_method(self.method, None)
+        X, y, sample_weight, check_finite = self._validate_fit(X, y, sample_weight)
+        alpha = _alpha_arg(self.alpha, X)
+        # A vector of penalties is one per target (a 1-D alpha alone would be a path for ridge);
+        # a single one, in any form, applies to every target as in scikit-learn.
+        per_target = _aac.is_array_api_obj(alpha) and alpha.ndim > 0
+        if per_target and math.prod(alpha.shape) == 1:
+            alpha, per_target = _compat.array_namespace(alpha).reshape(alpha, ()), False
+        r = ridge(
+            X, y, alpha, method=self.method, fit_intercept=bool(self.fit_intercept), sample_weight=sample_weight,
+            check_finite=check_finite, per_target=per_target,
+        )
+        self._set_coef(r)
+        return self
+
+
+class RidgeCV(LinearModelBase):
+    """Ridge with the penalty chosen by efficient leave-one-out cross-validation, as
+    scikit-learn's ``RidgeCV`` with ``cv=None`` (built on :func:`lsq_backends.ridge_cv`: every
+    penalty's errors from one factorization).
+
+    Parameters
+    ----------
+    alphas : sequence or 1-D array of positive floats, default (0.1, 1.0, 10.0)
+        Penalties to choose from.
+    fit_intercept : bool, default True
+        Fit an intercept, never penalized.
+    alpha_per_target : bool, default False
+        Choose a penalty per column of ``y``; otherwise one penalty minimizing the error
+        averaged over targets.
+    store_cv_results : bool, default False
+        Keep the squared leave-one-out errors in ``cv_results_``.
+    gcv_mode : {"auto", "eigen", "svd"}, default "auto"
+        Factorization of :func:`lsq_backends.ridge_cv` (its ``mode``; scikit-learn's name).
+    check_finite : bool, default True
+        As in :class:`Ridge`.
+
+    Attributes
+    ----------
+    coef_, intercept_, n_features_in_
+        As in :class:`Ridge`, refitted on all samples with ``alpha_``.
+    alpha_ : array, shape () or (n_targets,) with ``alpha_per_target`` and a 2-D ``y``
+        The chosen penalty.
+    best_score_ : array, same shape as ``alpha_``
+        Minus the mean squared leave-one-out error at ``alpha_`` (weighted by
+        ``sample_weight``), averaged over targets unless ``alpha_per_target``.
+    cv_results_ : array, shape (m, n_alphas) or (m, n_targets, n_alphas)
+        Squared leave-one-out errors, ``sample_weight_i * (y_i - yhat_{-i})**2``; only with
+        ``store_cv_results=True``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from lsq_backends import RidgeCV
+    >>> rng = np.random.default_rng(1)
+    >>> X = rng.standard_normal((30, 4)); y = X @ np.ones(4) + 3 * rng.standard_normal(30)
+    >>> reg = RidgeCV(alphas=np.logspace(-3, 3, 13), store_cv_results=True).fit(X, y)
+    >>> reg.cv_results_.shape, round(float(reg.alpha_), 4)
+    ((30, 13), 3.1623)
+    >>> bool(np.isclose(reg.best_score_, -reg.cv_results_.mean(axis=0).min()))
+    True
+    """
+
+    def __init__(
+        self, alphas=(0.1, 1.0, 10.0), *, fit_intercept=True, alpha_per_target=False, store_cv_results=False,
+        gcv_mode="auto", check_finite=True,
+    ):
+        self.alphas = alphas
+        self.fit_intercept = fit_intercept
+        self.alpha_per_target = alpha_per_target
+        self.store_cv_results = store_cv_results
+        self.gcv_mode = gcv_mode
+        self.check_finite = check_finite
+
+    def fit(self, X, y, sample_weight=None):
+        """Choose the penalty and fit on ``X`` (m, n_features), ``y`` (m,) or (m, n_targets)."""
+        X, y, sample_weight, check_finite = self._validate_fit(X, y, sample_weight)
+        if X.shape[0] is not None and X.shape[0] < 2:
+            msg = f"RidgeCV needs at least 2 samples for leave-one-out cross-validation; got {X.shape[0]} sample"
+            raise ValueError(msg)
+        r = ridge_cv(
+            X, y, _alpha_arg(self.alphas, X), fit_intercept=bool(self.fit_intercept), sample_weight=sample_weight,
+            alpha_per_target=bool(self.alpha_per_target), mode=self.gcv_mode, check_finite=check_finite,
+        )
+        xp = _compat.array_namespace(r.coef)
+        self._set_coef(r)
+        self.alpha_ = r.alpha
+        # Minus the mean error at the chosen penalty: the best score, per target or averaged.
+        scores = r.scores if self.alpha_per_target or r.scores.ndim == 1 else xp.mean(r.scores, axis=-1)
+        self.best_score_ = xp.max(scores, axis=0)
+        if self.store_cv_results:
+            cv = r.cv_values  # (a, m) or (a, m, k); scikit-learn puts the alpha axis last
+            self.cv_results_ = xp.permute_dims(cv, tuple(range(1, cv.ndim)) + (0,))
+        elif hasattr(self, "cv_results_"):
+            del self.cv_results_
+        return self
+
+
+def _alpha_arg(alpha, X):
+    """Penalty vectors given as lists, tuples or NumPy arrays move to X's namespace and device
+    (``ridge`` takes a scalar or an array of X's library); anything else goes to ``ridge`` as is,
+    which checks it."""
+    if not isinstance(alpha, (list, tuple)) and not (_aac.is_numpy_array(alpha) and not _aac.is_numpy_array(X)):
+        return alpha
+    import numpy as np
+
+    xp = _compat.array_namespace(X)
+    return xp.asarray(np.asarray(alpha, dtype=np.float64), device=_compat.device(X))
