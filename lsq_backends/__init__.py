@@ -6,6 +6,7 @@ PyTorch, Dask and array-api-strict; results stay in the caller's namespace, devi
 
 from ._api import lstsq, ridge
 from ._result import LstsqResult
+from .diagnostics import Diagnostics, diagnostics
 
-__all__ = ["LstsqResult", "lstsq", "ridge"]
+__all__ = ["Diagnostics", "LstsqResult", "diagnostics", "lstsq", "ridge"]
 __version__ = "0.1.0"
