@@ -26,7 +26,7 @@ def _t_dist():
 
 def _check(res):
     fields = {name: getattr(res, name) for name in res._fields}
-    lazy = [name for name, a in fields.items() if _compat.is_lazy(a)]
+    lazy = [name for name, a in fields.items() if not _compat.is_readable(a)]
     if lazy:
         msg = (
             "summary() needs computed (eager) arrays; got lazy ones (Dask, or JAX under jit) in "
@@ -37,7 +37,7 @@ def _check(res):
     if res.coef.ndim != 1:
         msg = (
             f"summary() describes one fit; these results hold a batch of shape {tuple(res.coef.shape[:-1])}. "
-            "Select one first, e.g. type(d)(*(f[0] for f in d)).summary()"
+            "Select one first, e.g. type(d)(*(f[0, ...] for f in d)).summary()"
         )
         raise ValueError(msg)
 

@@ -164,6 +164,16 @@ def _block_triangle(xp, corner, row, block):
     return xp.concat([top, xp.concat([zeros, block], axis=-1)], axis=-2)
 
 
+def _ratio(xp, a, b):
+    """``a / b`` for ``b >= 0``, with ``0 / 0 = 0`` instead of NaN: a coefficient the
+    pseudo-inverse pins to zero (rank-deficient X) has a zero standard error, and t = 0 there;
+    ``a / 0 = +-inf`` otherwise (an exact fit, a singular design's condition number)."""
+    pos = b > 0
+    q = a / xp.where(pos, b, xp.ones_like(b))
+    inf = xp.full_like(q, float("inf"))
+    return xp.where(pos, q, xp.where(a == 0, xp.zeros_like(q), xp.where(a > 0, inf, -inf)))
+
+
 def diagnostics(X, y, /, *, fit_intercept=True, sample_weight=None, cov_type="nonrobust", check_finite=True):
     """Standard errors, t statistics, R² and robust covariances of a least-squares fit.
 
@@ -237,7 +247,8 @@ def diagnostics(X, y, /, *, fit_intercept=True, sample_weight=None, cov_type="no
 
     if fit_intercept:
         w = xp.ones((m, 1), dtype=dtype, device=dev) if root is None else root * root
-        sqrt_s = xp.sqrt(xp.sum(w, axis=-2, keepdims=True))  # (..., 1, 1)
+        batch = tuple(X0.shape[:-2])
+        sqrt_s = xp.broadcast_to(xp.sqrt(xp.sum(w, axis=-2, keepdims=True)), (*batch, 1, 1))
         xbar = problem.x_offset  # (..., 1, n)
         Rinv_a = _block_triangle(xp, 1 / sqrt_s, -dot(xp, xbar, Rinv), Rinv)
         R_a = _block_triangle(xp, sqrt_s, sqrt_s * xbar, R)
@@ -271,12 +282,12 @@ def diagnostics(X, y, /, *, fit_intercept=True, sample_weight=None, cov_type="no
         se = xp.linalg.vector_norm(C, axis=-2)
 
     s = _compat.svd(xp, R_a)[1]
-    cond = s[..., 0] / s[..., -1]
+    cond = _ratio(xp, s[..., 0], s[..., -1])
     stderr = se[..., -n:]
-    tvalues = coef[..., 0] / stderr
+    tvalues = _ratio(xp, coef[..., 0], stderr)
     if fit_intercept:
         intercept_stderr = se[..., 0]
-        intercept_tvalue = intercept / intercept_stderr
+        intercept_tvalue = _ratio(xp, intercept, intercept_stderr)
     else:
         intercept_stderr = intercept_tvalue = intercept
     r2 = 1 - rss / tss
