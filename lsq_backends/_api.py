@@ -52,6 +52,12 @@ def _refined(problem, coef, intercept, rank, steps):
     return coef, intercept, resid
 
 
+def check_refine(refine):
+    if isinstance(refine, bool) or not isinstance(refine, int) or refine < 0:
+        msg = f"refine must be a non-negative integer (number of steps); got {refine!r}"
+        raise ValueError(msg)
+
+
 def lstsq(
     X, y, /, *, method="auto", rcond=None, fit_intercept=False, sample_weight=None, check_finite=True, refine=0
 ):
@@ -101,9 +107,7 @@ def lstsq(
     [0.666667, 0.5]
     """
     check_method(method, rcond)
-    if isinstance(refine, bool) or not isinstance(refine, int) or refine < 0:
-        msg = f"refine must be a non-negative integer (number of steps); got {refine!r}"
-        raise ValueError(msg)
+    check_refine(refine)
     problem = prepare(X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite)
     return _fit(problem, method, rcond, fit_intercept, refine)
 

@@ -15,7 +15,7 @@ EPS = np.finfo(np.float64).eps
 FIELDS = lsq.Diagnostics._fields
 
 
-STATIC = ("fit_intercept", "cov_type", "check_finite")
+STATIC = ("fit_intercept", "cov_type", "check_finite", "refine")
 _JIT = {}
 
 
@@ -178,6 +178,8 @@ def test_bad_input(be):
     diagnostics = _diag(be)
     with pytest.raises(ValueError, match="cov_type"):
         diagnostics(X, y, cov_type="HC4")
+    with pytest.raises(ValueError, match="refine"):
+        diagnostics(X, y, refine=-1)
     with pytest.raises(TypeError, match="fit_intercept"):
         diagnostics(X, y, fit_intercept=None)
     with pytest.raises(ValueError, match="one target"):
@@ -226,9 +228,9 @@ def test_summary_refuses_lazy_and_batches(be, monkeypatch):
 MARGIN = 1.5  # as tests/test_nist.py: digits below the guaranteed ones still accepted
 
 
-def _nist_diagnostics(ds, be):
+def _nist_diagnostics(ds, be, refine=0):
     X, y = be.asarray(ds.X), be.asarray(ds.y)
-    return _diag(be)(X, y, fit_intercept=ds.fit_intercept)
+    return _diag(be)(X, y, fit_intercept=ds.fit_intercept, refine=refine)
 
 
 @pytest.mark.skipif(not nist.available(), reason=f"NIST StRD data not found in {nist.NIST_DIR}")
@@ -256,15 +258,20 @@ def test_nist_certified_statistics_jax(name, be):
 
 def _check_nist(name, be):
     ds = nist.load(name)
-    d = _nist_diagnostics(ds, be)
-    fi = ds.fit_intercept
-    se = np.concatenate([[float(be.to_numpy(d.intercept_stderr))], be.to_numpy(d.stderr)]) if fi else be.to_numpy(d.stderr)
-    cert = np.concatenate([[ds.intercept_sd], ds.coef_sd]) if fi else ds.coef_sd
     floor = max(0.0, nist.expected_digits(ds) - MARGIN)
-    digits = {
-        "stderr": float(np.min(nist.lre(se, cert))),
-        "sigma": nist.lre(float(be.to_numpy(d.sigma)), ds.resid_sd),
-        "r2": nist.lre(float(be.to_numpy(d.r2)), ds.r2),
-    }
-    assert all(v >= floor for v in digits.values()), f"{be.name} {name}: {digits} below {floor:.1f}"
-    assert int(be.to_numpy(d.df_resid)) == ds.dof and int(be.to_numpy(d.rank)) == ds.certified.shape[0]
+    for refine in (0, 1):
+        d = _nist_diagnostics(ds, be, refine)
+        fi = ds.fit_intercept
+        se = np.concatenate([[float(be.to_numpy(d.intercept_stderr))], be.to_numpy(d.stderr)]) if fi else be.to_numpy(d.stderr)
+        cert = np.concatenate([[ds.intercept_sd], ds.coef_sd]) if fi else ds.coef_sd
+        digits = {
+            "stderr": float(np.min(nist.lre(se, cert))),
+            "sigma": nist.lre(float(be.to_numpy(d.sigma)), ds.resid_sd),
+            "r2": nist.lre(float(be.to_numpy(d.r2)), ds.r2),
+        }
+        assert all(v >= floor for v in digits.values()), f"{be.name} {name} refine={refine}: {digits} below {floor:.1f}"
+        assert int(be.to_numpy(d.df_resid)) == ds.dof and int(be.to_numpy(d.rank)) == ds.certified.shape[0]
+        if refine and ds.resid_sd == 0:
+            # Exact fits (Wampler1/2): the refined residual is summed in double-double, so sigma
+            # and the standard errors (certified 0, absolute error) reach ~eps.
+            assert min(digits["sigma"], digits["stderr"]) >= 14, f"{be.name} {name}: {digits}"
