@@ -218,9 +218,16 @@ def diagnostics(
 
     Notes
     -----
-    Cost: one Householder QR of the centered (m - 1) x n data and O(n**3) on its factor, plus
-    O(m n) for the residual. The HC types also form ``Xc R^{-1}`` (the leverages, h_ii its
-    squared row norms) and the m x p sandwich factor: temporaries of about 3 m p elements.
+    Cost: one Householder QR of the centered (m - 1) x n data and O(n**3) on its factor (an
+    SVD for the rank, a triangular inverse), plus O(m n) for the residual. The HC types also
+    form ``Xc R^{-1}`` (m x n; the leverages h_ii are its squared row norms) and the m x p
+    sandwich factor: temporaries of about 4 m p elements. ``refine`` adds lstsq's 4 m n.
+
+    Conventions (as statsmodels): ``df_resid = m - rank`` counts zero-weight rows; an exact fit
+    (``sigma == 0``) has infinite t statistics; a constant ``y`` with an intercept has
+    ``tss = 0`` and R² NaN. Where statsmodels would be NaN for a 0/0 t statistic (a coefficient
+    the pseudo-inverse pins to 0), t is 0.
+
     No p-values here (the standard has no t distribution): see :meth:`Diagnostics.summary`.
 
     Examples
