@@ -142,6 +142,26 @@ def test_backend_float32_and_batch(be):
         np.testing.assert_allclose(np.asarray(a)[1], b, rtol=1e-12)
 
 
+def test_rank_deficient_backend(be):
+    """The pseudo-inverse branch on every backend (on Dask both branches are in the graph and
+    the triangular one meets a singular R: it must not leak NaN through the selection)."""
+    X, y, sw = _data(seed=14)
+    X = np.hstack([X, X[:, 1:2]])
+    d = _diag(be)(be.asarray(X), be.asarray(y), sample_weight=be.asarray(sw), cov_type="HC2")
+    ref = lsq.diagnostics(X, y, sample_weight=sw, cov_type="HC2")
+    assert int(be.to_numpy(d.rank)) == int(ref.rank) == X.shape[1]
+    # Conditioning of the part that is kept: the rank - 1 largest singular values of the
+    # centered design with unit columns (the duplicate's is ~eps and cut off).
+    A = (X - X.mean(0)) / np.linalg.norm(X, axis=0)
+    sv = np.linalg.svd(A, compute_uv=False)
+    tol = 10 * X.shape[1] * EPS * (sv[0] / sv[-2]) ** 2
+    for name, a, b in zip(FIELDS, d, ref):
+        a = be.to_numpy(a)
+        assert np.all(np.isfinite(a)) or name == "cond", name
+        if name != "cond":
+            np.testing.assert_allclose(a, b, rtol=tol, atol=tol * np.abs(b).max(), err_msg=name)
+
+
 def test_jit_equals_eager(be):
     if be.name != "jax":
         pytest.skip("jax.jit only")
