@@ -226,7 +226,8 @@ def diagnostics(
     Conventions (as statsmodels): ``df_resid = m - rank`` counts zero-weight rows; an exact fit
     (``sigma == 0``) has infinite t statistics; a constant ``y`` with an intercept has
     ``tss = 0`` and R² NaN. Where statsmodels would be NaN for a 0/0 t statistic (a coefficient
-    the pseudo-inverse pins to 0), t is 0.
+    the pseudo-inverse pins to 0), t is 0. HC2/HC3 divide by ``1 - h_ii``: an observation with
+    leverage 1 (a dummy column with one nonzero row) makes them inf or NaN, as in statsmodels.
 
     No p-values here (the standard has no t distribution): see :meth:`Diagnostics.summary`.
 
