@@ -7,8 +7,20 @@ PyTorch, Dask and array-api-strict; results stay in the caller's namespace, devi
 from ._api import lstsq, ridge
 from ._cv import RidgeCVResult, ridge_cv
 from ._result import LstsqResult
+from .diagnostics import Diagnostics, diagnostics
 
-__all__ = ["LinearRegression", "LstsqResult", "Ridge", "RidgeCV", "RidgeCVResult", "lstsq", "ridge", "ridge_cv"]
+__all__ = [
+    "Diagnostics",
+    "LinearRegression",
+    "LstsqResult",
+    "Ridge",
+    "RidgeCV",
+    "RidgeCVResult",
+    "diagnostics",
+    "lstsq",
+    "ridge",
+    "ridge_cv",
+]
 
 # The estimators import scikit-learn (when installed): load them on first use only, so that
 # ``import lsq_backends`` stays light.

@@ -58,6 +58,12 @@ def _refined(problem, coef, intercept, rank, steps):
     return coef, intercept, resid
 
 
+def check_refine(refine):
+    if isinstance(refine, bool) or not isinstance(refine, int) or refine < 0:
+        msg = f"refine must be a non-negative integer (number of steps); got {refine!r}"
+        raise ValueError(msg)
+
+
 def lstsq(
     X, y, /, *, method="auto", rcond=None, fit_intercept=False, sample_weight=None, check_finite=True, refine=0
 ):
@@ -107,9 +113,7 @@ def lstsq(
     [0.666667, 0.5]
     """
     check_method(method, rcond)
-    if isinstance(refine, bool) or not isinstance(refine, int) or refine < 0:
-        msg = f"refine must be a non-negative integer (number of steps); got {refine!r}"
-        raise ValueError(msg)
+    check_refine(refine)
     defer = method in GRAM_CHECKED
     problem = prepare(
         X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, defer_x_check=defer, keep_original=refine > 0

@@ -23,6 +23,7 @@ __all__ = [
     "device",
     "eigh",
     "is_lazy",
+    "is_readable",
     "matmul",
     "qr",
     "qr_apply",
@@ -44,6 +45,19 @@ def array_namespace(*arrays):
 def is_lazy(x) -> bool:
     """True for arrays whose values cannot be read without tracing/computing (JAX tracers, Dask)."""
     return _aac.is_lazy_array(x)
+
+
+def is_readable(x) -> bool:
+    """True when the values of ``x`` can be read now (for printing, never in a solver path).
+
+    Quirk: array-api-compat calls every JAX array lazy, since any may be traced; concrete JAX
+    arrays outside ``jax.jit`` are readable, tracers are not. Dask graphs never are.
+    """
+    if _aac.is_jax_array(x):
+        import jax
+
+        return not isinstance(x, jax.core.Tracer)
+    return not is_lazy(x)
 
 
 def default_dtypes(xp, dev):

@@ -1,0 +1,340 @@
+"""Statistical diagnostics of an ordinary or weighted least-squares fit: standard errors,
+t statistics, R², residual standard deviation, condition number and the
+heteroskedasticity-robust (sandwich) covariances HC0-HC3, as statsmodels' OLS/WLS report them.
+
+Everything comes from one Householder QR of the centered, weighted X that
+:func:`lsq_backends._input.prepare` builds (intercept eliminated), never from the Gram matrix:
+``(X^T W X)^{-1} = R^{-1} R^{-T}``, so a standard error is a scaled row norm of ``R^{-1}``
+(error ~ eps * cond, not eps * cond**2).
+
+The intercept. With centering, the weighted design ``A = sqrt(W) [1, X]`` has the R factor
+``R_a = [[sqrt(S), sqrt(S) xbar], [0, R]]`` (S = sum of weights, xbar the weighted means), whose
+inverse is ``[[1/sqrt(S), -xbar R^{-1}], [0, R^{-1}]]`` in closed form. Every covariance is
+computed against ``R_a^{-1}``, i.e. consistently on ``[1, X]``: the intercept's nonrobust
+variance comes out as ``sigma**2 (1/S + ||xbar R^{-1}||**2)``, and the sandwich estimators use
+the orthonormal basis ``Q_a = A R_a^{-1} = [sqrt(w)/sqrt(S), Xc R^{-1}]`` built from the
+centered data (``Xc = sqrt(W)(X - xbar)``), which avoids the cancellation an explicit column of
+ones next to large, offset columns (Longley, Wampler) would cause, and needs no second QR.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from . import _compat
+from ._api import _refined, check_refine
+from ._input import prepare
+from ._solvers._shared import all_true, count, dot, eps, mT
+
+COV_TYPES = ("nonrobust", "HC0", "HC1", "HC2", "HC3")
+
+
+class Diagnostics(NamedTuple):
+    """Result of :func:`diagnostics` (a NamedTuple, hence a JAX pytree).
+
+    Every field is an array of the caller's namespace, on the caller's device, in the fit's float
+    dtype (``df_resid`` and ``rank`` in the default integer dtype); ``...`` is the batch shape.
+
+    Attributes
+    ----------
+    coef : array (..., n)
+        Coefficients.
+    intercept : array (...)
+        Intercept, zeros when ``fit_intercept=False``.
+    stderr : array (..., n)
+        Standard errors of ``coef`` (square roots of the diagonal of ``cov``).
+    intercept_stderr : array (...)
+        Standard error of the intercept; zeros when ``fit_intercept=False``.
+    tvalues : array (..., n)
+        ``coef / stderr`` (infinite when the fit is exact: ``sigma == 0``).
+    intercept_tvalue : array (...)
+        ``intercept / intercept_stderr``; zeros when ``fit_intercept=False``.
+    cov : array (..., p, p)
+        Covariance of the estimates, p = n + fit_intercept, ordered as statsmodels with
+        ``add_constant``: ``[intercept, coef_1, ..., coef_n]``.
+    rss : array (...)
+        Weighted residual sum of squares.
+    sigma : array (...)
+        Residual standard deviation ``sqrt(rss / df_resid)``.
+    r2, r2_adj : array (...)
+        R² and adjusted R²: centered on the weighted mean with an intercept, uncentered
+        (``1 - rss / sum(w y**2)``) without one, as statsmodels.
+    df_resid : int array (...)
+        Residual degrees of freedom ``m - rank`` (zero-weight rows count, as in statsmodels).
+    rank : int array (...)
+        Numerical rank of the design, intercept included (``p`` when full rank).
+    cond : array (...)
+        2-norm condition number of the weighted design as statsmodels' ``condition_number``
+        reports it (``[1, X]`` with an intercept, columns unscaled), from the singular values
+        of its small R factor rather than the eigenvalues of the Gram matrix.
+    """
+
+    coef: Any
+    intercept: Any
+    stderr: Any
+    intercept_stderr: Any
+    tvalues: Any
+    intercept_tvalue: Any
+    cov: Any
+    rss: Any
+    sigma: Any
+    r2: Any
+    r2_adj: Any
+    df_resid: Any
+    rank: Any
+    cond: Any
+
+    def summary(self, names=None, *, alpha=0.05, title=None):
+        """A text table like statsmodels' ``summary()`` (eager, unbatched results only).
+
+        P-values and confidence intervals use Student's t distribution from SciPy (an optional
+        dependency; without it those columns read ``n/a``): the array API standard has no t CDF,
+        so they exist only here, not as fields. See :func:`lsq_backends._summary.summary`.
+        """
+        from ._summary import summary
+
+        return summary(self, names, alpha=alpha, title=title)
+
+
+def _check_options(cov_type, fit_intercept, refine):
+    check_refine(refine)
+    if cov_type not in COV_TYPES:
+        msg = f"cov_type must be one of {', '.join(map(repr, COV_TYPES))}; got {cov_type!r}"
+        raise ValueError(msg)
+    if not isinstance(fit_intercept, bool):
+        msg = f"fit_intercept must be True or False; got {fit_intercept!r}"
+        raise TypeError(msg)
+
+
+def _check_shapes(problem, fit_intercept):
+    X = problem.original[0]
+    m, n = X.shape[-2:]
+    if not problem.y_was_vector:
+        msg = (
+            f"diagnostics fits one target: y must have shape {tuple(X.shape[:-1])} to match X of "
+            f"shape {tuple(X.shape)}; call it once per column of y"
+        )
+        raise ValueError(msg)
+    if n == 0:
+        msg = "X must have at least one column"
+        raise ValueError(msg)
+    p = n + int(fit_intercept)
+    if m <= p:
+        msg = (
+            f"diagnostics needs more observations than parameters: X has {m} rows and the model "
+            f"{p} parameters ({n} columns{' + intercept' if fit_intercept else ''}), so no degrees "
+            "of freedom are left for the residual variance"
+        )
+        raise ValueError(msg)
+
+
+def _inverse_factor(xp, R, Z, offset_sq, m, n):
+    """``R^{-1}`` (or a pseudo-inverse when R is numerically singular), the coefficients
+    ``R^{-1} Z`` and the rank of R.
+
+    The rank is decided scale-free, on the singular values of R with columns scaled to the
+    norms they had before centering (as the lstsq rank tests): units do not matter, and a
+    column that centering reduced to rounding noise (a constant column next to an intercept)
+    counts as dependent. Full rank: the triangular inverse (accurate on graded R such as Filip's
+    powers). Otherwise the pseudo-inverse of the scaled R, so the result is finite (the
+    minimum-norm answer in unit-column variables; statsmodels uses the pinv of the unscaled X).
+    """
+    colsq = xp.sum(R * R, axis=-2)
+    ref = xp.sqrt(colsq if offset_sq is None else colsq + offset_sq)
+    d = xp.where(ref > 0, ref, xp.ones_like(ref))
+    u, s, vh = _compat.svd(xp, R / d[..., None, :])
+    keep = s > eps(xp, R) * max(m, n) * s[..., :1]
+    rank = count(xp, keep, R)
+
+    def triangular(R, Z):
+        # The coefficients by a triangular solve, as lstsq's QR (not R^{-1} Z).
+        return _compat.triangular_inverse(xp, R, lower=False), _compat.solve_triangular(xp, R, Z, lower=False)
+
+    def pseudo(R, Z):
+        sinv = xp.where(keep, 1 / xp.where(keep, s, xp.ones_like(s)), xp.zeros_like(s))
+        Rinv = dot(xp, mT(xp, vh) * sinv[..., None, :], mT(xp, u)) / d[..., :, None]
+        return Rinv, dot(xp, Rinv, Z)
+
+    Rinv, coef = _compat.cond(xp, all_true(xp, keep), triangular, pseudo, (R, Z))
+    return Rinv, coef, rank
+
+
+def _block_triangle(xp, corner, row, block):
+    """``[[corner, row], [0, block]]`` for stacks: corner (..., 1, 1), row (..., 1, n)."""
+    zeros = xp.zeros((*block.shape[:-1], 1), dtype=block.dtype, device=_compat.device(block))
+    top = xp.concat([corner, row], axis=-1)
+    return xp.concat([top, xp.concat([zeros, block], axis=-1)], axis=-2)
+
+
+def _ratio(xp, a, b):
+    """``a / b`` for ``b >= 0``, with ``0 / 0 = 0`` instead of NaN: a coefficient the
+    pseudo-inverse pins to zero (rank-deficient X) has a zero standard error, and t = 0 there;
+    ``a / 0 = +-inf`` otherwise (an exact fit, a singular design's condition number)."""
+    pos = b > 0
+    q = a / xp.where(pos, b, xp.ones_like(b))
+    inf = xp.full_like(q, float("inf"))
+    return xp.where(pos, q, xp.where(a == 0, xp.zeros_like(q), xp.where(a > 0, inf, -inf)))
+
+
+def diagnostics(
+    X, y, /, *, fit_intercept=True, sample_weight=None, cov_type="nonrobust", check_finite=True, refine=0
+):
+    """Standard errors, t statistics, R² and robust covariances of a least-squares fit.
+
+    Ordinary (or, with ``sample_weight``, weighted) least squares of ``y`` on ``X``, with the
+    quantities statsmodels' ``OLS``/``WLS`` report (on ``add_constant(X)`` when
+    ``fit_intercept``). X must have full column rank; ``rank`` says whether it has (a
+    rank-deficient X gives finite pseudo-inverse answers, not NaN, which mean little for the
+    unidentified coefficients).
+
+    Parameters
+    ----------
+    X : array, shape (m, n) or (..., m, n)
+        Design matrix without an intercept column, or a stack of them.
+    y : array, shape (m,) or (..., m)
+        One target per problem.
+    fit_intercept : bool
+        Include an intercept (statsmodels' ``add_constant``); R² is centered with it and
+        uncentered without it.
+    sample_weight : array, shape (m,) or (..., m), optional
+        Weights of weighted least squares (statsmodels' ``WLS(weights=...)``).
+    cov_type : {"nonrobust", "HC0", "HC1", "HC2", "HC3"}
+        Covariance estimator: ``sigma**2 (A^T A)^{-1}``, or White's sandwich
+        ``(A^T A)^{-1} A^T diag(u) A (A^T A)^{-1}`` with ``u = e**2`` (HC0), times
+        ``m / df_resid`` (HC1), over ``1 - h`` (HC2) or ``(1 - h)**2`` (HC3), ``e`` the weighted
+        residuals and ``h`` the leverages. Static under ``jax.jit``.
+    check_finite : bool
+        As in :func:`lsq_backends.lstsq`.
+    refine : int
+        Steps of :func:`lsq_backends.lstsq`'s iterative refinement (full-rank X only): more
+        accurate coefficients and residuals, hence ``sigma``, R² and t statistics, on hard
+        problems (NIST Wampler1: sigma from 9.7 to 15 digits). The standard errors keep the
+        accuracy of ``R^{-1}``, ~eps * cond of the column-scaled design. Static under ``jax.jit``.
+
+    Returns
+    -------
+    Diagnostics
+        See :class:`Diagnostics`; ``.summary()`` prints a statsmodels-like table.
+
+    Notes
+    -----
+    Cost: one Householder QR of the centered (m - 1) x n data and O(n**3) on its factor (an
+    SVD for the rank, a triangular inverse), plus O(m n) for the residual. The HC types also
+    form ``Xc R^{-1}`` (m x n; the leverages h_ii are its squared row norms) and the m x p
+    sandwich factor: temporaries of about 4 m p elements. ``refine`` adds lstsq's 4 m n.
+
+    Conventions (as statsmodels): ``df_resid = m - rank`` counts zero-weight rows; an exact fit
+    (``sigma == 0``) has infinite t statistics; a constant ``y`` with an intercept has
+    ``tss = 0`` and R² NaN. Where statsmodels would be NaN for a 0/0 t statistic (a coefficient
+    the pseudo-inverse pins to 0), t is 0. HC2/HC3 divide by ``1 - h_ii``: an observation with
+    leverage 1 (a dummy column with one nonzero row) makes them inf or NaN, as in statsmodels.
+
+    No p-values here (the standard has no t distribution): see :meth:`Diagnostics.summary`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import lsq_backends as lsq
+    >>> t = np.array([1.0, 2.0, 3.0, 4.0]); y = np.array([1.0, 2.0, 2.0, 4.0])
+    >>> d = lsq.diagnostics(t[:, None], y)
+    >>> np.round([float(d.coef[0]), float(d.stderr[0]), float(d.r2)], 4).tolist()
+    [0.9, 0.2646, 0.8526]
+    """
+    _check_options(cov_type, fit_intercept, refine)
+    problem = prepare(X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, keep_original=True)
+    _check_shapes(problem, fit_intercept)
+    xp = problem.xp
+    X0, Y0, root = problem.original
+    m, n = X0.shape[-2:]
+    dev, dtype = _compat.device(X0), X0.dtype
+
+    R, Z = _compat.qr_apply(xp, problem.X, problem.Y)  # on the centered data, intercept eliminated
+    Rinv, coef, rank = _inverse_factor(xp, R, Z, problem.offset_sq, m, n)
+
+    # Residuals on the centered, weighted data (rather than on problem.X, m - 1 rows): the
+    # sandwich needs one residual per observation.
+    Xc, Yc = X0, Y0
+    if fit_intercept:
+        Xc, Yc = Xc - problem.x_offset, Yc - problem.y_offset
+    if root is not None:
+        Xc, Yc = root * Xc, root * Yc
+    if fit_intercept:
+        intercept = (problem.y_offset - dot(xp, problem.x_offset, coef))[..., 0, :]  # (..., 1)
+    else:
+        intercept = xp.zeros((*X0.shape[:-2], 1), dtype=dtype, device=dev)
+    if refine:
+        # lstsq's refinement (against [1, X], residual summed in double-double): coefficients,
+        # intercept and residuals, hence sigma, R² and t; the standard errors keep the R^{-1}
+        # of the working-precision QR (their accuracy is eps * cond of the scaled design).
+        coef, intercept, resid = _refined(problem, coef, intercept, rank, refine)
+        resid = resid[..., 0]
+    else:
+        resid = (Yc - dot(xp, Xc, coef))[..., 0]  # (..., m)
+    intercept = intercept[..., 0]
+    rss = xp.sum(resid * resid, axis=-1)
+    tss = xp.sum(Yc[..., 0] * Yc[..., 0], axis=-1)  # centered with an intercept, else sum(w y**2)
+
+    if fit_intercept:
+        w = xp.ones((m, 1), dtype=dtype, device=dev) if root is None else root * root
+        batch = tuple(X0.shape[:-2])
+        sqrt_s = xp.broadcast_to(xp.sqrt(xp.sum(w, axis=-2, keepdims=True)), (*batch, 1, 1))
+        xbar = problem.x_offset  # (..., 1, n)
+        Rinv_a = _block_triangle(xp, 1 / sqrt_s, -dot(xp, xbar, Rinv), Rinv)
+        R_a = _block_triangle(xp, sqrt_s, sqrt_s * xbar, R)
+        rank = rank + 1
+    else:
+        Rinv_a, R_a = Rinv, R
+
+    df_resid = m - rank
+    df = xp.astype(df_resid, dtype)
+    sigma2 = rss / df
+    if cov_type == "nonrobust":
+        cov = sigma2[..., None, None] * dot(xp, Rinv_a, mT(xp, Rinv_a))
+        se = xp.sqrt(sigma2)[..., None] * xp.linalg.vector_norm(Rinv_a, axis=-1)  # row norms
+    else:
+        Q = dot(xp, Xc, Rinv)  # (..., m, n): orthonormal basis of the centered design
+        if fit_intercept:
+            q0 = xp.broadcast_to((w if root is None else root) / sqrt_s, (*Q.shape[:-1], 1))
+            Q = xp.concat([q0, Q], axis=-1)
+        scale = xp.abs(resid)
+        if cov_type in ("HC2", "HC3"):
+            h = xp.sum(Q * Q, axis=-1)  # leverages, diag of the hat matrix
+            scale = scale / (xp.sqrt(1 - h) if cov_type == "HC2" else 1 - h)
+        elif cov_type == "HC1":
+            scale = scale * xp.sqrt(m / df)[..., None]
+        # cov = C^T C with C = diag(scale) A (A^T A)^{-1} = diag(scale) Q R_a^{-T}: a sum of
+        # squares, so its diagonal cannot come out negative.
+        C = dot(xp, scale[..., None] * Q, mT(xp, Rinv_a))
+        cov = dot(xp, mT(xp, C), C)
+        se = xp.linalg.vector_norm(C, axis=-2)
+
+    s = _compat.svd(xp, R_a)[1]
+    cond = _ratio(xp, s[..., 0], s[..., -1])
+    stderr = se[..., -n:]
+    tvalues = _ratio(xp, coef[..., 0], stderr)
+    if fit_intercept:
+        intercept_stderr = se[..., 0]
+        intercept_tvalue = _ratio(xp, intercept, intercept_stderr)
+    else:
+        intercept_stderr = intercept_tvalue = intercept
+    r2 = 1 - rss / tss
+    r2_adj = 1 - (m - int(fit_intercept)) / df * (1 - r2)
+    return Diagnostics(
+        coef=coef[..., 0],
+        intercept=intercept,
+        stderr=stderr,
+        intercept_stderr=intercept_stderr,
+        tvalues=tvalues,
+        intercept_tvalue=intercept_tvalue,
+        cov=cov,
+        rss=rss,
+        sigma=xp.sqrt(sigma2),
+        r2=r2,
+        r2_adj=r2_adj,
+        df_resid=df_resid,
+        rank=rank,
+        cond=cond,
+    )
+
+
+__all__ = ["COV_TYPES", "Diagnostics", "diagnostics"]
