@@ -4,8 +4,9 @@ The same code runs on NumPy, CuPy, JAX (also under ``jax.jit``, ``vmap`` and ``g
 PyTorch, Dask and array-api-strict; results stay in the caller's namespace, device and dtype.
 """
 
+from ._accumulators import NormalAccumulator, QRAccumulator
 from ._api import lstsq, ridge
 from ._result import LstsqResult
 
-__all__ = ["LstsqResult", "lstsq", "ridge"]
+__all__ = ["LstsqResult", "NormalAccumulator", "QRAccumulator", "lstsq", "ridge"]
 __version__ = "0.1.0"

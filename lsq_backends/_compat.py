@@ -24,6 +24,7 @@ __all__ = [
     "matmul",
     "qr",
     "qr_apply",
+    "qr_r",
     "solve_triangular",
     "triangular_inverse",
     "svd",
@@ -273,3 +274,28 @@ def cond(xp, pred, true_fn, false_fn, operands):
         a, b = true_fn(*operands), false_fn(*operands)
         return tuple(xp.where(pred, x, y) for x, y in zip(a, b))
     return true_fn(*operands) if bool(pred) else false_fn(*operands)
+
+
+def qr_r(xp, x):
+    """Only the R factor (p, p) of the QR of a tall 2-D ``x`` (m, p), m >= p: Q is never formed,
+    which halves the work of the repeated small factorizations of streaming TSQR."""
+    if _aac.is_numpy_namespace(xp):
+        # numpy.linalg.qr(mode="r") skips orgqr; SciPy's may also overwrite the temporary.
+        try:
+            import scipy.linalg
+
+            # mode="r" returns the full (m, p) R; its first p rows are the reduced one.
+            return scipy.linalg.qr(x, mode="r", overwrite_a=True, check_finite=False)[0][: x.shape[-1]]
+        except ImportError:
+            import numpy as np
+
+            return np.linalg.qr(x, mode="r")
+    if _aac.is_torch_namespace(xp):
+        # torch.geqrf leaves R in the upper triangle of its output and Q as reflectors.
+        import torch
+
+        return torch.triu(torch.geqrf(x)[0][: x.shape[-1], :])
+    if _aac.is_jax_namespace(xp):
+        # jnp.linalg.qr(mode="r") skips forming Q (the standard's signature lacks the mode).
+        return xp.linalg.qr(x, mode="r")
+    return qr(xp, x)[1]
