@@ -9,6 +9,8 @@ LeVeque's pairwise formulas) are in ``_stream``.
 
 from __future__ import annotations
 
+import functools
+
 from . import _compat
 from ._input import _validate_alpha, check_method
 from ._result import LstsqResult
@@ -43,38 +45,68 @@ def _default_cutoff(xp, state, n, rcond):
     return eps(xp, state.mean) * xp.maximum(state.count, xp.asarray(float(n), dtype=state.count.dtype, device=_compat.device(state.count)))
 
 
+_SOLVES = {}
+
+
 class _Solvable(Accumulator):
-    def _begin(self, alpha, fit_intercept, rcond):
+    """``solve`` for both accumulators; each defines ``_solve(xp, n, fit_intercept, rcond,
+    state, alpha) -> (coef (n, k), rank, rss (k,))``, an array function (jitted on JAX)."""
+
+    def solve(self, alpha=0.0, *, fit_intercept=True, rcond=None):
+        """Least squares (``alpha=0``) or ridge on every row accumulated so far.
+
+        Parameters
+        ----------
+        alpha : float or array of shape (k,)
+            Ridge penalty on the coefficients (never on the intercept), as :func:`ridge`.
+        fit_intercept : bool
+            Fit an unpenalized intercept (the default, as :func:`ridge`).
+        rcond : float in [0, 1), optional
+            Relative cutoff of the rank tests; default ``eps * max(rows, n_features)``.
+
+        Returns
+        -------
+        LstsqResult
+            ``coef``, ``intercept``, ``rank``, ``rss`` (see the class docstring for its
+            accuracy) and ``singular_values=None``, in the accumulator's namespace, device
+            and dtype.
+        """
         check_method("auto", rcond)
         xp, state = self._ready()
         self._check_intercept(xp, fit_intercept)
-        offset_sq = None
-        if fit_intercept:
-            n = self._meta.n
-            mean = state.shift[:n] + state.mean[:n]
-            offset_sq = state.weight * mean * mean  # what centering removed
-        return xp, state, _alpha(self._meta, alpha), offset_sq
-
-    def _finish(self, xp, state, W, rank, rss, fit_intercept):
-        n, k = self._meta.n, self._meta.k
+        alpha = _alpha(self._meta, alpha)
+        meta = self._meta
+        if meta.n == 0:
+            # As lstsq with n = 0: zero coefficients, rank 0, all of y is residual.
+            W = xp.zeros((0, meta.k), dtype=meta.dtype, device=meta.device)
+            rss = diagonal(xp, state.stat)
+            if not fit_intercept:
+                rss = rss + state.weight * (state.shift + state.mean) ** 2
+            rank = full_rank(xp, (), 0, W)
+        else:
+            # One compiled call on JAX (eagerly, each small operation would compile alone).
+            key = (type(self), xp, meta.n, fit_intercept, rcond)
+            if key not in _SOLVES:
+                _SOLVES[key] = _compat.jit(xp, functools.partial(type(self)._solve, xp, meta.n, fit_intercept, rcond))
+            W, rank, rss = _SOLVES[key](state, alpha)
+        n = meta.n
         if fit_intercept:
             # (K_y + mu_y) - (K_x + mu_x) @ W, in the order that keeps the small terms' digits.
             intercept = state.shift[n:] - dot(xp, state.shift[None, :n], W)[0, :]
             intercept = intercept + (state.mean[n:] - dot(xp, state.mean[None, :n], W)[0, :])
         else:
-            intercept = xp.zeros((k,), dtype=W.dtype, device=_compat.device(W))
-        if self._meta.y_vector:
+            intercept = xp.zeros((meta.k,), dtype=W.dtype, device=_compat.device(W))
+        if meta.y_vector:
             W, intercept, rss = W[:, 0], intercept[0], rss[0]
         return LstsqResult(W, intercept, rank, rss, None)
 
-    def _no_features(self, xp, state, fit_intercept):
-        # As lstsq with n = 0: zero coefficients, rank 0, all of y is residual.
-        k, dt, dev = self._meta.k, self._meta.dtype, self._meta.device
-        W = xp.zeros((0, k), dtype=dt, device=dev)
-        rss = diagonal(xp, state.stat)
-        if not fit_intercept:
-            rss = rss + state.weight * (state.shift + state.mean) ** 2
-        return self._finish(xp, state, W, full_rank(xp, (), 0, W), rss, fit_intercept)
+
+def _offset_sq(state, n, fit_intercept):
+    """What centering removed from the squared column norms of X (for the rank tests)."""
+    if not fit_intercept:
+        return None
+    mean = state.shift[:n] + state.mean[:n]
+    return state.weight * mean * mean
 
 
 class NormalAccumulator(_Solvable):
@@ -113,34 +145,17 @@ class NormalAccumulator(_Solvable):
     True
     """
 
-    def _chunk_stat(self, xp, D):
+    @staticmethod
+    def _chunk_stat(xp, D):
         return gram(xp, D)
 
-    def _combine(self, xp, a, b, v):
+    @staticmethod
+    def _combine(xp, a, b, v):
         return a + b + gram(xp, v)
 
-    def solve(self, alpha=0.0, *, fit_intercept=True, rcond=None):
-        """Least squares (``alpha=0``) or ridge on every row accumulated so far.
-
-        Parameters
-        ----------
-        alpha : float or array of shape (k,)
-            Ridge penalty on the coefficients (never on the intercept), as :func:`ridge`.
-        fit_intercept : bool
-            Fit an unpenalized intercept (the default, as :func:`ridge`).
-        rcond : float in [0, 1), optional
-            Relative cutoff of the rank tests; default ``eps * max(rows, n_features)``.
-
-        Returns
-        -------
-        LstsqResult
-            ``coef``, ``intercept``, ``rank``, ``rss`` (from the statistics; see the class
-            docstring for its accuracy) and ``singular_values=None``.
-        """
-        xp, state, alpha, offset_sq = self._begin(alpha, fit_intercept, rcond)
-        n = self._meta.n
-        if n == 0:
-            return self._no_features(xp, state, fit_intercept)
+    @staticmethod
+    def _solve(xp, n, fit_intercept, rcond, state, alpha):
+        offset_sq = _offset_sq(state, n, fit_intercept)
         S = state.stat
         if not fit_intercept:
             mean = state.shift + state.mean
@@ -177,7 +192,7 @@ class NormalAccumulator(_Solvable):
         W, rank = _compat.cond(xp, ok, cholesky, eigen, (A, B))
         syy = diagonal(xp, S)[n:]
         rss = xp.maximum(syy + xp.sum(W * (dot(xp, Sxx, W) - 2 * Sxy), axis=0), xp.zeros_like(syy))
-        return self._finish(xp, state, W, rank, rss, fit_intercept)
+        return W, rank, rss
 
 
 class QRAccumulator(_Solvable):
@@ -216,22 +231,17 @@ class QRAccumulator(_Solvable):
     True
     """
 
-    def _chunk_stat(self, xp, D):
+    @staticmethod
+    def _chunk_stat(xp, D):
         return D  # the rows themselves: the QR of [R; D; v] in _combine factors them
 
-    def _combine(self, xp, a, b, v):
+    @staticmethod
+    def _combine(xp, a, b, v):
         return _compat.qr_r(xp, xp.concat([a, b, v], axis=0))
 
-    def solve(self, alpha=0.0, *, fit_intercept=True, rcond=None):
-        """Least squares (``alpha=0``) or ridge on every row accumulated so far.
-
-        Parameters and returns as :meth:`NormalAccumulator.solve` (``rss`` here is computed
-        from the factor, without cancellation).
-        """
-        xp, state, alpha, offset_sq = self._begin(alpha, fit_intercept, rcond)
-        n = self._meta.n
-        if n == 0:
-            return self._no_features(xp, state, fit_intercept)
+    @staticmethod
+    def _solve(xp, n, fit_intercept, rcond, state, alpha):
+        offset_sq = _offset_sq(state, n, fit_intercept)
         R = state.stat
         if not fit_intercept:
             mean = state.shift + state.mean
@@ -240,4 +250,4 @@ class QRAccumulator(_Solvable):
         # R_xx is already triangular: the solver's own QR of it costs O(n^3) and no accuracy.
         W, rank, _ = _qr.householder(xp, R[:n, :n], R[:n, n:], alpha, cutoff, offset_sq)
         resid = dot(xp, R[:, :n], W) - R[:, n:]
-        return self._finish(xp, state, W, rank, xp.sum(resid * resid, axis=0), fit_intercept)
+        return W, rank, xp.sum(resid * resid, axis=0)

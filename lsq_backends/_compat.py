@@ -21,6 +21,7 @@ __all__ = [
     "default_dtypes",
     "device",
     "is_lazy",
+    "jit",
     "matmul",
     "qr",
     "qr_apply",
@@ -251,6 +252,20 @@ def svd(xp, x):
         x = x.rechunk({1: -1}) if x.shape[0] >= x.shape[1] else x.rechunk({0: -1})
     u, s, vh = xp.linalg.svd(x, full_matrices=False)
     return u, s, vh
+
+
+def jit(xp, fn):
+    """``fn`` compiled on JAX (once per input shape), unchanged elsewhere.
+
+    Quirk: eager JAX compiles every operation for each new shape; a function of many small
+    operations called on chunks (streaming updates) is far faster as one compiled call.
+    Inside a caller's ``jax.jit`` the inner one is simply inlined.
+    """
+    if _aac.is_jax_namespace(xp):
+        import jax
+
+        return jax.jit(fn)
+    return fn
 
 
 def cond(xp, pred, true_fn, false_fn, operands):

@@ -105,6 +105,24 @@ def gram(xp, D):
     return dot(xp, mT(xp, D), D)
 
 
+_KERNELS = {}
+
+
+def _kernel(cls, xp):
+    """The update of ``cls`` as one function of arrays, compiled once per chunk shape on JAX
+    (``_compat.jit``): eagerly, JAX would compile each of its ~30 operations per new shape."""
+    key = (cls, xp)
+    if key not in _KERNELS:
+
+        def update(state, X, Y, root):
+            chunk = chunk_summary(xp, X, Y, root, state)
+            chunk = chunk._replace(stat=cls._chunk_stat(xp, chunk.stat))
+            return pairwise_merge(xp, state, chunk, lambda a, b, v: cls._combine(xp, a, b, v))
+
+        _KERNELS[key] = _compat.jit(xp, update)
+    return _KERNELS[key]
+
+
 class Meta(NamedTuple):
     """What the first chunk fixes: namespace, device, dtype and shapes."""
 
@@ -119,8 +137,9 @@ class Meta(NamedTuple):
 class Accumulator:
     """Shared machinery of :class:`NormalAccumulator` and :class:`QRAccumulator`.
 
-    Subclasses define ``_combine(xp, stat_a, stat_b, v)``, ``_chunk_stat(xp, D)`` (the
-    chunk's statistic, given its centered weighted rows) and ``solve``.
+    Subclasses define the static methods ``_combine(xp, stat_a, stat_b, v)`` and
+    ``_chunk_stat(xp, D)`` (the chunk's statistic, given its centered weighted rows), and
+    ``solve``.
     """
 
     def __init__(self):
@@ -202,9 +221,7 @@ class Accumulator:
     def _step(self, state, xp, X, Y, root, meta):
         if state is None:
             state = self._empty_state(meta)
-        chunk = chunk_summary(xp, X, Y, root, state)
-        chunk = chunk._replace(stat=self._chunk_stat(xp, chunk.stat))
-        return pairwise_merge(xp, state, chunk, lambda a, b, v: self._combine(xp, a, b, v))
+        return _kernel(type(self), xp)(state, X, Y, root)
 
     def update(self, X, y, /, sample_weight=None, *, check_finite=True):
         """Add a chunk of rows (validated like :func:`lstsq`'s inputs); returns ``self``.
@@ -233,7 +250,7 @@ class Accumulator:
             return copy.copy(other)
         xp = self._meta.xp
         new = copy.copy(self)
-        new.state = pairwise_merge(xp, self.state, other.state, lambda a, b, v: self._combine(xp, a, b, v))
+        new.state = pairwise_merge(xp, self.state, other.state, lambda a, b, v: type(self)._combine(xp, a, b, v))
         return new
 
     def with_state(self, state):

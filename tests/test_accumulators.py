@@ -196,11 +196,11 @@ def test_no_features_and_errors(be):
         acc.update(be.asarray(np.ones((2, 3, 2))), be.asarray(np.ones((2, 3))))
     with pytest.raises(TypeError, match="merge"):
         acc.merge(lsq.NormalAccumulator())
-    with pytest.raises(ValueError, match="alpha"):
-        acc.solve(-1.0)
     with pytest.raises(ValueError, match="rcond"):
         acc.solve(rcond=2.0)
-    if not be.lazy:
+    if not lsq._compat.is_lazy(be.asarray(np.ones(1))):  # values are read on eager arrays only
+        with pytest.raises(ValueError, match="alpha"):
+            acc.solve(-1.0)
         with pytest.raises(ValueError, match="NaN"):
             acc.update(be.asarray(np.full((3, 2), np.nan)), be.asarray(np.ones(3)))
         with pytest.raises(ValueError, match="non-negative"):
