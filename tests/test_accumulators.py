@@ -85,8 +85,12 @@ def _check(be, res, ref, tol, alpha, dtype="float64"):
     return got
 
 
-@pytest.mark.parametrize("chunking", sorted(CHUNKINGS))
-@pytest.mark.parametrize("case", sorted(CASES))
+# Each case with two chunkings, each chunking with several cases (any chunking of every case:
+# the hypothesis test below, in the numpy session; JAX compiles an update per chunk shape).
+PAIRS = [(case, chunking) for i, case in enumerate(sorted(CASES)) for chunking in (sorted(CHUNKINGS)[i % 4], sorted(CHUNKINGS)[(i + 2) % 4])]
+
+
+@pytest.mark.parametrize(("case", "chunking"), PAIRS)
 @pytest.mark.parametrize("kind", sorted(ACCUMULATORS))
 def test_matches_in_memory_reference(be, kind, case, chunking):
     X, y, sw, fit_intercept, alpha = _problem(case)
@@ -104,12 +108,21 @@ def test_matches_in_memory_reference(be, kind, case, chunking):
 def test_agrees_with_lstsq_and_ridge(be, kind):
     """Same answers as the in-memory functions of the same backend, float32 included."""
     X, y, sw, _, _ = _problem("weighted_multi")
+    lstsq, ridge = lsq.lstsq, lsq.ridge
+    if be.name == "jax":  # one compilation instead of one per eager operation
+        import jax
+
+        lstsq = jax.jit(lstsq, static_argnames=("method", "fit_intercept"))
+        ridge = jax.jit(ridge, static_argnames=("method", "fit_intercept"))
     for dtype in ("float64", "float32"):
         acc = _accumulate(be, kind, X, y, sw, CHUNKINGS["ragged_with_empty"], dtype)
         args = (be.asarray(X, dtype), be.asarray(y, dtype))
         kw = {"sample_weight": be.asarray(sw, dtype), "fit_intercept": True}
         ref, tol = _expected_bounds(kind, X, y, sw, True, 0.0, dtype)
-        for res, mem in ((acc.solve(), lsq.lstsq(*args, method=kind, **kw)), (acc.solve(3.0), lsq.ridge(*args, 3.0, method=kind, **kw))):
+        pairs = [(acc.solve(), lstsq(*args, method=kind, **kw))]
+        if dtype == "float64":  # (float32 ridge adds a compilation on JAX and nothing new)
+            pairs.append((acc.solve(3.0), ridge(*args, 3.0, method=kind, **kw)))
+        for res, mem in pairs:
             assert res.coef.dtype == mem.coef.dtype
             assert rel_err(be.to_numpy(res.coef), be.to_numpy(mem.coef)) <= 2 * tol
             np.testing.assert_allclose(be.to_numpy(res.intercept), be.to_numpy(mem.intercept), rtol=2 * tol, atol=2 * tol)
@@ -265,3 +278,30 @@ def _accumulate_jax(kind, X, y, sw):
     for a, b in ((0, 12), (12, 36), (36, 60)):
         acc.update(jnp.asarray(X[a:b]), jnp.asarray(y[a:b]), sample_weight=jnp.asarray(sw[a:b]))
     return acc
+
+
+def _chunk_sizes(draw_cuts, m):
+    cuts = sorted(draw_cuts)
+    return [b - a for a, b in zip([0, *cuts], [*cuts, m])]
+
+
+try:
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+except ImportError:  # pragma: no cover - hypothesis is in the test extra
+    given = None
+
+if given is not None:
+
+    # numpy_reference only decides whether this runs (numpy session): safe to share.
+    @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(cuts=st.lists(st.integers(0, M), max_size=8), kind=st.sampled_from(sorted(ACCUMULATORS)), case=st.sampled_from(sorted(CASES)))
+    def test_any_chunking_numpy(numpy_reference, cuts, kind, case):
+        """Any split of the rows (repeated cuts give empty chunks) gives the in-memory answer."""
+        from conftest import Backend
+
+        be = Backend("numpy", np)
+        X, y, sw, fit_intercept, alpha = _problem(case)
+        acc = _accumulate(be, kind, X, y, sw, _chunk_sizes(cuts, M))
+        ref, tol = _expected_bounds(kind, X, y, sw, fit_intercept, alpha)
+        _check(be, acc.solve(alpha if np.ndim(alpha) == 0 else np.asarray(alpha), fit_intercept=fit_intercept), ref, tol, alpha)
