@@ -16,18 +16,8 @@ from ._input import _validate_alpha, check_method
 from ._result import LstsqResult
 from ._solvers import qr as _qr
 from ._solvers import svd as _svd
-from ._solvers._shared import (
-    add_penalty,
-    all_true,
-    diagonal,
-    dot,
-    eps,
-    full_rank,
-    merge_targets,
-    mT,
-    pivot_ratios,
-    split_targets,
-)
+from ._solvers._shared import add_penalty, all_true, diagonal, dot, eps, full_rank
+from ._solvers._shared import merge_targets, mT, pivot_ratios, split_targets
 from ._stream import Accumulator, gram
 
 
@@ -101,12 +91,14 @@ class _Solvable(Accumulator):
         return LstsqResult(W, intercept, rank, rss, None)
 
 
-def _offset_sq(state, n, fit_intercept):
-    """What centering removed from the squared column norms of X (for the rank tests)."""
-    if not fit_intercept:
-        return None
-    mean = state.shift[:n] + state.mean[:n]
-    return state.weight * mean * mean
+def _statistics(cls, xp, state, n, fit_intercept):
+    """The statistic to solve with, and what centering removed from the squared column norms
+    of X (for the rank tests; None without intercept). Without an intercept, the uncentered
+    statistic: the centered one plus the row ``sqrt(W) mu`` (``C + W mu mu^T``)."""
+    mean = state.shift + state.mean
+    if fit_intercept:
+        return state.stat, state.weight * mean[:n] * mean[:n]
+    return cls._add_row(xp, state.stat, xp.sqrt(state.weight) * mean[None, :]), None
 
 
 class NormalAccumulator(_Solvable):
@@ -150,16 +142,16 @@ class NormalAccumulator(_Solvable):
         return gram(xp, D)
 
     @staticmethod
-    def _combine(xp, a, b, v):
-        return a + b + gram(xp, v)
+    def _add_row(xp, C, v):
+        return C + gram(xp, v)
 
-    @staticmethod
-    def _solve(xp, n, fit_intercept, rcond, state, alpha):
-        offset_sq = _offset_sq(state, n, fit_intercept)
-        S = state.stat
-        if not fit_intercept:
-            mean = state.shift + state.mean
-            S = S + state.weight * (mean[:, None] * mean[None, :])
+    @classmethod
+    def _combine(cls, xp, a, b, v):
+        return cls._add_row(xp, a + b, v)
+
+    @classmethod
+    def _solve(cls, xp, n, fit_intercept, rcond, state, alpha):
+        S, offset_sq = _statistics(cls, xp, state, n, fit_intercept)
         Sxx, Sxy = S[:n, :n], S[:n, n:]
         A = Sxx if alpha is None else add_penalty(xp, Sxx, alpha)
         B = split_targets(xp, Sxy, alpha)
@@ -236,16 +228,16 @@ class QRAccumulator(_Solvable):
         return D  # the rows themselves: the QR of [R; D; v] in _combine factors them
 
     @staticmethod
-    def _combine(xp, a, b, v):
-        return _compat.qr_r(xp, xp.concat([a, b, v], axis=0))
+    def _add_row(xp, R, v):
+        return _compat.qr_r(xp, xp.concat([R, v], axis=0))
 
-    @staticmethod
-    def _solve(xp, n, fit_intercept, rcond, state, alpha):
-        offset_sq = _offset_sq(state, n, fit_intercept)
-        R = state.stat
-        if not fit_intercept:
-            mean = state.shift + state.mean
-            R = _compat.qr_r(xp, xp.concat([R, xp.sqrt(state.weight) * mean[None, :]], axis=0))
+    @classmethod
+    def _combine(cls, xp, a, b, v):
+        return cls._add_row(xp, xp.concat([a, b], axis=0), v)
+
+    @classmethod
+    def _solve(cls, xp, n, fit_intercept, rcond, state, alpha):
+        R, offset_sq = _statistics(cls, xp, state, n, fit_intercept)
         cutoff = _default_cutoff(xp, state, n, rcond)
         # R_xx is already triangular: the solver's own QR of it costs O(n^3) and no accuracy.
         W, rank, _ = _qr.householder(xp, R[:n, :n], R[:n, n:], alpha, cutoff, offset_sq)

@@ -137,9 +137,9 @@ class Meta(NamedTuple):
 class Accumulator:
     """Shared machinery of :class:`NormalAccumulator` and :class:`QRAccumulator`.
 
-    Subclasses define the static methods ``_combine(xp, stat_a, stat_b, v)`` and
-    ``_chunk_stat(xp, D)`` (the chunk's statistic, given its centered weighted rows), and
-    ``solve``.
+    Subclasses define ``_combine(xp, stat_a, stat_b, v)``, ``_chunk_stat(xp, D)`` (the
+    chunk's statistic, given its centered weighted rows) and ``_add_row(xp, stat, v)`` as
+    static or class methods (they are compiled once per class on JAX), and ``_solve``.
     """
 
     def __init__(self):
