@@ -10,12 +10,14 @@ What "peak memory" means here, per fresh worker process:
 
 - ``tracemalloc``: the peak of Python and NumPy allocations during the fit (NumPy reports its
   buffers to tracemalloc): the chunk buffer, the update's temporaries and the state.
-- ``ru_maxrss``: the peak resident set of the process, minus its resident set just before
-  the fit (after imports and a warm-up). Pages of the memory map that were touched count toward RSS while they are mapped;
-  each chunk is copied from the map into one reusable buffer and its pages are then released
-  with ``madvise(MADV_DONTNEED)``, so RSS stays at the buffer's size (``--no-madvise`` shows
-  the other case: RSS grows toward the file size, though those pages are the kernel's page
-  cache and reclaimable, not heap).
+- peak RSS: the process's resident-set high-water mark (``VmHWM``, what ``ru_maxrss``
+  reports), reset to the current RSS just before the fit through ``/proc/self/clear_refs``
+  (``ru_maxrss`` itself carries the parent's peak across fork/exec), minus that RSS. Pages of
+  the memory map that were touched count toward RSS while they are mapped; each chunk is copied
+  from the map into one reusable buffer and its pages are then released with
+  ``madvise(MADV_DONTNEED)``, so RSS stays near the buffer and the update's temporaries
+  (``--no-madvise`` shows the other case: RSS grows toward the file size, though those pages
+  are the kernel's page cache and reclaimable, not heap).
 
 Examples
 --------
@@ -34,7 +36,6 @@ import argparse
 import json
 import mmap
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -72,14 +73,21 @@ def _release(mm, start_row, stop_row, base):
         mm._mmap.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
 
 
-def _current_rss_kb():
-    """Resident set now (VmRSS), in KiB: the baseline the peak (ru_maxrss, KiB on Linux) is
-    compared with. A peak-minus-peak difference would hide a fit smaller than import-time peaks."""
+def _status_kb(field):
     with open("/proc/self/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1])
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    raise OSError(f"{field} not in /proc/self/status")
+
+
+def _reset_peak_rss():
+    """Reset this process's peak RSS (VmHWM) to its current RSS (Linux >= 4.0) and return
+    that baseline in KiB. ``ru_maxrss`` cannot be used: across fork/exec it keeps the parent's
+    peak, here the 1.7 GB of map pages touched while writing the file."""
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    return _status_kb("VmRSS")
 
 
 def worker(spec):
@@ -89,7 +97,7 @@ def worker(spec):
     path, kind, rows, chunk = spec["path"], spec["kind"], spec["rows"], spec["chunk"]
     # Warm up the code path (imports, first-call costs) on a tiny problem before measuring.
     lsq.NormalAccumulator().update(np.ones((3, 2)), np.ones(3)).solve()
-    rss0 = _current_rss_kb()
+    rss0 = _reset_peak_rss()
     tracemalloc.start()
     t0 = time.perf_counter()
     if kind == "memory":
@@ -119,7 +127,7 @@ def worker(spec):
     elapsed = time.perf_counter() - t0
     _, traced_peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    rss = _status_kb("VmHWM")
     print(json.dumps({
         "kind": kind, "rows": rows, "fit_s": t_fit, "total_s": elapsed,
         "tracemalloc_mb": traced_peak / 2**20, "rss_increase_mb": (rss - rss0) / 1024,
@@ -173,12 +181,12 @@ def main(argv=None):
     print(f"\nstate: (p + 1)^2 = {(p_state + 1) ** 2} float64 numbers, {(p_state + 1) ** 2 * 8 / 1024:.1f} KiB; "
           f"chunk buffer {args.chunk * p_state * 8 / 2**20:.1f} MiB; madvise={'off' if args.no_madvise else 'on'}")
     print(f"\nAll {args.rows} rows streamed ({size_gb:.2f} GB file):\n")
-    print("| accumulator | time (s) | rows/s | tracemalloc peak (MiB) | ru_maxrss increase (MiB) | rel. diff coef vs other accumulator |")
+    print("| accumulator | time (s) | rows/s | tracemalloc peak (MiB) | peak RSS increase (MiB) | rel. diff coef vs other accumulator |")
     print("|---|---:|---:|---:|---:|---:|")
     for r, other in zip(rows, rows[::-1]):
         print(f"| {r['kind']} | {r['fit_s']:.1f} | {r['rows'] / r['fit_s']:.3g} | {r['tracemalloc_mb']:.1f} | {r['rss_increase_mb']:.1f} | {_rel(r['coef'], other['coef']):.1e} |")
     print(f"\nFirst {subset} rows, streamed vs in memory (lsq_backends.lstsq, fit_intercept=True, same method):\n")
-    print("| method | stream (s) | in memory (s) | stream / in memory | rel. diff coef | rel. diff intercept | rel. diff rss | in-memory ru_maxrss increase (MiB) | stream ru_maxrss increase (MiB) |")
+    print("| method | stream (s) | in memory (s) | stream / in memory | rel. diff coef | rel. diff intercept | rel. diff rss | in-memory peak RSS increase (MiB) | stream peak RSS increase (MiB) |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for kind in KINDS:
         s, m = sub[kind], mem[kind]

@@ -295,16 +295,17 @@ def qr_r(xp, x):
     """Only the R factor (p, p) of the QR of a tall 2-D ``x`` (m, p), m >= p: Q is never formed,
     which halves the work of the repeated small factorizations of streaming TSQR."""
     if _aac.is_numpy_namespace(xp):
-        # numpy.linalg.qr(mode="r") skips orgqr; SciPy's may also overwrite the temporary.
+        import numpy as np
+
         try:
-            import scipy.linalg
-
-            # mode="r" returns the full (m, p) R; its first p rows are the reduced one.
-            return scipy.linalg.qr(x, mode="r", overwrite_a=True, check_finite=False)[0][: x.shape[-1]]
+            from scipy.linalg import lapack
         except ImportError:
-            import numpy as np
-
-            return np.linalg.qr(x, mode="r")
+            return np.linalg.qr(x, mode="r")  # skips orgqr, but copies x and R
+        # LAPACK's geqrf on one Fortran-order copy of x, keeping only the p x p triangle:
+        # scipy.linalg.qr(mode="r") would allocate a full (m, p) R as well.
+        (geqrf,) = lapack.get_lapack_funcs(("geqrf",), (x,))
+        a = geqrf(x, overwrite_a=False)[0]
+        return np.triu(a[: x.shape[-1]])
     if _aac.is_torch_namespace(xp):
         # torch.geqrf leaves R in the upper triangle of its output and Q as reflectors.
         import torch
