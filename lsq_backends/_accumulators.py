@@ -208,7 +208,9 @@ class QRAccumulator(_Solvable):
     ``method="qr"`` (its rank test, its SVD-of-R minimum-norm fallback, and for ridge its QR of
     ``[R_xx; sqrt(alpha) I]``). Accuracy ``eps * cond(X_centered)`` as in-memory QR.
     ``rss = ||R_xx w - R_xy||^2 + ||R_yy||^2`` per target, a sum of squares of the factor's
-    entries with no cancellation: accurate even for near-exact fits.
+    entries with no cancellation: its error, ~``eps * ||y|| * ||r||``, is first order in the
+    residual as for an rss computed from the data, i.e. a relative ``eps / sqrt(f)`` for a fit
+    that leaves a fraction ``f`` of y's variance (``NormalAccumulator``: ``eps / f``).
 
     Examples
     --------

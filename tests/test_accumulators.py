@@ -307,3 +307,24 @@ if given is not None:
         acc = _accumulate(be, kind, X, y, sw, _chunk_sizes(cuts, M))
         ref, tol = _expected_bounds(kind, X, y, sw, fit_intercept, alpha)
         _check(be, acc.solve(alpha if np.ndim(alpha) == 0 else np.asarray(alpha), fit_intercept=fit_intercept), ref, tol, alpha)
+
+
+def test_rss_of_near_exact_fit(be):
+    """QR's rss is a sum of squares of the factor's entries: its error is first order in the
+    residual, ~eps * ||y|| * ||r|| (as for a residual computed from the data), even when the
+    fit explains all but 1e-15 of y's variance; the normal statistics' rss has an absolute
+    error ~eps * S_yy (documented) and is never negative. Inputs are left untouched."""
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((80, 4)) + 2.0
+    y = X @ np.array([1.0, -1.0, 2.0, 0.5]) + 1e-7 * rng.standard_normal(80)
+    for a in (X, y):
+        a.setflags(write=False)  # a write into NumPy chunks would raise
+    rss = reference(X, y, fit_intercept=True)[2]
+    syy = float(np.sum((y - y.mean()) ** 2))
+    c, eps = 10 * np.sqrt(80), float(np.finfo(np.float64).eps)
+    res_qr = _accumulate(be, "qr", X, y, None, [30, 1, 49]).solve()
+    res_n = _accumulate(be, "normal", X, y, None, [30, 1, 49]).solve()
+    assert abs(float(be.to_numpy(res_qr.rss)) - rss) <= 2 * c * eps * np.sqrt(syy * rss)
+    rss_n = float(be.to_numpy(res_n.rss))
+    assert rss_n >= 0 and abs(rss_n - rss) <= c * eps * syy
+    assert syy / rss > 1e12  # the regime where the normal statistics' rss is noise
