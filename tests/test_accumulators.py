@@ -114,7 +114,9 @@ def test_agrees_with_lstsq_and_ridge(be, kind):
 
         lstsq = jax.jit(lstsq, static_argnames=("method", "fit_intercept"))
         ridge = jax.jit(ridge, static_argnames=("method", "fit_intercept"))
-    for dtype in ("float64", "float32"):
+    # On JAX each dtype compiles the in-memory solvers again (~10 s each on this machine);
+    # float32 accumulation on JAX is the same code as on the other backends.
+    for dtype in ("float64",) if be.name == "jax" else ("float64", "float32"):
         acc = _accumulate(be, kind, X, y, sw, CHUNKINGS["ragged_with_empty"], dtype)
         args = (be.asarray(X, dtype), be.asarray(y, dtype))
         kw = {"sample_weight": be.asarray(sw, dtype), "fit_intercept": True}
