@@ -4,6 +4,7 @@ The same code runs on NumPy, CuPy, JAX (also under ``jax.jit``, ``vmap`` and ``g
 PyTorch, Dask and array-api-strict; results stay in the caller's namespace, device and dtype.
 """
 
+from ._accumulators import NormalAccumulator, QRAccumulator
 from ._api import lstsq, ridge
 from ._cv import RidgeCVResult, ridge_cv
 from ._result import LstsqResult
@@ -13,6 +14,8 @@ __all__ = [
     "Diagnostics",
     "LinearRegression",
     "LstsqResult",
+    "NormalAccumulator",
+    "QRAccumulator",
     "Ridge",
     "RidgeCV",
     "RidgeCVResult",

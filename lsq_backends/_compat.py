@@ -24,9 +24,11 @@ __all__ = [
     "eigh",
     "is_lazy",
     "is_readable",
+    "jit",
     "matmul",
     "qr",
     "qr_apply",
+    "qr_r",
     "solve_triangular",
     "triangular_inverse",
     "svd",
@@ -359,6 +361,18 @@ def eigh(xp, a):
         return _dask_per_matrix(func, "(i,j)->(p),(i,p)", a, 2, a.shape[-1])
     w, v = xp.linalg.eigh(a)
     return w, v
+def jit(xp, fn):
+    """``fn`` compiled on JAX (once per input shape), unchanged elsewhere.
+
+    Quirk: eager JAX compiles every operation for each new shape; a function of many small
+    operations called on chunks (streaming updates) is far faster as one compiled call.
+    Inside a caller's ``jax.jit`` the inner one is simply inlined.
+    """
+    if _aac.is_jax_namespace(xp):
+        import jax
+
+        return jax.jit(fn)
+    return fn
 
 
 def cond(xp, pred, true_fn, false_fn, operands):
@@ -382,3 +396,29 @@ def cond(xp, pred, true_fn, false_fn, operands):
         a, b = true_fn(*operands), false_fn(*operands)
         return tuple(xp.where(pred, x, y) for x, y in zip(a, b))
     return true_fn(*operands) if bool(pred) else false_fn(*operands)
+
+
+def qr_r(xp, x):
+    """Only the R factor (p, p) of the QR of a tall 2-D ``x`` (m, p), m >= p: Q is never formed,
+    which halves the work of the repeated small factorizations of streaming TSQR."""
+    if _aac.is_numpy_namespace(xp):
+        import numpy as np
+
+        try:
+            from scipy.linalg import lapack
+        except ImportError:
+            return np.linalg.qr(x, mode="r")  # skips orgqr, but copies x and R
+        # LAPACK's geqrf on one Fortran-order copy of x, keeping only the p x p triangle:
+        # scipy.linalg.qr(mode="r") would allocate a full (m, p) R as well.
+        (geqrf,) = lapack.get_lapack_funcs(("geqrf",), (x,))
+        a = geqrf(x, overwrite_a=False)[0]
+        return np.triu(a[: x.shape[-1]])
+    if _aac.is_torch_namespace(xp):
+        # torch.geqrf leaves R in the upper triangle of its output and Q as reflectors.
+        import torch
+
+        return torch.triu(torch.geqrf(x)[0][: x.shape[-1], :])
+    if _aac.is_jax_namespace(xp):
+        # jnp.linalg.qr(mode="r") skips forming Q (the standard's signature lacks the mode).
+        return xp.linalg.qr(x, mode="r")
+    return qr(xp, x)[1]
