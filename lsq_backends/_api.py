@@ -6,19 +6,26 @@ from . import _compat
 from ._refine import refine as _refine
 from ._input import check_method, prepare
 from ._result import LstsqResult
-from ._solvers import SOLVERS
+from ._solvers import ITERATIVE, SOLVERS
+from ._solvers.lsqr import check_options
 from ._solvers._shared import dot, full_rank
 
 
-def _fit(problem, method, rcond, fit_intercept, refine=0):
+def _fit(problem, method, rcond, fit_intercept, refine=0, options=None):
     xp, X, Y, alpha = problem.xp, problem.X, problem.Y, problem.alpha
     m, n = X.shape[-2:]
+    n_iter = None
+    if method in ITERATIVE:
+        n_iter = full_rank(xp, tuple(Y.shape[:-2]) + (Y.shape[-1],), 0, X)  # 0 when m or n is 0
     if min(m, n) == 0:
         # As numpy.linalg.lstsq: zero coefficients, rank 0, the whole of y is residual.
         coef = xp.zeros(tuple(X.shape[:-2]) + (n, Y.shape[-1]), dtype=X.dtype, device=_compat.device(X))
         rank = full_rank(xp, X.shape[:-2], 0, X)
         s = xp.zeros(tuple(X.shape[:-2]) + (0,), dtype=X.dtype, device=_compat.device(X))
         s = s if method == "svd" else None
+    elif method in ITERATIVE:
+        coef, rank, n_iter = ITERATIVE[method](xp, X, Y, alpha, **options)
+        s = None
     else:
         coef, rank, s = SOLVERS[method](xp, X, Y, alpha, rcond, problem.offset_sq)
     if fit_intercept:
@@ -32,7 +39,8 @@ def _fit(problem, method, rcond, fit_intercept, refine=0):
     rss = xp.sum(resid * resid, axis=-2)  # (..., k)
     if problem.y_was_vector:
         coef, intercept, rss = coef[..., 0], intercept[..., 0], rss[..., 0]
-    return LstsqResult(coef, intercept, rank, rss, s)
+        n_iter = None if n_iter is None else n_iter[..., 0]
+    return LstsqResult(coef, intercept, rank, rss, s, n_iter)
 
 
 def _refined(problem, coef, intercept, rank, steps):
@@ -53,8 +61,9 @@ def _refined(problem, coef, intercept, rank, steps):
 
 
 def lstsq(
-    X, y, /, *, method="auto", rcond=None, fit_intercept=False, sample_weight=None, check_finite=True, refine=0
-):
+    X, y, /, *, method="auto", rcond=None, fit_intercept=False, sample_weight=None, check_finite=True, refine=0,
+    atol=None, btol=None, max_iter=None,
+):  # fmt: skip
     """Least-squares solution of ``min_w sum_i sample_weight_i (y_i - x_i @ w - b)**2``.
 
     Parameters
@@ -63,12 +72,14 @@ def lstsq(
         Design matrix, or a stack of them (solved independently, in one batched call).
     y : array, shape (m,), (m, k), (..., m) or (..., m, k)
         Targets.
-    method : {"auto", "normal", "qr", "svd"}
+    method : {"auto", "normal", "qr", "svd", "lsqr"}
         ``"normal"``: Cholesky on X^T X, fastest, error ~ eps*cond(X)**2. ``"qr"``: Householder
         QR, error ~ eps*cond(X). ``"svd"``: minimum-norm solution via the pseudo-inverse, handles
         any rank. ``"auto"``: the normal equations when a cheap condition estimate says they are
         accurate, QR otherwise. Rank-deficient problems get the minimum-norm solution from every
-        method (normal and QR detect the deficiency and re-solve through an SVD).
+        method (normal and QR detect the deficiency and re-solve through an SVD). ``"lsqr"``:
+        Paige and Saunders' iterative LSQR, X used only through products with vectors, to the
+        accuracy ``atol``/``btol`` ask for (minimum-norm too; ``rank`` is -1: not estimated).
     rcond : float in [0, 1), optional
         Relative cutoff for small singular values (and for the rank tests of normal/QR);
         default ``eps * max(m, n)`` as ``numpy.linalg.lstsq``.
@@ -83,13 +94,20 @@ def lstsq(
         Steps of iterative refinement (Björck's, on the augmented system, with residuals in
         double-double arithmetic): recovers digits on hard large-residual problems at the cost
         of one extra QR of X and O(m n k) per step. Tall full-rank problems only; others are
-        returned unrefined. Static under ``jax.jit``.
+        returned unrefined. Static under ``jax.jit``. Not with ``"lsqr"``.
+    atol, btol : float in [0, 1), optional
+        ``"lsqr"`` only (an error with the other methods). A target stops once
+        ``||X^T r|| <= atol ||X|| ||r||`` or ``||r|| <= btol ||y|| + atol ||X|| ||w||`` (SciPy's
+        ``lsqr`` rules); default ``max(1e-6, 100 eps)`` (1e-6 in float64, 1.2e-5 in float32).
+        The error in ``coef`` is about ``cond(X)`` times atol, more on large residuals.
+    max_iter : int, optional
+        ``"lsqr"`` only: iteration limit, default ``2 min(m, n)``. Static under ``jax.jit``.
 
     Returns
     -------
     LstsqResult
-        ``coef``, ``intercept``, ``rank``, ``rss`` and ``singular_values`` (``"svd"`` only),
-        in the namespace, on the device and in the float dtype of the inputs.
+        ``coef``, ``intercept``, ``rank``, ``rss``, ``singular_values`` (``"svd"`` only) and
+        ``n_iter`` (``"lsqr"`` only), in the namespace, on the device and in the float dtype of the inputs.
 
     Examples
     --------
@@ -104,11 +122,18 @@ def lstsq(
     if isinstance(refine, bool) or not isinstance(refine, int) or refine < 0:
         msg = f"refine must be a non-negative integer (number of steps); got {refine!r}"
         raise ValueError(msg)
+    check_options(method, atol, btol, max_iter)
+    if refine and method == "lsqr":
+        msg = "refine applies to the direct methods; method='lsqr' takes atol/btol instead"
+        raise ValueError(msg)
     problem = prepare(X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite)
-    return _fit(problem, method, rcond, fit_intercept, refine)
+    return _fit(problem, method, rcond, fit_intercept, refine, dict(atol=atol, btol=btol, max_iter=max_iter))
 
 
-def ridge(X, y, /, alpha, *, method="auto", fit_intercept=True, sample_weight=None, check_finite=True):
+def ridge(
+    X, y, /, alpha, *, method="auto", fit_intercept=True, sample_weight=None, check_finite=True,
+    atol=None, btol=None, max_iter=None,
+):  # fmt: skip
     """Ridge regression: ``min_w ||y - X w - b||^2 + alpha ||w||^2``, intercept b not penalized.
 
     The penalty multiplies the plain sum of squares (scikit-learn's ``Ridge`` convention). For
@@ -117,9 +142,10 @@ def ridge(X, y, /, alpha, *, method="auto", fit_intercept=True, sample_weight=No
 
     Parameters
     ----------
-    X, y, method, fit_intercept, sample_weight, check_finite
+    X, y, method, fit_intercept, sample_weight, check_finite, atol, btol, max_iter
         As in :func:`lstsq` (``"normal"`` solves ``(X^T X + alpha I) w = X^T y``, ``"qr"``
-        factors ``[X; sqrt(alpha) I]``, ``"svd"`` uses filter factors ``s / (s**2 + alpha)``).
+        factors ``[X; sqrt(alpha) I]``, ``"svd"`` uses filter factors ``s / (s**2 + alpha)``,
+        ``"lsqr"`` damps by ``sqrt(alpha)``, with r then the residual of the damped system).
     alpha : float or array of shape (k,)
         Non-negative penalty, or one penalty per target column of ``y``.
 
@@ -138,5 +164,6 @@ def ridge(X, y, /, alpha, *, method="auto", fit_intercept=True, sample_weight=No
     True
     """
     check_method(method, None)
+    check_options(method, atol, btol, max_iter)
     problem = prepare(X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, alpha=alpha, ridge=True)
-    return _fit(problem, method, None, fit_intercept)
+    return _fit(problem, method, None, fit_intercept, options=dict(atol=atol, btol=btol, max_iter=max_iter))
