@@ -101,7 +101,7 @@ def lstsq(
         ``lsqr`` rules); default ``max(1e-6, 100 eps)`` (1e-6 in float64, 1.2e-5 in float32).
         The error in ``coef`` is about ``cond(X)`` times atol, more on large residuals.
     max_iter : int, optional
-        ``"lsqr"`` only: iteration limit, default ``2 min(m, n)``. Static under ``jax.jit``.
+        ``"lsqr"`` only: iteration limit, default ``4 min(m, n)``. Static under ``jax.jit``.
 
     Returns
     -------

@@ -276,6 +276,23 @@ def cond(xp, pred, true_fn, false_fn, operands):
     return true_fn(*operands) if bool(pred) else false_fn(*operands)
 
 
+def _is_tracer(x):
+    import jax
+
+    return isinstance(x, jax.core.Tracer)
+
+
+def _in_host_memory(xp, x):
+    """Whether reading a value of ``x`` costs nothing (no device to wait for)."""
+    if _aac.is_numpy_namespace(xp) or _aac.is_array_api_strict_namespace(xp):
+        return True
+    if _aac.is_jax_namespace(xp):
+        return all(d.platform == "cpu" for d in x.devices())
+    if _aac.is_torch_namespace(xp):
+        return x.device.type == "cpu"
+    return False
+
+
 def loop(xp, body, state, max_iter, done, operands=()):
     """``state = body(state, *operands)`` up to ``max_iter`` times, stopping once the scalar
     ``done(state)`` holds; ``state`` is a tuple of arrays (a NamedTuple) whose shapes ``body``
@@ -284,8 +301,10 @@ def loop(xp, body, state, max_iter, done, operands=()):
     ``body`` must leave a finished state unchanged (mask its updates with ``where``): the loop
     may run it a few more times, so when it stops is not a result, only a saving.
 
-    - JAX: ``lax.while_loop`` (a traced loop, ``jax.jit``-able; under ``vmap`` it runs until
-      every problem is done). Not reverse-mode differentiable.
+    - JAX, traced (under ``jax.jit``, ``vmap``): ``lax.while_loop``, nothing leaves the
+      device (under ``vmap`` it runs until every problem is done). Not reverse-mode
+      differentiable. Eager JAX takes the Python loop below: a ``while_loop`` outside ``jit``
+      is traced and compiled anew on every call (seconds), each eager operation only once.
     - Eager libraries: a Python loop that reads ``done`` (one boolean) every few iterations:
       every one where arrays live in host memory (NumPy, array-api-strict, PyTorch on the CPU;
       the read is free), every 10th on a GPU, where each read waits for the queued kernels.
@@ -297,7 +316,7 @@ def loop(xp, body, state, max_iter, done, operands=()):
       graph. Building each iteration's graph costs ~10 ms per array operation here (hundreds
       per LSQR iteration): worth it when a product with X takes longer than that.
     """
-    if _aac.is_jax_namespace(xp):
+    if _aac.is_jax_namespace(xp) and any(_is_tracer(a) for a in (*state, *operands)):
         import jax
 
         def cond_fun(carry):
@@ -309,10 +328,7 @@ def loop(xp, body, state, max_iter, done, operands=()):
         import dask
 
         operands = dask.persist(*operands)
-    on_host = _aac.is_numpy_namespace(xp) or _aac.is_array_api_strict_namespace(xp) or (
-        _aac.is_torch_namespace(xp) and str(getattr(state[0], "device", "cpu")).startswith("cpu")
-    )
-    every = 1 if on_host else 10
+    every = 1 if _in_host_memory(xp, state[0]) else 10
     i = 0
     while i < max_iter:
         if lazy:

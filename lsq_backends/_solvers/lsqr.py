@@ -40,8 +40,11 @@ def default_tol(xp, dtype):
 
 
 def default_max_iter(m, n):
-    """Twice the dimension of the largest Krylov space, min(m, n) (SciPy: 2 n, whatever m)."""
-    return 2 * min(m, n)
+    """Four times the dimension of the largest Krylov space, min(m, n). Exact arithmetic needs
+    at most min(m, n); in floating point the Lanczos vectors lose orthogonality and it takes
+    more: SciPy's 2 n stopped float32 benchmark problems of cond 100 at 8% error, which
+    converged within 3.8 min(m, n) iterations."""
+    return 4 * min(m, n)
 
 
 def check_options(method, atol, btol, max_iter):
