@@ -95,8 +95,8 @@ def test_close_to_scipy_when_harder(eager, shape):
     """cond 30: the trajectories part once the Lanczos vectors lose orthogonality (both need
     more than the min(m, n) iterations of exact arithmetic on the wide problem), and a rounding
     difference (a matrix product with a k-column block here, a vector product in SciPy) then
-    moves the stop by a few iterations: counts within 10%, and both within the stopping rule's
-    bound of the exact solution."""
+    moves the stop by a few iterations: counts within 10%, and the answer within the stopping
+    rule's bound of the exact solution."""
     X, y = _problem(*shape, cond=30.0, seed=1)
     res = lsq.lstsq(eager.asarray(X), eager.asarray(y), method="lsqr")
     itn = sl.lsqr(X, y, atol=1e-6, btol=1e-6, conlim=0, iter_lim=2 * min(shape))[2]
