@@ -117,6 +117,9 @@ def lstsq(
     >>> r = lsq.lstsq(t[:, None], y, fit_intercept=True)
     >>> np.round([float(r.intercept), float(r.coef[0])], 6).tolist()
     [0.666667, 0.5]
+    >>> r = lsq.lstsq(t[:, None], y, fit_intercept=True, method="lsqr")
+    >>> np.round([float(r.intercept), float(r.coef[0])], 6).tolist(), int(r.n_iter)
+    ([0.666667, 0.5], 1)
     """
     check_method(method, rcond)
     if isinstance(refine, bool) or not isinstance(refine, int) or refine < 0:

@@ -270,3 +270,15 @@ def test_jit_vmap(request):
     ys = jnp.stack([yj[:, 0], yj[:, 1]])
     n_iter = jax.jit(jax.vmap(lambda a, b: lsq.lstsq(a, b, method="lsqr").n_iter))(Xs, ys)
     assert np.asarray(n_iter).tolist() == [int(lsq.lstsq(np.asarray(a), np.asarray(b), method="lsqr").n_iter) for a, b in zip(Xs, ys)]
+
+
+def test_inputs_not_modified(eager):
+    X, y = _problem(20, 30, k=2)
+    sw = np.linspace(0.5, 1.5, 20)
+    for a in (X, y, sw):
+        a.setflags(write=False)  # a write into NumPy inputs would raise
+    args = [eager.asarray(a) for a in (X, y, sw)]
+    lsq.lstsq(args[0], args[1], method="lsqr", fit_intercept=True, sample_weight=args[2])
+    lsq.ridge(args[0], args[1], 0.5, method="lsqr", sample_weight=args[2])
+    for a, ref in zip(args, (X, y, sw)):
+        np.testing.assert_array_equal(eager.to_numpy(a), ref)
