@@ -26,12 +26,15 @@ import lsq_backends as lsq
 
 from .backends import Backend
 
-METHODS = ("auto", "normal", "qr", "svd")
+METHODS = ("auto", "normal", "qr", "svd", "lsqr")
 DTYPES = ("float64", "float32")
 COND = 100.0  # condition number of every design matrix
 NOISE = 1e-2  # noise standard deviation, relative to that of X @ w
 SEED = 20240601
 TOL = {"float64": 1e-8, "float32": 1e-3}  # relative coefficient error above which a row is flagged
+# method="lsqr" stops at its default atol = btol (1e-6; float32 1.2e-5), not at rounding: its
+# error is up to ~COND * sqrt(n) * atol (n <= 1000 in the grid).
+TOL_LSQR = {dt: COND * math.sqrt(1000) * max(1e-6, 100 * float(np.finfo(dt).eps)) for dt in DTYPES}
 JAX_STATIC = ("method", "rcond", "fit_intercept", "check_finite")
 
 

@@ -7,10 +7,10 @@ import math
 from itertools import groupby
 from pathlib import Path
 
-from .bench import TOL
+from .bench import TOL, TOL_LSQR
 
 NUMPY_PEER = "numpy.linalg.lstsq"
-MARKERS = {"auto": "o", "normal": "s", "qr": "^", "svd": "D"}
+MARKERS = {"auto": "o", "normal": "s", "qr": "^", "svd": "D", "lsqr": "v"}
 
 
 def _key(row):
@@ -50,7 +50,8 @@ def fmt_err(row):
     e = row["rel_err"]
     if e is None:
         return ""
-    bad = not math.isfinite(e) or e > TOL[row["dtype"]]
+    tol = (TOL_LSQR if row["method"] == "lsqr" else TOL)[row["dtype"]]
+    bad = not math.isfinite(e) or e > tol
     return f"{e:.1e}" + (" ⚠" if bad else "")
 
 

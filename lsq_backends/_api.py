@@ -7,7 +7,8 @@ from ._refine import refine as _refine
 from ._input import check_bool, check_method, prepare
 from ._path import fit_path
 from ._result import LstsqResult
-from ._solvers import SOLVERS
+from ._solvers import ITERATIVE, SOLVERS
+from ._solvers.lsqr import check_options
 from ._solvers._shared import dot, full_rank
 
 
@@ -15,15 +16,21 @@ from ._solvers._shared import dot, full_rank
 GRAM_CHECKED = ("normal", "auto")
 
 
-def _fit(problem, method, rcond, fit_intercept, refine=0):
+def _fit(problem, method, rcond, fit_intercept, refine=0, options=None):
     xp, X, Y, alpha = problem.xp, problem.X, problem.Y, problem.alpha
     m, n = X.shape[-2:]
+    n_iter = None
+    if method in ITERATIVE:
+        n_iter = full_rank(xp, tuple(Y.shape[:-2]) + (Y.shape[-1],), 0, X)  # 0 when m or n is 0
     if min(m, n) == 0:
         # As numpy.linalg.lstsq: zero coefficients, rank 0, the whole of y is residual.
         coef = xp.zeros(tuple(X.shape[:-2]) + (n, Y.shape[-1]), dtype=X.dtype, device=_compat.device(X))
         rank = full_rank(xp, X.shape[:-2], 0, X)
         s = xp.zeros(tuple(X.shape[:-2]) + (0,), dtype=X.dtype, device=_compat.device(X))
         s = s if method == "svd" else None
+    elif method in ITERATIVE:
+        coef, rank, n_iter = ITERATIVE[method](xp, X, Y, alpha, **options)
+        s = None
     else:
         kw = {} if problem.check is None else {"check": problem.check}
         coef, rank, s = SOLVERS[method](xp, X, Y, alpha, rcond, problem.offset_sq, **kw)
@@ -38,7 +45,8 @@ def _fit(problem, method, rcond, fit_intercept, refine=0):
     rss = xp.sum(resid * resid, axis=-2)  # (..., k)
     if problem.y_was_vector:
         coef, intercept, rss = coef[..., 0], intercept[..., 0], rss[..., 0]
-    return LstsqResult(coef, intercept, rank, rss, s)
+        n_iter = None if n_iter is None else n_iter[..., 0]
+    return LstsqResult(coef, intercept, rank, rss, s, n_iter)
 
 
 def _refined(problem, coef, intercept, rank, steps):
@@ -65,8 +73,9 @@ def check_refine(refine):
 
 
 def lstsq(
-    X, y, /, *, method="auto", rcond=None, fit_intercept=False, sample_weight=None, check_finite=True, refine=0
-):
+    X, y, /, *, method="auto", rcond=None, fit_intercept=False, sample_weight=None, check_finite=True, refine=0,
+    atol=None, btol=None, max_iter=None,
+):  # fmt: skip
     """Least-squares solution of ``min_w sum_i sample_weight_i (y_i - x_i @ w - b)**2``.
 
     Parameters
@@ -75,12 +84,14 @@ def lstsq(
         Design matrix, or a stack of them (solved independently, in one batched call).
     y : array, shape (m,), (m, k), (..., m) or (..., m, k)
         Targets.
-    method : {"auto", "normal", "qr", "svd"}
+    method : {"auto", "normal", "qr", "svd", "lsqr"}
         ``"normal"``: Cholesky on X^T X, fastest, error ~ eps*cond(X)**2. ``"qr"``: Householder
         QR, error ~ eps*cond(X). ``"svd"``: minimum-norm solution via the pseudo-inverse, handles
         any rank. ``"auto"``: the normal equations when a cheap condition estimate says they are
         accurate, QR otherwise. Rank-deficient problems get the minimum-norm solution from every
-        method (normal and QR detect the deficiency and re-solve through an SVD).
+        method (normal and QR detect the deficiency and re-solve through an SVD). ``"lsqr"``:
+        Paige and Saunders' iterative LSQR, X used only through products with vectors, to the
+        accuracy ``atol``/``btol`` ask for (minimum-norm too; ``rank`` is -1: not estimated).
     rcond : float in [0, 1), optional
         Relative cutoff for small singular values (and for the rank tests of normal/QR);
         default ``eps * max(m, n)`` as ``numpy.linalg.lstsq``.
@@ -95,13 +106,20 @@ def lstsq(
         Steps of iterative refinement (Björck's, on the augmented system, with residuals in
         double-double arithmetic): recovers digits on hard large-residual problems at the cost
         of one extra QR of X and O(m n k) per step. Tall full-rank problems only; others are
-        returned unrefined. Static under ``jax.jit``.
+        returned unrefined. Static under ``jax.jit``. Not with ``"lsqr"``.
+    atol, btol : float in [0, 1), optional
+        ``"lsqr"`` only (an error with the other methods). A target stops once
+        ``||X^T r|| <= atol ||X|| ||r||`` or ``||r|| <= btol ||y|| + atol ||X|| ||w||`` (SciPy's
+        ``lsqr`` rules); default ``max(1e-6, 100 eps)`` (1e-6 in float64, 1.2e-5 in float32).
+        The error in ``coef`` is about ``cond(X)`` times atol, more on large residuals.
+    max_iter : int, optional
+        ``"lsqr"`` only: iteration limit, default ``4 min(m, n)``. Static under ``jax.jit``.
 
     Returns
     -------
     LstsqResult
-        ``coef``, ``intercept``, ``rank``, ``rss`` and ``singular_values`` (``"svd"`` only),
-        in the namespace, on the device and in the float dtype of the inputs.
+        ``coef``, ``intercept``, ``rank``, ``rss``, ``singular_values`` (``"svd"`` only) and
+        ``n_iter`` (``"lsqr"`` only), in the namespace, on the device and in the float dtype of the inputs.
 
     Examples
     --------
@@ -111,19 +129,27 @@ def lstsq(
     >>> r = lsq.lstsq(t[:, None], y, fit_intercept=True)
     >>> np.round([float(r.intercept), float(r.coef[0])], 6).tolist()
     [0.666667, 0.5]
+    >>> r = lsq.lstsq(t[:, None], y, fit_intercept=True, method="lsqr")
+    >>> np.round([float(r.intercept), float(r.coef[0])], 6).tolist(), int(r.n_iter)
+    ([0.666667, 0.5], 1)
     """
     check_method(method, rcond)
     check_refine(refine)
+    check_options(method, atol, btol, max_iter)
+    if refine and method == "lsqr":
+        msg = "refine applies to the direct methods; method='lsqr' takes atol/btol instead"
+        raise ValueError(msg)
     defer = method in GRAM_CHECKED
     problem = prepare(
         X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, defer_x_check=defer, keep_original=refine > 0
     )
-    return _fit(problem, method, rcond, fit_intercept, refine)
+    return _fit(problem, method, rcond, fit_intercept, refine, dict(atol=atol, btol=btol, max_iter=max_iter))
 
 
 def ridge(
-    X, y, /, alpha, *, method="auto", fit_intercept=True, sample_weight=None, check_finite=True, per_target=False
-):
+    X, y, /, alpha, *, method="auto", fit_intercept=True, sample_weight=None, check_finite=True, per_target=False,
+    atol=None, btol=None, max_iter=None,
+):  # fmt: skip
     """Ridge regression: ``min_w ||y - X w - b||^2 + alpha ||w||^2``, intercept b not penalized.
 
     The penalty multiplies the plain sum of squares (scikit-learn's ``Ridge`` convention). For
@@ -132,9 +158,11 @@ def ridge(
 
     Parameters
     ----------
-    X, y, method, fit_intercept, sample_weight, check_finite
+    X, y, method, fit_intercept, sample_weight, check_finite, atol, btol, max_iter
         As in :func:`lstsq` (``"normal"`` solves ``(X^T X + alpha I) w = X^T y``, ``"qr"``
-        factors ``[X; sqrt(alpha) I]``, ``"svd"`` uses filter factors ``s / (s**2 + alpha)``).
+        factors ``[X; sqrt(alpha) I]``, ``"svd"`` uses filter factors ``s / (s**2 + alpha)``,
+        ``"lsqr"`` damps by ``sqrt(alpha)``, with r then the residual of the damped system;
+        not for paths).
     alpha : float, 0-d array, or 1-D array of shape (a,)
         Non-negative penalty. A 1-D ``alpha`` is a **path**: the fits for all ``a`` penalties
         from one factorization, every result field with a leading axis of length ``a`` (see
@@ -172,7 +200,11 @@ def ridge(
     """
     check_method(method, None)
     check_bool(per_target, "per_target")
+    check_options(method, atol, btol, max_iter)
     path = not per_target and getattr(alpha, "ndim", 0) == 1
+    if path and method == "lsqr":
+        msg = "method='lsqr' fits one alpha (or one per target); a 1-D alpha path needs a direct method"
+        raise ValueError(msg)
     defer = method in GRAM_CHECKED and not path  # a path factors its own way (``_path``)
     # A path on the Gram route keeps the centered rows: its noise cutoff (relative to the
     # columns before centering) drops the intercept direction, so the reflection that removes
@@ -183,4 +215,4 @@ def ridge(
     )
     if path:
         return fit_path(problem, method, fit_intercept)
-    return _fit(problem, method, None, fit_intercept)
+    return _fit(problem, method, None, fit_intercept, options=dict(atol=atol, btol=btol, max_iter=max_iter))

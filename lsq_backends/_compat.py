@@ -25,6 +25,7 @@ __all__ = [
     "is_lazy",
     "is_readable",
     "jit",
+    "loop",
     "matmul",
     "qr",
     "qr_apply",
@@ -422,3 +423,66 @@ def qr_r(xp, x):
         # jnp.linalg.qr(mode="r") skips forming Q (the standard's signature lacks the mode).
         return xp.linalg.qr(x, mode="r")
     return qr(xp, x)[1]
+def _is_tracer(x):
+    import jax
+
+    return isinstance(x, jax.core.Tracer)
+
+
+def _in_host_memory(xp, x):
+    """Whether reading a value of ``x`` costs nothing (no device to wait for)."""
+    if _aac.is_numpy_namespace(xp) or _aac.is_array_api_strict_namespace(xp):
+        return True
+    if _aac.is_jax_namespace(xp):
+        return all(d.platform == "cpu" for d in x.devices())
+    if _aac.is_torch_namespace(xp):
+        return x.device.type == "cpu"
+    return False
+
+
+def loop(xp, body, state, max_iter, done, operands=()):
+    """``state = body(state, *operands)`` up to ``max_iter`` times, stopping once the scalar
+    ``done(state)`` holds; ``state`` is a tuple of arrays (a NamedTuple) whose shapes ``body``
+    keeps, ``operands`` the arrays every iteration reads (X).
+
+    ``body`` must leave a finished state unchanged (mask its updates with ``where``): the loop
+    may run it a few more times, so when it stops is not a result, only a saving.
+
+    - JAX, traced (under ``jax.jit``, ``vmap``): ``lax.while_loop``, nothing leaves the
+      device (under ``vmap`` it runs until every problem is done). Not reverse-mode
+      differentiable. Eager JAX takes the Python loop below: a ``while_loop`` outside ``jit``
+      is traced and compiled anew on every call (seconds), each eager operation only once.
+    - Eager libraries: a Python loop that reads ``done`` (one boolean) every few iterations:
+      every one where arrays live in host memory (NumPy, array-api-strict, PyTorch on the CPU;
+      the read is free), every 10th on a GPU, where each read waits for the queued kernels.
+    - Dask: a lazy loop would grow the graph by one iteration's tasks each time round and only
+      ever be computed whole, so every 10 iterations the state is persisted (computed, kept in
+      memory, the graph cut) and ``done`` read: the fit computes, and its results are Dask
+      arrays backed by persisted chunks. ``operands`` are persisted once, first: otherwise
+      every block of iterations would recompute them (X centered and weighted) from their
+      graph. Building each iteration's graph costs ~10 ms per array operation here (hundreds
+      per LSQR iteration): worth it when a product with X takes longer than that.
+    """
+    if _aac.is_jax_namespace(xp) and any(_is_tracer(a) for a in (*state, *operands)):
+        import jax
+
+        def cond_fun(carry):
+            return (carry[0] < max_iter) & ~done(carry[1])
+
+        return jax.lax.while_loop(cond_fun, lambda c: (c[0] + 1, body(c[1], *operands)), (0, state))[1]
+    lazy = _aac.is_dask_namespace(xp)
+    if lazy:
+        import dask
+
+        operands = dask.persist(*operands)
+    every = 1 if _in_host_memory(xp, state[0]) else 10
+    i = 0
+    while i < max_iter:
+        if lazy:
+            state = type(state)(*dask.persist(*state))
+        if bool(done(state)):
+            break
+        for _ in range(min(every, max_iter - i)):
+            state = body(state, *operands)
+        i += every
+    return state

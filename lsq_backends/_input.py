@@ -15,7 +15,7 @@ import array_api_compat as _aac
 
 from . import _compat
 
-METHODS = ("auto", "normal", "qr", "svd")
+METHODS = ("auto", "normal", "qr", "svd", "lsqr")
 
 
 class Problem(NamedTuple):

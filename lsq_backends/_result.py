@@ -33,6 +33,9 @@ class LstsqResult(NamedTuple):
         ``m' = m - 1`` with ``fit_intercept=True``: the intercept direction is projected out
         exactly (see ``_input._eliminate_intercept``), so no rounding-noise singular value is
         reported for it; ``m' = m`` otherwise.
+    n_iter : array of int, shape (...) or (..., k), or None
+        Iterations each target took, for ``method="lsqr"`` (equal to ``max_iter`` when it did
+        not converge); ``None`` for the direct methods.
     """
 
     coef: Any
@@ -40,3 +43,4 @@ class LstsqResult(NamedTuple):
     rank: Any
     rss: Any
     singular_values: Any = None
+    n_iter: Any = None
