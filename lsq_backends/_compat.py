@@ -22,6 +22,7 @@ __all__ = [
     "device",
     "is_lazy",
     "matmul",
+    "one_pass_qr",
     "qr",
     "qr_apply",
     "solve_triangular",
@@ -205,7 +206,9 @@ def qr(xp, x):
     if _aac.is_dask_namespace(xp):
         import numpy as np
 
-        if x.ndim > 2:
+        if x.ndim > 2 or x.numblocks[0] == 1:
+            # Quirk: a one-block input goes through delayed in dask's qr/svd, which copies the
+            # whole upstream graph under new keys (it was computed twice); small: one NumPy call.
             return _dask_per_matrix(lambda a: tuple(np.linalg.qr(a)), "(m,n)->(m,p),(p,n)", x, 2, x.shape[-1])
         # Quirk: dask's TSQR needs one chunk across the columns.
         x = x.rechunk({1: -1})
@@ -217,6 +220,10 @@ def qr_apply(xp, x, y):
     """``(R, Q^T y)`` of the reduced QR of ``x`` (..., m, n), m >= n, without forming Q where
     the library can apply it implicitly (LAPACK's ormqr): half the flops of forming Q."""
     n = x.shape[-1]
+    if _aac.is_dask_namespace(xp) and x.ndim == 2:
+        # Dask's TSQR forms Q (held in memory between its two stages) and Q^T y is one more
+        # pass: the R factor of [X | y], reduced as a tree, has R and Q^T y in one pass.
+        return _dask_tsqr_apply(x, y)
     if _aac.is_torch_namespace(xp):
         # torch.geqrf/ormqr: Householder vectors applied in place of an explicit Q.
         import torch
@@ -243,11 +250,11 @@ def svd(xp, x):
         import numpy as np
 
         p = min(x.shape[-2:])
-        if x.ndim > 2:
-            func = lambda a: tuple(np.linalg.svd(a, full_matrices=False))  # noqa: E731
-            return _dask_per_matrix(func, "(m,n)->(m,p),(p),(p,n)", x, 3, p)
-        # Quirk: dask's svd needs full_matrices=False and one chunk across the short dimension.
-        x = x.rechunk({1: -1}) if x.shape[0] >= x.shape[1] else x.rechunk({0: -1})
+        # The solvers take SVDs of small matrices only (the n x n factor R, or a wide X, no
+        # larger than its m x m Gram matrix): one NumPy call per matrix. (Dask's own svd of a
+        # one-block input goes through delayed, which recomputed the whole upstream graph.)
+        func = lambda a: tuple(np.linalg.svd(a, full_matrices=False))  # noqa: E731
+        return _dask_per_matrix(func, "(m,n)->(m,p),(p),(p,n)", x, 3, p)
     u, s, vh = xp.linalg.svd(x, full_matrices=False)
     return u, s, vh
 
@@ -261,7 +268,9 @@ def cond(xp, pred, true_fn, false_fn, operands):
     - JAX: ``lax.cond``, a traced branch; under ``jax.jit`` nothing leaves the device, under
       ``vmap`` it becomes a select.
     - Dask: both branches are built into the graph and selected with ``where``, so nothing is
-      computed before the user asks (each branch is then computed).
+      computed before the user asks. The operands of each branch are gated by ``pred``, so
+      the pass over X that a fallback needs (the tree QR of ``qr_apply``) is skipped at
+      compute time when the branch is not taken; only its O(n^3) small-factor work runs.
     - Eager libraries (NumPy, CuPy, PyTorch, array-api-strict): one scalar is read to choose the
       branch, the only device-to-host transfer in a fit (one boolean); only one branch runs.
     """
@@ -269,7 +278,74 @@ def cond(xp, pred, true_fn, false_fn, operands):
         import jax
 
         return jax.lax.cond(pred, true_fn, false_fn, *operands)
+    if _aac.is_dask_namespace(xp) and is_lazy(pred):
+        # Both branches go into the graph, each on operands gated by ``pred``: at compute time
+        # the blocks of the branch not taken become zero-stride constants (no memory, no
+        # copy), on which the one-pass QR below (the only pass over X inside a branch of a
+        # 2-D problem) costs O(n^2) per chunk. The small-factor work of both branches runs.
+        ops_t = tuple(_dask_gate(a, pred) for a in operands)
+        ops_f = tuple(_dask_gate(a, ~pred) for a in operands)
+        a, b = true_fn(*ops_t), false_fn(*ops_f)
+        return tuple(xp.where(pred, x, y) for x, y in zip(a, b))
     if is_lazy(pred):
         a, b = true_fn(*operands), false_fn(*operands)
         return tuple(xp.where(pred, x, y) for x, y in zip(a, b))
     return true_fn(*operands) if bool(pred) else false_fn(*operands)
+
+
+def one_pass_qr(xp) -> bool:
+    """True where Householder QR of a tall 2-D X is one pass over its rows (Dask: a tree of
+    per-chunk QRs), cheaper than CholeskyQR2's three passes (Gram, X M, Q1^T Q1)."""
+    # Quirk (Dask): every pass over X is a traversal of the whole graph on the workers.
+    return _aac.is_dask_namespace(xp)
+
+
+_TREE = 8  # R factors stacked and re-factored per node of the Dask TSQR tree
+
+
+def _dask_tsqr_apply(x, y):
+    """(R, Q^T y) of a row-chunked Dask X (m, n) from the R factor of [X | y]: one QR per row
+    chunk, then QRs of stacks of ``_TREE`` triangles up a tree; Q is never formed."""
+    import dask.array as da
+
+    n, p = x.shape[1], x.shape[1] + y.shape[1]
+    # Quirk: one chunk across the columns (a rechunk if the caller split them); y's row
+    # chunks made to match X's.
+    x = x.rechunk({1: -1})
+    y = y.rechunk((x.chunks[0], -1))
+    r = da.map_blocks(_block_r, x, y, chunks=((p,) * x.numblocks[0], (p,)), dtype=x.dtype)
+    while r.numblocks[0] > 1:
+        r = r.rechunk({0: _TREE * p})
+        r = r.map_blocks(_block_r, chunks=((p,) * r.numblocks[0], (p,)), dtype=r.dtype)
+    return r[:n, :n], r[:n, n:]
+
+
+def _block_r(a, b=None):
+    """R factor (p x p, zero rows appended if the block is short) of the block [a | b]."""
+    import numpy as np
+
+    rows = a.shape[0]
+    if rows > 1 and a.strides[0] == 0 and (b is None or b.strides[0] == 0):
+        # Every row is the same (a branch gated off by ``cond``, or constant data): the block
+        # is 1 r^T, whose R is sqrt(rows) r^T. O(p) instead of a QR of the block.
+        a = a[:1] * np.sqrt(rows)
+        b = None if b is None else b[:1] * np.sqrt(rows)
+    ab = a if b is None else np.concatenate([a, b], axis=1)
+    r = np.linalg.qr(ab, mode="r")
+    p = ab.shape[1]
+    return np.concatenate([r, np.zeros((p - r.shape[0], p), r.dtype)]) if r.shape[0] < p else r
+
+
+def _dask_gate(a, keep):
+    """``a``, whose blocks become zero-stride zeros at compute time unless ``keep`` (0-d)."""
+    import dask.array as da
+
+    ind = tuple(range(a.ndim))
+    return da.blockwise(_keep_block, ind, a, ind, keep, (), dtype=a.dtype)
+
+
+def _keep_block(block, keep):
+    import numpy as np
+
+    # A value read inside a task at compute time, not while the graph is built.
+    return block if keep else np.broadcast_to(np.zeros((), dtype=block.dtype), block.shape)

@@ -22,7 +22,8 @@ class Problem(NamedTuple):
     """A validated problem, centered and weighted, ready for a solver."""
 
     xp: Any
-    X: Any  # (..., m', n) scaled by sqrt(sample_weight), intercept eliminated (m' = m - 1)
+    X: Any  # (..., m', n) scaled by sqrt(sample_weight), intercept eliminated (m' = m - 1, or m
+    #   with a zero first row when m - 1 >= n: see _eliminate_intercept)
     Y: Any  # (..., m', k), same treatment
     alpha: Any  # None (least squares) or array (kα,) with kα in {1, k}
     x_offset: Any  # (..., 1, n) or None
@@ -119,19 +120,31 @@ def _validate_alpha(xp, alpha, k, dtype, dev):
         raise TypeError(msg)
     else:
         a = alpha
-    a = xp.asarray(a, dtype=dtype, device=dev) if not _aac.is_array_api_obj(a) or a.dtype != dtype else a
+    given = a
+    same = _aac.is_array_api_obj(a) and _compat.array_namespace(a) is xp and a.dtype == dtype
+    # A NumPy alpha next to Dask X becomes a Dask array too (mixed, it was left NumPy and its
+    # checks below went through Dask, a compute inside the fit).
+    a = a if same else xp.asarray(a, dtype=dtype, device=dev)
     if a.ndim == 0:
         a = xp.reshape(a, (1,))
     if a.ndim != 1 or a.shape[0] not in (1, k):
         msg = f"alpha must be a scalar or have shape ({k},), one penalty per target; got shape {tuple(a.shape)}"
         raise ValueError(msg)
-    if not _compat.is_lazy(a):
-        if not bool(xp.all(xp.isfinite(a))):
-            msg = "alpha must be finite"
-            raise ValueError(msg)
-        if bool(xp.any(a < 0)):
-            msg = "alpha must be non-negative"
-            raise ValueError(msg)
+    # Values are read as given (a number, or an eager array in its own namespace), never from
+    # a lazy array.
+    if not _aac.is_array_api_obj(given):
+        finite, negative = math.isfinite(given), given < 0
+    elif not _compat.is_lazy(given):
+        ns = _compat.array_namespace(given)
+        finite, negative = bool(ns.all(ns.isfinite(given))), bool(ns.any(given < 0))
+    else:
+        finite, negative = True, False
+    if not finite:
+        msg = "alpha must be finite"
+        raise ValueError(msg)
+    if negative:
+        msg = "alpha must be non-negative"
+        raise ValueError(msg)
     return a
 
 
@@ -222,15 +235,26 @@ def _eliminate_intercept(xp, X, Y, v):
     ``v`` (unit, (..., m, 1)) is the normalized square root of the weights; centered weighted
     data are orthogonal to it. A Householder reflection H with H v = -e1 maps the data to rows
     whose first one is v^T A = 0 up to rounding; dropping it leaves the same least-squares
-    problem (same solution, same residual norm) exactly one row shorter. Left in, that row of
-    rounding noise makes rank decisions a coin toss: wide centered X (m <= n) is rank deficient
-    by one, and its noise singular value sits right at NumPy's default cutoff. Centering first
-    (rather than reflecting raw data) keeps the offsets out of the reflection's rounding.
+    problem (same solution, same residual norm). Left in, that row of rounding noise makes
+    rank decisions a coin toss: wide centered X (m <= n) is rank deficient by one, and its
+    noise singular value sits right at NumPy's default cutoff. Centering first (rather than
+    reflecting raw data) keeps the offsets out of the reflection's rounding.
+
+    Tall problems (m - 1 >= n) keep all m rows with the first one set to exactly zero (a zero
+    row changes no Gram matrix, R factor or residual): rows of X sharded across devices stay
+    where they are, where ``A[1:]`` shifted every shard by one row (XLA moved a row between
+    neighbouring devices and re-laid out each shard). Wide problems drop the row.
     """
+    m, n = X.shape[-2:]
     v0 = v[..., :1, :]
+    tall = m - 1 >= n
+    if tall:
+        first = xp.arange(m, device=_compat.device(X))[:, None] == 0  # (m, 1)
 
     def reflect(A):
         c = (xp.sum(v * A, axis=-2, keepdims=True) + A[..., :1, :]) / (1 + v0)
+        if tall:
+            return xp.where(first, xp.zeros((), dtype=A.dtype, device=_compat.device(A)), A - v * c)
         return A[..., 1:, :] - v[..., 1:, :] * c
 
     return reflect(X), reflect(Y)
