@@ -15,6 +15,7 @@ from __future__ import annotations
 import array_api_compat as _aac
 
 __all__ = [
+    "align_rows",
     "array_namespace",
     "cholesky",
     "cond",
@@ -42,6 +43,16 @@ def array_namespace(*arrays):
 def is_lazy(x) -> bool:
     """True for arrays whose values cannot be read without tracing/computing (JAX tracers, Dask)."""
     return _aac.is_lazy_array(x)
+
+
+def align_rows(xp, a, like):
+    """``a`` (..., m, k) with its rows laid out as those of ``like`` (..., m, n)."""
+    if _aac.is_dask_namespace(xp):
+        # Quirk: a new (m, 1) array (ones, arange) or the caller's y and weights may be chunked
+        # unlike X; combining them made Dask split and re-merge X's chunks (a copy of X in
+        # every pass, 40% of a fit's time measured at 2e6 x 20). Rechunk the thin one instead.
+        return a.rechunk({a.ndim - 2: like.chunks[-2]})
+    return a
 
 
 def default_dtypes(xp, dev):
@@ -331,9 +342,31 @@ def _block_r(a, b=None):
         a = a[:1] * np.sqrt(rows)
         b = None if b is None else b[:1] * np.sqrt(rows)
     ab = a if b is None else np.concatenate([a, b], axis=1)
-    r = np.linalg.qr(ab, mode="r")
     p = ab.shape[1]
+    # Householder QR of a skinny block is memory bound (one sweep of the block per column):
+    # factor cache-sized slices (2048 rows x p), then their stacked R factors. 10x faster than
+    # one QR of 20000 x 21 here; the same R up to signs and rounding.
+    step = max(2048, 4 * p)
+    if rows > step:
+        ab = np.concatenate([_lapack_r(ab[i : i + step]) for i in range(0, rows, step)])
+    r = _lapack_r(ab)
     return np.concatenate([r, np.zeros((p - r.shape[0], p), r.dtype)]) if r.shape[0] < p else r
+
+
+def _lapack_r(a):
+    """R factor (min(rows, p) x p) of a NumPy block: LAPACK's geqrf through SciPy (numpy's
+    qr(mode="r") measured 8x slower on a 20000 x 21 block), NumPy's qr without SciPy."""
+    import numpy as np
+
+    try:
+        from scipy.linalg import get_lapack_funcs
+    except ImportError:
+        return np.linalg.qr(a, mode="r")
+    if a.shape[0] == 0:  # LAPACK refuses an empty block (lda < 1)
+        return np.zeros((0, a.shape[1]), a.dtype)
+    (geqrf,) = get_lapack_funcs(("geqrf",), (a,))
+    qr = geqrf(np.asfortranarray(a), overwrite_a=True)[0]
+    return np.triu(qr[: min(a.shape)])
 
 
 def _dask_gate(a, keep):

@@ -190,7 +190,7 @@ def prepare(X, y, sample_weight, *, fit_intercept, check_finite, alpha=None, rid
     y = xp.astype(y, dtype, copy=False) if y.dtype != dtype else y
     if sample_weight is not None and sample_weight.dtype != dtype:
         sample_weight = xp.astype(sample_weight, dtype, copy=False)
-    Y = y[..., None] if y_was_vector else y
+    Y = _compat.align_rows(xp, y[..., None] if y_was_vector else y, X)
     k = Y.shape[-1]
 
     if ridge:
@@ -211,11 +211,11 @@ def prepare(X, y, sample_weight, *, fit_intercept, check_finite, alpha=None, rid
             raise ValueError(msg)
 
     x_offset = y_offset = None
-    root = None if sample_weight is None else xp.sqrt(sample_weight[..., None])  # (..., m, 1)
+    root = None if sample_weight is None else _compat.align_rows(xp, xp.sqrt(sample_weight[..., None]), X)  # (..., m, 1)
     original = (X, Y, root)
     offset_sq = None
     if fit_intercept:
-        w = xp.ones((m, 1), dtype=dtype, device=dev) if root is None else root * root
+        w = _compat.align_rows(xp, xp.ones((m, 1), dtype=dtype, device=dev), X) if root is None else root * root
         total = xp.sum(w, axis=-2, keepdims=True)
         x_offset = xp.sum(w * X, axis=-2, keepdims=True) / total
         y_offset = xp.sum(w * Y, axis=-2, keepdims=True) / total
@@ -249,7 +249,7 @@ def _eliminate_intercept(xp, X, Y, v):
     v0 = v[..., :1, :]
     tall = m - 1 >= n
     if tall:
-        first = xp.arange(m, device=_compat.device(X))[:, None] == 0  # (m, 1)
+        first = _compat.align_rows(xp, xp.arange(m, device=_compat.device(X))[:, None] == 0, X)  # (m, 1)
 
     def reflect(A):
         c = (xp.sum(v * A, axis=-2, keepdims=True) + A[..., :1, :]) / (1 + v0)
