@@ -83,7 +83,7 @@ def run(rows, n, chunk, workers, methods):
     print("|---:|---:|---:|---:|---|---:|---:|---:|---:|")
     for w in workers:
         with distributed.LocalCluster(
-            n_workers=w, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
+            n_workers=w, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=40
         ) as cluster, distributed.Client(cluster) as client:
             X, y = data(rows, n, chunk)
             t0 = time.perf_counter()

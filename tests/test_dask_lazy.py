@@ -109,7 +109,7 @@ def test_fallback_pass_runs_only_when_taken(monkeypatch, method, rank, on_data):
 def client():
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=40
     ) as cluster, distributed.Client(cluster) as c:
         yield c
 
