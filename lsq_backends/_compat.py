@@ -261,9 +261,9 @@ def svd(xp, x):
         import numpy as np
 
         p = min(x.shape[-2:])
-        # The solvers take SVDs of small matrices only (the n x n factor R, or a wide X, no
-        # larger than its m x m Gram matrix): one NumPy call per matrix. (Dask's own svd of a
-        # one-block input goes through delayed, which recomputed the whole upstream graph.)
+        # The solvers take SVDs of small matrices only (the n x n factor R, or a wide X with
+        # m < n rows): one NumPy call per matrix. (Dask's own svd of a one-block input goes
+        # through delayed, which recomputed the whole upstream graph.)
         func = lambda a: tuple(np.linalg.svd(a, full_matrices=False))  # noqa: E731
         return _dask_per_matrix(func, "(m,n)->(m,p),(p),(p,n)", x, 3, p)
     u, s, vh = xp.linalg.svd(x, full_matrices=False)
