@@ -15,6 +15,7 @@ from __future__ import annotations
 import array_api_compat as _aac
 
 __all__ = [
+    "align_rows",
     "array_namespace",
     "cholesky",
     "cond",
@@ -27,6 +28,7 @@ __all__ = [
     "jit",
     "loop",
     "matmul",
+    "one_pass_qr",
     "qr",
     "qr_apply",
     "qr_r",
@@ -34,6 +36,7 @@ __all__ = [
     "triangular_inverse",
     "svd",
     "update_fresh",
+    "zero_first_row",
 ]
 
 device = _aac.device
@@ -61,6 +64,14 @@ def is_readable(x) -> bool:
 
         return not isinstance(x, jax.core.Tracer)
     return not is_lazy(x)
+def align_rows(xp, a, like):
+    """``a`` (..., m, k) with its rows laid out as those of ``like`` (..., m, n)."""
+    if _aac.is_dask_namespace(xp):
+        # Quirk: a new (m, 1) array (ones, arange) or the caller's y and weights may be chunked
+        # unlike X; combining them made Dask split and re-merge X's chunks (a copy of X in
+        # every pass, a third of a fit's time at 2e6 x 20). Rechunk the thin one instead.
+        return a.rechunk({a.ndim - 2: like.chunks[-2]})
+    return a
 
 
 def default_dtypes(xp, dev):
@@ -126,6 +137,18 @@ def update_fresh(xp, a, op, b):
     if _aac.is_numpy_namespace(xp) and getattr(a, "flags", None) is not None and a.flags.writeable:
         return getattr(xp, op)(a, b, out=a)
     return getattr(xp, op)(a, b)
+
+
+def zero_first_row(xp, a, first):
+    """``a`` (..., m, k) with its first row set to zero; ``first`` (m, 1) is True on that row
+    only, and ``a`` a temporary the caller made (as for :func:`update_fresh`).
+
+    Quirk: on NumPy a ``where`` would allocate another X-sized array; the row is written in
+    place. Other libraries select (XLA fuses it into the producer)."""
+    if _aac.is_numpy_namespace(xp) and getattr(a, "flags", None) is not None and a.flags.writeable:
+        a[..., :1, :] = 0
+        return a
+    return xp.where(first, xp.zeros((), dtype=a.dtype, device=device(a)), a)
 
 
 def _nan_like(xp, a):
@@ -303,7 +326,9 @@ def qr(xp, x):
     if _aac.is_dask_namespace(xp):
         import numpy as np
 
-        if x.ndim > 2:
+        if x.ndim > 2 or x.numblocks[0] == 1:
+            # Quirk: a one-block input goes through delayed in dask's qr/svd, which copies the
+            # whole upstream graph under new keys (it was computed twice); small: one NumPy call.
             return _dask_per_matrix(lambda a: tuple(np.linalg.qr(a)), "(m,n)->(m,p),(p,n)", x, 2, x.shape[-1])
         # Quirk: dask's TSQR needs one chunk across the columns.
         x = x.rechunk({1: -1})
@@ -315,6 +340,10 @@ def qr_apply(xp, x, y):
     """``(R, Q^T y)`` of the reduced QR of ``x`` (..., m, n), m >= n, without forming Q where
     the library can apply it implicitly (LAPACK's ormqr): half the flops of forming Q."""
     n = x.shape[-1]
+    if _aac.is_dask_namespace(xp) and x.ndim == 2:
+        # Dask's TSQR forms Q (held in memory between its two stages) and Q^T y is one more
+        # pass: the R factor of [X | y], reduced as a tree, has R and Q^T y in one pass.
+        return _dask_tsqr_apply(x, y)
     if _aac.is_torch_namespace(xp):
         # torch.geqrf/ormqr: Householder vectors applied in place of an explicit Q.
         import torch
@@ -341,11 +370,11 @@ def svd(xp, x):
         import numpy as np
 
         p = min(x.shape[-2:])
-        if x.ndim > 2:
-            func = lambda a: tuple(np.linalg.svd(a, full_matrices=False))  # noqa: E731
-            return _dask_per_matrix(func, "(m,n)->(m,p),(p),(p,n)", x, 3, p)
-        # Quirk: dask's svd needs full_matrices=False and one chunk across the short dimension.
-        x = x.rechunk({1: -1}) if x.shape[0] >= x.shape[1] else x.rechunk({0: -1})
+        # The solvers take SVDs of small matrices only (the n x n factor R, or a wide X with
+        # m < n rows): one NumPy call per matrix. (Dask's own svd of a one-block input goes
+        # through delayed, which recomputed the whole upstream graph.)
+        func = lambda a: tuple(np.linalg.svd(a, full_matrices=False))  # noqa: E731
+        return _dask_per_matrix(func, "(m,n)->(m,p),(p),(p,n)", x, 3, p)
     u, s, vh = xp.linalg.svd(x, full_matrices=False)
     return u, s, vh
 
@@ -385,7 +414,9 @@ def cond(xp, pred, true_fn, false_fn, operands):
     - JAX: ``lax.cond``, a traced branch; under ``jax.jit`` nothing leaves the device, under
       ``vmap`` it becomes a select.
     - Dask: both branches are built into the graph and selected with ``where``, so nothing is
-      computed before the user asks (each branch is then computed).
+      computed before the user asks. The operands of each branch are gated by ``pred``, so
+      the pass over X that a fallback needs (the tree QR of ``qr_apply``) is skipped at
+      compute time when the branch is not taken; only its O(n^3) small-factor work runs.
     - Eager libraries (NumPy, CuPy, PyTorch, array-api-strict): one scalar is read to choose the
       branch, the only device-to-host transfer in a fit (one boolean); only one branch runs.
     """
@@ -393,6 +424,15 @@ def cond(xp, pred, true_fn, false_fn, operands):
         import jax
 
         return jax.lax.cond(pred, true_fn, false_fn, *operands)
+    if _aac.is_dask_namespace(xp) and is_lazy(pred):
+        # Both branches go into the graph, each on operands gated by ``pred``: at compute time
+        # the blocks of the branch not taken become zero-stride constants (no memory, no
+        # copy), on which the one-pass QR below (the only pass over X inside a branch of a
+        # 2-D problem) costs O(n^2) per chunk. The small-factor work of both branches runs.
+        ops_t = tuple(_dask_gate(a, pred) for a in operands)
+        ops_f = tuple(_dask_gate(a, ~pred) for a in operands)
+        a, b = true_fn(*ops_t), false_fn(*ops_f)
+        return tuple(xp.where(pred, x, y) for x, y in zip(a, b))
     if is_lazy(pred):
         a, b = true_fn(*operands), false_fn(*operands)
         return tuple(xp.where(pred, x, y) for x, y in zip(a, b))
@@ -486,3 +526,81 @@ def loop(xp, body, state, max_iter, done, operands=()):
             state = body(state, *operands)
         i += every
     return state
+def one_pass_qr(xp) -> bool:
+    """True where Householder QR of a tall 2-D X is one pass over its rows (Dask: a tree of
+    per-chunk QRs), cheaper than CholeskyQR2's three passes (Gram, X M, Q1^T Q1)."""
+    # Quirk (Dask): every pass over X is a traversal of the whole graph on the workers.
+    return _aac.is_dask_namespace(xp)
+
+
+_TREE = 8  # R factors stacked and re-factored per node of the Dask TSQR tree
+
+
+def _dask_tsqr_apply(x, y):
+    """(R, Q^T y) of a row-chunked Dask X (m, n) from the R factor of [X | y]: one QR per row
+    chunk, then QRs of stacks of ``_TREE`` triangles up a tree; Q is never formed."""
+    import dask.array as da
+
+    n, p = x.shape[1], x.shape[1] + y.shape[1]
+    # Quirk: one chunk across the columns (a rechunk if the caller split them); y's row
+    # chunks made to match X's.
+    x = x.rechunk({1: -1})
+    y = y.rechunk((x.chunks[0], -1))
+    r = da.map_blocks(_block_r, x, y, chunks=((p,) * x.numblocks[0], (p,)), dtype=x.dtype)
+    while r.numblocks[0] > 1:
+        r = r.rechunk({0: _TREE * p})
+        r = r.map_blocks(_block_r, chunks=((p,) * r.numblocks[0], (p,)), dtype=r.dtype)
+    return r[:n, :n], r[:n, n:]
+
+
+def _block_r(a, b=None):
+    """R factor (p x p, zero rows appended if the block is short) of the block [a | b]."""
+    import numpy as np
+
+    rows = a.shape[0]
+    if rows > 1 and a.strides[0] == 0 and (b is None or b.strides[0] == 0):
+        # Every row is the same (a branch gated off by ``cond``, or constant data): the block
+        # is 1 r^T, whose R is sqrt(rows) r^T. O(p) instead of a QR of the block.
+        a = a[:1] * np.sqrt(rows)
+        b = None if b is None else b[:1] * np.sqrt(rows)
+    ab = a if b is None else np.concatenate([a, b], axis=1)
+    p = ab.shape[1]
+    # Householder QR of a skinny block is memory bound (one sweep of the block per column):
+    # factor cache-sized slices (2048 rows x p), then their stacked R factors: 3 ms against
+    # 7.7 ms for one geqrf of a 20000 x 21 block here (one thread); the same R up to signs.
+    step = max(2048, 4 * p)
+    if rows > step:
+        ab = np.concatenate([_lapack_r(ab[i : i + step]) for i in range(0, rows, step)])
+    r = _lapack_r(ab)
+    return np.concatenate([r, np.zeros((p - r.shape[0], p), r.dtype)]) if r.shape[0] < p else r
+
+
+def _lapack_r(a):
+    """R factor (min(rows, p) x p) of a NumPy block: LAPACK's geqrf through SciPy (numpy's
+    qr(mode="r") measured 8x slower on a 20000 x 21 block), NumPy's qr without SciPy."""
+    import numpy as np
+
+    try:
+        from scipy.linalg import get_lapack_funcs
+    except ImportError:
+        return np.linalg.qr(a, mode="r")
+    if a.shape[0] == 0:  # LAPACK refuses an empty block (lda < 1)
+        return np.zeros((0, a.shape[1]), a.dtype)
+    (geqrf,) = get_lapack_funcs(("geqrf",), (a,))
+    qr = geqrf(np.asfortranarray(a), overwrite_a=True)[0]
+    return np.triu(qr[: min(a.shape)])
+
+
+def _dask_gate(a, keep):
+    """``a``, whose blocks become zero-stride zeros at compute time unless ``keep`` (0-d)."""
+    import dask.array as da
+
+    ind = tuple(range(a.ndim))
+    return da.blockwise(_keep_block, ind, a, ind, keep, (), dtype=a.dtype)
+
+
+def _keep_block(block, keep):
+    import numpy as np
+
+    # A value read inside a task at compute time, not while the graph is built.
+    return block if keep else np.broadcast_to(np.zeros((), dtype=block.dtype), block.shape)

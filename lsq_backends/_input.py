@@ -22,7 +22,8 @@ class Problem(NamedTuple):
     """A validated problem, centered and weighted, ready for a solver."""
 
     xp: Any
-    X: Any  # (..., m', n) scaled by sqrt(sample_weight), intercept eliminated (m' = m - 1; m with eliminate=False)
+    X: Any  # (..., m', n) scaled by sqrt(sample_weight), intercept eliminated (m' = m - 1 for wide X;
+    #   tall X keeps m rows, the first one zero: see _eliminate_intercept; m with eliminate=False)
     Y: Any  # (..., m', k), same treatment
     alpha: Any  # None (least squares) or array (kα,) with kα in {1, k}
     x_offset: Any  # (..., 1, n) or None
@@ -155,7 +156,11 @@ def _validate_alpha(xp, alpha, k, dtype, dev, per_target):
         raise TypeError(msg)
     else:
         a = alpha
-    a = xp.asarray(a, dtype=dtype, device=dev) if not _aac.is_array_api_obj(a) or a.dtype != dtype else a
+    given = a
+    same = _aac.is_array_api_obj(a) and _compat.array_namespace(a) is xp and a.dtype == dtype
+    # A NumPy alpha next to Dask X becomes a Dask array too (mixed, it was left NumPy and its
+    # checks below went through Dask, a compute inside the fit).
+    a = a if same else xp.asarray(a, dtype=dtype, device=dev)
     if per_target:
         if a.ndim != 1 or a.shape[0] != k:
             msg = f"alpha must have shape ({k},) with per_target=True, one penalty per column of y; got shape {tuple(a.shape)}"
@@ -165,13 +170,21 @@ def _validate_alpha(xp, alpha, k, dtype, dev, per_target):
     elif a.ndim != 1 or a.shape[0] == 0:
         msg = f"alpha must be a scalar or a non-empty 1-D array (a path of penalties); got shape {tuple(a.shape)}"
         raise ValueError(msg)
-    if not _compat.is_lazy(a):
-        if not bool(xp.all(xp.isfinite(a))):
-            msg = "alpha must be finite"
-            raise ValueError(msg)
-        if bool(xp.any(a < 0)):
-            msg = "alpha must be non-negative"
-            raise ValueError(msg)
+    # Values are read as given (a number, or an eager array in its own namespace), never from
+    # a lazy array.
+    if not _aac.is_array_api_obj(given):
+        finite, negative = math.isfinite(given), given < 0
+    elif not _compat.is_lazy(given):
+        ns = _compat.array_namespace(given)
+        finite, negative = bool(ns.all(ns.isfinite(given))), bool(ns.any(given < 0))
+    else:
+        finite, negative = True, False
+    if not finite:
+        msg = "alpha must be finite"
+        raise ValueError(msg)
+    if negative:
+        msg = "alpha must be non-negative"
+        raise ValueError(msg)
     return a
 
 
@@ -236,7 +249,7 @@ def prepare(
     y = xp.astype(y, dtype, copy=False) if y.dtype != dtype else y
     if sample_weight is not None and sample_weight.dtype != dtype:
         sample_weight = xp.astype(sample_weight, dtype, copy=False)
-    Y = y[..., None] if y_was_vector else y
+    Y = _compat.align_rows(xp, y[..., None] if y_was_vector else y, X)
     k = Y.shape[-1]
 
     if ridge:
@@ -258,7 +271,7 @@ def prepare(
             raise ValueError(msg)
 
     check = gram_check(xp, X, check_finite) if defer_x_check else None
-    root = None if sample_weight is None else xp.sqrt(sample_weight[..., None])  # (..., m, 1)
+    root = None if sample_weight is None else _compat.align_rows(xp, xp.sqrt(sample_weight[..., None]), X)  # (..., m, 1)
     original = (X, Y, root) if keep_original else None
     x_offset = y_offset = offset_sq = None
     if fit_intercept:
@@ -281,6 +294,14 @@ def _eliminate_intercept(xp, X, Y, root, eliminate=True):
     reflection's rounding, and the reflection removes the rounding error of the mean itself
     (its v^T A term is that error: centered twice, in effect).
 
+    Tall problems (m - 1 >= n) keep all m rows with the first one set to exactly zero (a zero
+    row changes no Gram matrix, R factor or residual): rows of X sharded across devices stay
+    where they are, where ``A[1:]`` shifted every shard by one row (XLA moved a row between
+    neighbouring devices and re-laid out each shard). The zero comes from the weights'
+    multiplication (the first weight replaced by 0), or without weights from an in-place write
+    on NumPy (``_compat.zero_first_row``), so no extra X-sized array is made. Wide problems
+    drop the row.
+
     With ``Ac = A - mean``, rows 1: of ``H (root * Ac)`` are ``root[1:] * (Ac[1:] - c / s)``,
     ``s = sqrt(total)``, ``c = (w^T Ac / s + root[0] Ac[0]) / (1 + root[0] / s)``: a row
     vector subtracted from the centered data, then the weights. On NumPy both updates
@@ -289,13 +310,14 @@ def _eliminate_intercept(xp, X, Y, root, eliminate=True):
 
     Returns
     -------
-    X, Y : the reduced data, (..., m - 1, n) and (..., m - 1, k); with ``eliminate=False``
+    X, Y : the reduced data, (..., m - 1, n) and (..., m - 1, k) for wide X, (..., m, n) and
+        (..., m, k) with a zero first row for tall X; with ``eliminate=False``
         the centered, weighted data, (..., m, n) and (..., m, k)
     x_offset, y_offset : the weighted means, (..., 1, n) and (..., 1, k)
     offset_sq : (..., n), what centering removed from the squared column norms
     """
-    m = X.shape[-2]
-    ones = xp.ones((m, 1), dtype=X.dtype, device=_compat.device(X))
+    m, n = X.shape[-2:]
+    ones = _compat.align_rows(xp, xp.ones((m, 1), dtype=X.dtype, device=_compat.device(X)), X)
     w = ones if root is None else root * root
     total = xp.sum(w, axis=-2, keepdims=True)  # (..., 1, 1)
     wt = xp.linalg.matrix_transpose(w)
@@ -309,8 +331,19 @@ def _eliminate_intercept(xp, X, Y, root, eliminate=True):
         if not eliminate:
             return mean, Ac if root is None else _compat.update_fresh(xp, Ac, "multiply", root)
         c = (_compat.matmul(xp, wt, Ac) / scale + r0 * Ac[..., :1, :]) / (1 + r0 / scale)
+        if tall:
+            D = _compat.update_fresh(xp, Ac, "subtract", c / scale)
+            if root is None:
+                return mean, _compat.zero_first_row(xp, D, first)
+            return mean, _compat.update_fresh(xp, D, "multiply", row_weights)
         D = _compat.update_fresh(xp, Ac[..., 1:, :], "subtract", c / scale)
         return mean, D if root is None else _compat.update_fresh(xp, D, "multiply", root[..., 1:, :])
+
+    tall = eliminate and m - 1 >= n
+    if tall:
+        first = _compat.align_rows(xp, xp.arange(m, device=_compat.device(X))[:, None] == 0, X)  # (m, 1)
+        zero = xp.zeros((), dtype=X.dtype, device=_compat.device(X))
+        row_weights = None if root is None else xp.where(first, zero, root)
 
     x_offset, Xe = reduce(X)
     y_offset, Ye = reduce(Y)

@@ -72,7 +72,7 @@ def solve(xp, X, Y, alpha, rcond, offset_sq=None):
     """QR solution (CholeskyQR2 where safe, else Householder), falling back to the SVD of R on
     a numerically singular factor."""
     m, n = X.shape[-2:]
-    if m < n or alpha is not None or n == 0:
+    if m < n or alpha is not None or n == 0 or _compat.one_pass_qr(xp):
         return householder(xp, X, Y, alpha, rcond, offset_sq)
     from . import normal  # normal imports svd only; imported here to keep the graph acyclic
 

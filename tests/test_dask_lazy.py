@@ -1,0 +1,138 @@
+"""Dask: a fit only builds a graph (nothing is computed until ``compute()``), the fallback
+passes over X run only when taken, and fits on a real multi-process ``LocalCluster`` match
+NumPy.
+
+Laziness is tested as array-api-extra does: the fit runs under a scheduler that raises on any
+compute; the result is then computed with a real scheduler and compared with the NumPy fit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import lsq_backends as lsq
+from lsq_backends import _compat
+from problems import METHODS, cond, design, tolerance
+
+da = pytest.importorskip("dask.array")
+dask = pytest.importorskip("dask")
+M, N, CHUNK = 600, 6, 100
+
+
+@pytest.fixture(scope="module", autouse=True)
+def dask_session(request):
+    if "dask" not in request.config._lsq_backends:
+        pytest.skip("runs in the dask backend's session")
+
+
+def _no_compute(*args, **kwargs):
+    raise AssertionError("a fit computed something before compute() was called")
+
+
+def _data(rank=None, k=None, seed=0, offset=2.0):
+    rng = np.random.default_rng(seed)
+    X = design(rng, M, N, cond=30.0, rank=rank) + offset
+    y = rng.standard_normal(M if k is None else (M, k))
+    return X, y, rng.uniform(0.5, 2.0, M)
+
+
+def _dask(a):
+    return da.from_array(a, chunks=(CHUNK,) + a.shape[1:])
+
+
+def _fit_lazily(fn, X, y, **kwargs):
+    kwargs = {k: (_dask(v) if isinstance(v, np.ndarray) and v.shape[:1] == (M,) else v) for k, v in kwargs.items()}
+    with dask.config.set(scheduler=_no_compute):
+        res = fn(_dask(X), _dask(y), **kwargs)
+    return dask.compute(*(f for f in res if f is not None), scheduler="sync")
+
+
+VARIANTS = {
+    # fit, keyword arguments, rank of X, number of targets
+    "lstsq": ("lstsq", {"check_finite": False}, None, None),
+    "lstsq_deficient": ("lstsq", {"fit_intercept": True}, 4, None),
+    "ridge_weights_targets": ("ridge", {"alpha": np.array([0.5, 1.0, 2.0]), "sample_weight": "w"}, None, 3),
+}
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("method", METHODS)
+def test_fit_is_lazy_and_matches_numpy(method, variant):
+    fit, kwargs, rank, k = VARIANTS[variant]
+    X, y, w = _data(rank=rank, k=k)
+    kwargs = {key: (w if isinstance(v, str) else v) for key, v in kwargs.items()}
+    fn = lsq.lstsq if fit == "lstsq" else lsq.ridge
+    got = _fit_lazily(fn, X, y, method=method, **kwargs)
+    ref = [f for f in fn(X, y, method=method, **kwargs) if f is not None]
+    Xc = X - X.mean(0) if kwargs.get("fit_intercept", fit == "ridge") else X
+    tol = tolerance(method, np.float64, cond(Xc), M, N)
+    for a, b in zip(got[:2], ref[:2]):  # coef, intercept
+        assert np.linalg.norm(a - b) <= tol * max(np.linalg.norm(b), 1.0), (a, b)
+    np.testing.assert_array_equal(got[2], ref[2])  # rank
+
+
+def test_value_checks_are_skipped_for_lazy_input():
+    """check_finite reads no values of a Dask array: the fit stays lazy, and compute() then
+    behaves as NumPy with check_finite=False (NaN reaches LAPACK, whose SVD gives up)."""
+    X, y, _ = _data()
+    X[3, 2] = np.nan
+    with pytest.raises(ValueError, match="X contains NaN"):
+        lsq.lstsq(X, y, method="normal")
+    with pytest.raises(np.linalg.LinAlgError):
+        lsq.lstsq(X, y, method="normal", check_finite=False)
+    with pytest.raises(np.linalg.LinAlgError):
+        _fit_lazily(lsq.lstsq, X, y, method="normal")
+
+
+@pytest.mark.parametrize(("method", "rank", "on_data"), [("normal", None, 0), ("auto", None, 0), ("normal", 4, 6), ("qr", None, 6)])
+def test_fallback_pass_runs_only_when_taken(monkeypatch, method, rank, on_data):
+    """The QR pass over X inside a fallback branch is gated by the branch's predicate: on a
+    well-conditioned full-rank X, ``normal`` and ``auto`` run no QR of a data chunk."""
+    seen = []
+    real = _compat._block_r
+
+    def spy(a, b=None):
+        seen.append(a.shape[0] == CHUNK and a.strides[0] != 0)
+        return real(a, b)
+
+    monkeypatch.setattr(_compat, "_block_r", spy)
+    X, y, _ = _data(rank=rank, offset=0.0)  # cond(X) = 30: auto keeps the normal equations
+    got = _fit_lazily(lsq.lstsq, X, y, method=method)
+    assert sum(seen) == on_data  # chunks of X factorized (6 chunks, none when gated off)
+    ref = np.linalg.lstsq(X, y, rcond=None)[0]
+    np.testing.assert_allclose(got[0], ref, rtol=tolerance(method, np.float64, 30.0, M, N))
+    assert got[2] == (N if rank is None else rank)
+
+
+@pytest.fixture(scope="module")
+def client():
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=40
+    ) as cluster, distributed.Client(cluster) as c:
+        yield c
+
+
+def test_workers_import_this_checkout(client):
+    import lsq_backends
+
+    files = client.run(lambda: __import__("lsq_backends").__file__)
+    assert len(files) == 2 and set(files.values()) == {lsq_backends.__file__}
+
+
+@pytest.mark.parametrize(("fit", "method"), [("lstsq", "normal"), ("ridge", "qr")])
+def test_local_cluster_matches_numpy(client, fit, method):
+    X, y, w = _data(k=2)
+    kwargs = {"fit_intercept": True, "sample_weight": w}
+    fn = lsq.lstsq if fit == "lstsq" else lsq.ridge
+    if fit == "ridge":
+        kwargs["alpha"] = 1.0
+    Xd, yd, wd = _dask(X), _dask(y), _dask(w)
+    with dask.config.set(scheduler=_no_compute):
+        res = fn(Xd, yd, method=method, **{**kwargs, "sample_weight": wd})
+    coef, intercept = client.compute([res.coef, res.intercept], sync=True)
+    ref = fn(X, y, method=method, **kwargs)
+    tol = tolerance(method, np.float64, cond(X - X.mean(0)), M, N)
+    np.testing.assert_allclose(coef, ref.coef, rtol=tol, atol=tol * np.abs(ref.coef).max())
+    np.testing.assert_allclose(intercept, ref.intercept, rtol=tol, atol=tol * np.abs(ref.intercept).max())
