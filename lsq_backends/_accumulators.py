@@ -22,10 +22,12 @@ from ._stream import Accumulator, gram
 
 
 def _alpha(meta, alpha):
-    """None for least squares (a Python zero), else the validated (1,) or (k,) penalty."""
+    """None for least squares (a Python zero), else the validated (1,) or (k,) penalty: an
+    accumulator solves for one penalty, so a 1-D alpha is one per target (no paths here)."""
     if type(alpha) in (int, float) and alpha == 0:
         return None
-    return _validate_alpha(meta.xp, alpha, meta.k, meta.dtype, meta.device)
+    per_target = getattr(alpha, "ndim", 0) == 1 or isinstance(alpha, (list, tuple))
+    return _validate_alpha(meta.xp, alpha, meta.k, meta.dtype, meta.device, per_target)
 
 
 def _default_cutoff(xp, state, n, rcond):

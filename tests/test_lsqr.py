@@ -135,7 +135,9 @@ def test_ridge_damping(eager, shape):
     """Ridge = damped LSQR, one penalty per target, intercept unpenalized; rank n for alpha > 0."""
     X, y = _problem(*shape, k=3, seed=3)
     alpha = np.array([0.05, 1.0, 20.0])
-    res = lsq.ridge(eager.asarray(X), eager.asarray(y), eager.asarray(alpha), method="lsqr", atol=1e-9, btol=1e-9)
+    res = lsq.ridge(
+        eager.asarray(X), eager.asarray(y), eager.asarray(alpha), method="lsqr", atol=1e-9, btol=1e-9, per_target=True
+    )
     check_within_bound(res, eager, X, y, alpha=alpha, fit_intercept=True, atol=1e-9, btol=1e-9)
     assert int(eager.to_numpy(res.rank)) == shape[1]
     # Stronger damping, better conditioning: no more iterations.
@@ -242,7 +244,7 @@ def test_stays_on_device(strict_device):
     sw = strict_device.asarray(np.linspace(0.5, 1.5, 20))
     for res in (
         lsq.lstsq(Xd, yd, method="lsqr", fit_intercept=True, sample_weight=sw),
-        lsq.ridge(Xd, yd, strict_device.asarray([0.1, 1.0]), method="lsqr", sample_weight=sw),
+        lsq.ridge(Xd, yd, strict_device.asarray([0.1, 1.0]), method="lsqr", sample_weight=sw, per_target=True),
         lsq.lstsq(strict_device.asarray(np.zeros((0, 3))), strict_device.asarray(np.zeros(0)), method="lsqr"),
     ):
         for field in res:
