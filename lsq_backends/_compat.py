@@ -1,4 +1,4 @@
-"""The one module that knows about individual array libraries.
+"""The layer that knows about individual array libraries: solvers call only this module.
 
 Every solver is written against the Python array API standard. The standard lacks a few things a
 least-squares library needs (a triangular solve, a value-dependent branch that survives
@@ -8,11 +8,18 @@ other array-API library works, only more slowly.
 
 Nothing here imports JAX, PyTorch, CuPy or Dask at module level: a branch is taken only when the
 caller's arrays already come from that library, so the library is already imported.
+
+Two private helpers belong to this layer and are reached through it: :mod:`._control`
+(``cond``, ``loop``, ``jit``: branches and loops that survive tracing) and
+:mod:`._dask_blocks` (the NumPy code that runs inside Dask tasks).
 """
 
 from __future__ import annotations
 
 import array_api_compat as _aac
+
+from ._control import cond, jit, loop
+from ._dask_blocks import _dask_per_matrix, _dask_solve_triangular, _dask_tsqr_apply, _numpy_safe_cholesky
 
 __all__ = [
     "align_rows",
@@ -64,6 +71,8 @@ def is_readable(x) -> bool:
 
         return not isinstance(x, jax.core.Tracer)
     return not is_lazy(x)
+
+
 def align_rows(xp, a, like):
     """``a`` (..., m, k) with its rows laid out as those of ``like`` (..., m, n)."""
     if _aac.is_dask_namespace(xp):
@@ -190,15 +199,6 @@ def cholesky(xp, a):
         return _nan_like(xp, a)
 
 
-def _numpy_safe_cholesky(a):
-    import numpy as np
-
-    try:
-        return np.linalg.cholesky(a)
-    except np.linalg.LinAlgError:
-        return np.full_like(a, np.nan)
-
-
 def _scipy_for(xp):
     """The SciPy-like module that has ``solve_triangular`` for ``xp``, or None."""
     if _aac.is_numpy_namespace(xp):
@@ -291,36 +291,6 @@ def triangular_inverse(xp, a, *, lower: bool):
     return solve_triangular(xp, a, eye, lower=lower)
 
 
-def _dask_solve_triangular(a, b, lower):
-    import dask.array as da
-    import numpy as np
-    import scipy.linalg
-
-    def block(a_blk, b_blk):
-        # Both branches of a choice are computed on Dask (see cond): the branch not taken may
-        # meet an exactly singular triangle, on which SciPy raises. NaN, like the other paths.
-        try:
-            return scipy.linalg.solve_triangular(a_blk, b_blk, lower=lower, check_finite=False)
-        except scipy.linalg.LinAlgError:
-            return np.full(np.broadcast_shapes(a_blk.shape[:-2], b_blk.shape[:-2]) + b_blk.shape[-2:], np.nan, b_blk.dtype)
-
-    batch = "abcdefgh"[: b.ndim - 2]
-    return da.blockwise(
-        block, batch + "ik", a, batch + "ij", b, batch + "jk", dtype=b.dtype, concatenate=True
-    )
-
-
-def _dask_per_matrix(func, signature, x, n_out, p):
-    # Quirk: dask's qr/svd are 2-D only. A stack of small problems is solved one block of
-    # whole matrices at a time with NumPy (the batch axes stay chunked).
-    import dask.array as da
-
-    x = x.rechunk({-2: -1, -1: -1})
-    return da.apply_gufunc(
-        func, signature, x, output_sizes={"p": p}, output_dtypes=(x.dtype,) * n_out
-    )
-
-
 def qr(xp, x):
     """Reduced QR of the stack ``x`` (..., m, n) with m >= n: (Q (..., m, n), R (..., n, n))."""
     if _aac.is_dask_namespace(xp):
@@ -375,6 +345,12 @@ def svd(xp, x):
         # through delayed, which recomputed the whole upstream graph.)
         func = lambda a: tuple(np.linalg.svd(a, full_matrices=False))  # noqa: E731
         return _dask_per_matrix(func, "(m,n)->(m,p),(p),(p,n)", x, 3, p)
+    if _aac.is_numpy_namespace(xp) and x.shape[-2] < x.shape[-1]:
+        # Quirk: NumPy's gesdd on a wide C-order matrix measured ~2x slower than on its
+        # transpose (a free view, F-order to LAPACK): 0.30 s against 0.16 s at 200 x 5000.
+        # x^T = V S U^T, so the factors swap roles.
+        v, s, ut = xp.linalg.svd(xp.linalg.matrix_transpose(x), full_matrices=False)
+        return xp.linalg.matrix_transpose(ut), s, xp.linalg.matrix_transpose(v)
     u, s, vh = xp.linalg.svd(x, full_matrices=False)
     return u, s, vh
 
@@ -391,52 +367,6 @@ def eigh(xp, a):
         return _dask_per_matrix(func, "(i,j)->(p),(i,p)", a, 2, a.shape[-1])
     w, v = xp.linalg.eigh(a)
     return w, v
-def jit(xp, fn):
-    """``fn`` compiled on JAX (once per input shape), unchanged elsewhere.
-
-    Quirk: eager JAX compiles every operation for each new shape; a function of many small
-    operations called on chunks (streaming updates) is far faster as one compiled call.
-    Inside a caller's ``jax.jit`` the inner one is simply inlined.
-    """
-    if _aac.is_jax_namespace(xp):
-        import jax
-
-        return jax.jit(fn)
-    return fn
-
-
-def cond(xp, pred, true_fn, false_fn, operands):
-    """``true_fn(*operands)`` if the scalar boolean ``pred`` holds, else ``false_fn(*operands)``.
-
-    The value-dependent branch every robust solver needs (Cholesky failed, R is singular, X is
-    ill conditioned), made so that it never breaks tracing:
-
-    - JAX: ``lax.cond``, a traced branch; under ``jax.jit`` nothing leaves the device, under
-      ``vmap`` it becomes a select.
-    - Dask: both branches are built into the graph and selected with ``where``, so nothing is
-      computed before the user asks. The operands of each branch are gated by ``pred``, so
-      the pass over X that a fallback needs (the tree QR of ``qr_apply``) is skipped at
-      compute time when the branch is not taken; only its O(n^3) small-factor work runs.
-    - Eager libraries (NumPy, CuPy, PyTorch, array-api-strict): one scalar is read to choose the
-      branch, the only device-to-host transfer in a fit (one boolean); only one branch runs.
-    """
-    if _aac.is_jax_namespace(xp):
-        import jax
-
-        return jax.lax.cond(pred, true_fn, false_fn, *operands)
-    if _aac.is_dask_namespace(xp) and is_lazy(pred):
-        # Both branches go into the graph, each on operands gated by ``pred``: at compute time
-        # the blocks of the branch not taken become zero-stride constants (no memory, no
-        # copy), on which the one-pass QR below (the only pass over X inside a branch of a
-        # 2-D problem) costs O(n^2) per chunk. The small-factor work of both branches runs.
-        ops_t = tuple(_dask_gate(a, pred) for a in operands)
-        ops_f = tuple(_dask_gate(a, ~pred) for a in operands)
-        a, b = true_fn(*ops_t), false_fn(*ops_f)
-        return tuple(xp.where(pred, x, y) for x, y in zip(a, b))
-    if is_lazy(pred):
-        a, b = true_fn(*operands), false_fn(*operands)
-        return tuple(xp.where(pred, x, y) for x, y in zip(a, b))
-    return true_fn(*operands) if bool(pred) else false_fn(*operands)
 
 
 def qr_r(xp, x):
@@ -463,69 +393,8 @@ def qr_r(xp, x):
         # jnp.linalg.qr(mode="r") skips forming Q (the standard's signature lacks the mode).
         return xp.linalg.qr(x, mode="r")
     return qr(xp, x)[1]
-def _is_tracer(x):
-    import jax
-
-    return isinstance(x, jax.core.Tracer)
 
 
-def _in_host_memory(xp, x):
-    """Whether reading a value of ``x`` costs nothing (no device to wait for)."""
-    if _aac.is_numpy_namespace(xp) or _aac.is_array_api_strict_namespace(xp):
-        return True
-    if _aac.is_jax_namespace(xp):
-        return all(d.platform == "cpu" for d in x.devices())
-    if _aac.is_torch_namespace(xp):
-        return x.device.type == "cpu"
-    return False
-
-
-def loop(xp, body, state, max_iter, done, operands=()):
-    """``state = body(state, *operands)`` up to ``max_iter`` times, stopping once the scalar
-    ``done(state)`` holds; ``state`` is a tuple of arrays (a NamedTuple) whose shapes ``body``
-    keeps, ``operands`` the arrays every iteration reads (X).
-
-    ``body`` must leave a finished state unchanged (mask its updates with ``where``): the loop
-    may run it a few more times, so when it stops is not a result, only a saving.
-
-    - JAX, traced (under ``jax.jit``, ``vmap``): ``lax.while_loop``, nothing leaves the
-      device (under ``vmap`` it runs until every problem is done). Not reverse-mode
-      differentiable. Eager JAX takes the Python loop below: a ``while_loop`` outside ``jit``
-      is traced and compiled anew on every call (seconds), each eager operation only once.
-    - Eager libraries: a Python loop that reads ``done`` (one boolean) every few iterations:
-      every one where arrays live in host memory (NumPy, array-api-strict, PyTorch on the CPU;
-      the read is free), every 10th on a GPU, where each read waits for the queued kernels.
-    - Dask: a lazy loop would grow the graph by one iteration's tasks each time round and only
-      ever be computed whole, so every 10 iterations the state is persisted (computed, kept in
-      memory, the graph cut) and ``done`` read: the fit computes, and its results are Dask
-      arrays backed by persisted chunks. ``operands`` are persisted once, first: otherwise
-      every block of iterations would recompute them (X centered and weighted) from their
-      graph. Building each iteration's graph costs ~10 ms per array operation here (hundreds
-      per LSQR iteration): worth it when a product with X takes longer than that.
-    """
-    if _aac.is_jax_namespace(xp) and any(_is_tracer(a) for a in (*state, *operands)):
-        import jax
-
-        def cond_fun(carry):
-            return (carry[0] < max_iter) & ~done(carry[1])
-
-        return jax.lax.while_loop(cond_fun, lambda c: (c[0] + 1, body(c[1], *operands)), (0, state))[1]
-    lazy = _aac.is_dask_namespace(xp)
-    if lazy:
-        import dask
-
-        operands = dask.persist(*operands)
-    every = 1 if _in_host_memory(xp, state[0]) else 10
-    i = 0
-    while i < max_iter:
-        if lazy:
-            state = type(state)(*dask.persist(*state))
-        if bool(done(state)):
-            break
-        for _ in range(min(every, max_iter - i)):
-            state = body(state, *operands)
-        i += every
-    return state
 def one_pass_qr(xp) -> bool:
     """True where Householder QR of a tall 2-D X is one pass over its rows (Dask: a tree of
     per-chunk QRs), cheaper than CholeskyQR2's three passes (Gram, X M, Q1^T Q1)."""
@@ -533,74 +402,13 @@ def one_pass_qr(xp) -> bool:
     return _aac.is_dask_namespace(xp)
 
 
-_TREE = 8  # R factors stacked and re-factored per node of the Dask TSQR tree
 
 
-def _dask_tsqr_apply(x, y):
-    """(R, Q^T y) of a row-chunked Dask X (m, n) from the R factor of [X | y]: one QR per row
-    chunk, then QRs of stacks of ``_TREE`` triangles up a tree; Q is never formed."""
-    import dask.array as da
-
-    n, p = x.shape[1], x.shape[1] + y.shape[1]
-    # Quirk: one chunk across the columns (a rechunk if the caller split them); y's row
-    # chunks made to match X's.
-    x = x.rechunk({1: -1})
-    y = y.rechunk((x.chunks[0], -1))
-    r = da.map_blocks(_block_r, x, y, chunks=((p,) * x.numblocks[0], (p,)), dtype=x.dtype)
-    while r.numblocks[0] > 1:
-        r = r.rechunk({0: _TREE * p})
-        r = r.map_blocks(_block_r, chunks=((p,) * r.numblocks[0], (p,)), dtype=r.dtype)
-    return r[:n, :n], r[:n, n:]
 
 
-def _block_r(a, b=None):
-    """R factor (p x p, zero rows appended if the block is short) of the block [a | b]."""
-    import numpy as np
-
-    rows = a.shape[0]
-    if rows > 1 and a.strides[0] == 0 and (b is None or b.strides[0] == 0):
-        # Every row is the same (a branch gated off by ``cond``, or constant data): the block
-        # is 1 r^T, whose R is sqrt(rows) r^T. O(p) instead of a QR of the block.
-        a = a[:1] * np.sqrt(rows)
-        b = None if b is None else b[:1] * np.sqrt(rows)
-    ab = a if b is None else np.concatenate([a, b], axis=1)
-    p = ab.shape[1]
-    # Householder QR of a skinny block is memory bound (one sweep of the block per column):
-    # factor cache-sized slices (2048 rows x p), then their stacked R factors: 3 ms against
-    # 7.7 ms for one geqrf of a 20000 x 21 block here (one thread); the same R up to signs.
-    step = max(2048, 4 * p)
-    if rows > step:
-        ab = np.concatenate([_lapack_r(ab[i : i + step]) for i in range(0, rows, step)])
-    r = _lapack_r(ab)
-    return np.concatenate([r, np.zeros((p - r.shape[0], p), r.dtype)]) if r.shape[0] < p else r
 
 
-def _lapack_r(a):
-    """R factor (min(rows, p) x p) of a NumPy block: LAPACK's geqrf through SciPy (numpy's
-    qr(mode="r") measured 8x slower on a 20000 x 21 block), NumPy's qr without SciPy."""
-    import numpy as np
-
-    try:
-        from scipy.linalg import get_lapack_funcs
-    except ImportError:
-        return np.linalg.qr(a, mode="r")
-    if a.shape[0] == 0:  # LAPACK refuses an empty block (lda < 1)
-        return np.zeros((0, a.shape[1]), a.dtype)
-    (geqrf,) = get_lapack_funcs(("geqrf",), (a,))
-    qr = geqrf(np.asfortranarray(a), overwrite_a=True)[0]
-    return np.triu(qr[: min(a.shape)])
 
 
-def _dask_gate(a, keep):
-    """``a``, whose blocks become zero-stride zeros at compute time unless ``keep`` (0-d)."""
-    import dask.array as da
-
-    ind = tuple(range(a.ndim))
-    return da.blockwise(_keep_block, ind, a, ind, keep, (), dtype=a.dtype)
 
 
-def _keep_block(block, keep):
-    import numpy as np
-
-    # A value read inside a task at compute time, not while the graph is built.
-    return block if keep else np.broadcast_to(np.zeros((), dtype=block.dtype), block.shape)

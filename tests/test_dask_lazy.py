@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import lsq_backends as lsq
-from lsq_backends import _compat
+from lsq_backends import _dask_blocks
 from problems import METHODS, cond, design, tolerance
 
 da = pytest.importorskip("dask.array")
@@ -90,13 +90,13 @@ def test_fallback_pass_runs_only_when_taken(monkeypatch, method, rank, on_data):
     """The QR pass over X inside a fallback branch is gated by the branch's predicate: on a
     well-conditioned full-rank X, ``normal`` and ``auto`` run no QR of a data chunk."""
     seen = []
-    real = _compat._block_r
+    real = _dask_blocks._block_r
 
     def spy(a, b=None):
         seen.append(a.shape[0] == CHUNK and a.strides[0] != 0)
         return real(a, b)
 
-    monkeypatch.setattr(_compat, "_block_r", spy)
+    monkeypatch.setattr(_dask_blocks, "_block_r", spy)
     X, y, _ = _data(rank=rank, offset=0.0)  # cond(X) = 30: auto keeps the normal equations
     got = _fit_lazily(lsq.lstsq, X, y, method=method)
     assert sum(seen) == on_data  # chunks of X factorized (6 chunks, none when gated off)
