@@ -259,11 +259,11 @@ def test_jit_vmap(request):
     jnp = jax.numpy
     X, y = _problem(40, 70, k=2, seed=7, cond=3.0)  # cond 3: rounding cannot change the path
     Xj, yj = jnp.asarray(X), jnp.asarray(y)
-    static = ("method", "fit_intercept", "atol", "btol", "max_iter")
+    static = ("method", "fit_intercept", "atol", "btol", "max_iter", "per_target")
     fit = jax.jit(lsq.ridge, static_argnames=static)
     for kw in ({"atol": 1e-9, "btol": 1e-9}, {"max_iter": 4}):
-        traced = fit(Xj, yj, jnp.asarray([0.0, 2.0]), method="lsqr", **kw)
-        eager = lsq.ridge(X, y, np.array([0.0, 2.0]), method="lsqr", **kw)
+        traced = fit(Xj, yj, jnp.asarray([0.0, 2.0]), method="lsqr", per_target=True, **kw)
+        eager = lsq.ridge(X, y, np.array([0.0, 2.0]), method="lsqr", per_target=True, **kw)
         assert isinstance(traced, lsq.LstsqResult)
         np.testing.assert_array_equal(np.asarray(traced.n_iter), eager.n_iter)
         np.testing.assert_allclose(np.asarray(traced.coef), eager.coef, rtol=1e-9, atol=1e-12)
