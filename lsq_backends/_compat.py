@@ -38,6 +38,7 @@ __all__ = [
     "one_pass_qr",
     "qr",
     "qr_apply",
+    "qr_implicit",
     "qr_r",
     "solve_triangular",
     "triangular_inverse",
@@ -304,6 +305,52 @@ def qr(xp, x):
         x = x.rechunk({1: -1})
     q, r = xp.linalg.qr(x, mode="reduced")
     return q, r
+
+
+def qr_implicit(xp, x):
+    """Reduced QR of the tall stack ``x`` (..., m, n), m >= n: ``(R, q_times)`` with
+    ``q_times(c) = Q @ c`` for ``c`` (..., n, k), Q applied from its Householder reflectors
+    (LAPACK's ormqr) where the library can: forming Q (orgqr) costs about as much as the
+    factorization, and the wide solvers only ever need Q times a small matrix."""
+    m, n = x.shape[-2:]
+    if _aac.is_torch_namespace(xp):
+        import torch
+
+        h, tau = torch.geqrf(x)
+
+        def q_times(c):
+            pad = torch.zeros((*c.shape[:-2], m - n, c.shape[-1]), dtype=c.dtype, device=c.device)
+            return torch.ormqr(h, tau, torch.cat([c, pad], dim=-2), left=True, transpose=False)
+
+        return torch.triu(h[..., :n, :]), q_times
+    if _aac.is_numpy_namespace(xp) and x.ndim == 2 and min(m, n) > 0 and _scipy_for(xp) is not None:
+        # numpy.linalg.qr always forms Q. Measured at X^T of 200 x 5000 (one thread): geqrf
+        # 24 ms, against 53 ms for numpy.linalg.qr; ormqr of one column is negligible.
+        import numpy as np
+        from scipy.linalg import lapack
+
+        geqrf, ormqr = lapack.get_lapack_funcs(("geqrf", "ormqr"), (x,))
+        lwork = int(geqrf(x, lwork=-1)[2][0].real)
+        h, tau, _, info = geqrf(x, lwork=max(lwork, 1), overwrite_a=False)
+        if info != 0:
+            msg = f"LAPACK geqrf failed (info={info})"
+            raise RuntimeError(msg)
+
+        def q_times(c):
+            full = np.zeros((m, c.shape[-1]), dtype=h.dtype)
+            if c.shape[-1] == 0:
+                return full
+            full[:n] = c
+            lw = int(ormqr("L", "N", h, tau, full, -1)[1][0].real)
+            out, _, info = ormqr("L", "N", h, tau, full, max(lw, 1), overwrite_c=True)
+            if info != 0:
+                msg = f"LAPACK ormqr failed (info={info})"
+                raise RuntimeError(msg)
+            return out
+
+        return np.triu(h[:n]), q_times
+    q, r = qr(xp, x)
+    return r, lambda c: matmul(xp, q, c)
 
 
 def qr_apply(xp, x, y):

@@ -126,7 +126,7 @@ def householder(xp, X, Y, alpha, rcond, offset_sq=None):
     m, n = X.shape[-2:]
     wide = m < n
     if wide:
-        Q, R = _compat.qr(xp, mT(xp, X))  # X^T = Q R
+        R, q_times = _compat.qr_implicit(xp, mT(xp, X))  # X^T = Q R, Q applied implicitly
         Z = Y  # right-hand side of R^T U = Y
     else:
         R, Z = _compat.qr_apply(xp, X, Y)  # X = Q R, Z = Q^T Y (Q never formed if avoidable)
@@ -168,7 +168,7 @@ def householder(xp, X, Y, alpha, rcond, offset_sq=None):
     def triangular(X, Y):
         if alpha is None:
             if wide:
-                W = dot(xp, Q, _compat.solve_triangular(xp, mT(xp, R), Y, lower=True))
+                W = q_times(_compat.solve_triangular(xp, mT(xp, R), Y, lower=True))
             else:
                 W = _compat.solve_triangular(xp, R, Z, lower=False)
             return W, full_rank(xp, X.shape[:-2], min(m, n), X)
@@ -176,7 +176,7 @@ def householder(xp, X, Y, alpha, rcond, offset_sq=None):
             # w = X^T (X X^T + a I)^{-1} y with X X^T + a I = T^T T.
             U = _compat.solve_triangular(xp, mT(xp, T), Zs, lower=True)
             U = _compat.solve_triangular(xp, T, U, lower=False)
-            W = dot(xp, Q, dot(xp, R, merge_targets(xp, U, alpha)))
+            W = q_times(dot(xp, R, merge_targets(xp, U, alpha)))
         else:
             W = merge_targets(xp, _compat.solve_triangular(xp, T, Zs, lower=False), alpha)
         return W, full_rank(xp, X.shape[:-2], n, X)
@@ -186,7 +186,7 @@ def householder(xp, X, Y, alpha, rcond, offset_sq=None):
             # X = R^T Q^T; with R^T = U S V^T, X = U S (Q V)^T.
             u, s, vh = _compat.svd(xp, mT(xp, R))
             W, rank = svd.filtered_solve(xp, u, s, vh, Y, alpha, cutoff, n, frob)
-            return dot(xp, Q, W), rank
+            return q_times(W), rank
         u, s, vh = _compat.svd(xp, R)  # X = (Q U) S V^T, and (Q U)^T y = U^T Z
         scale = svd.uncentered_scale(xp, xp.sum(R * R, axis=-2), offset_sq)
         return svd.filtered_solve(xp, u, s, vh, Z, alpha, cutoff, n, scale)

@@ -5,7 +5,8 @@ Handles every problem: tall, wide, rank deficient. Singular values below
 ``numpy.linalg.lstsq``), which gives the minimum-norm least-squares solution, the one
 ``scipy.linalg.lstsq`` (gelsd) returns. Ridge uses the filter factors
 ``s / (s**2 + alpha)``. Error ~ eps * cond(X). Cost: a QR of X plus the SVD of its n x n
-factor (tall X), or a thin SVD (wide X): the most expensive method.
+factor (tall X), or a QR of X^T and the SVD of its m x m factor (wide X): the most
+expensive method.
 """
 
 from __future__ import annotations
@@ -65,7 +66,12 @@ def solve(xp, X, Y, alpha, rcond, offset_sq=None):
         scale = uncentered_scale(xp, xp.sum(R * R, axis=-2), offset_sq)
         coef, rank = filtered_solve(xp, u, s, vh, Z, alpha, cutoff, n, scale)
     else:
-        u, s, vh = _compat.svd(xp, X)
+        # X^T = Q R, so X = R^T Q^T; with R^T = U S V^T, X = U S (Q V)^T: the SVD of an m x m
+        # factor, Q applied to the m x k solution (0.6x numpy.linalg.lstsq at 200 x 5000,
+        # where the SVD of X itself, forming its n x m singular vectors, took 1.4x).
+        R, q_times = _compat.qr_implicit(xp, mT(xp, X))
+        u, s, vh = _compat.svd(xp, mT(xp, R))
         scale = uncentered_scale(xp, xp.sum(X * X, axis=-2), offset_sq)
-        coef, rank = filtered_solve(xp, u, s, vh, Y, alpha, cutoff, n, scale)
+        W, rank = filtered_solve(xp, u, s, vh, Y, alpha, cutoff, n, scale)
+        coef = q_times(W)
     return coef, rank, s
