@@ -40,7 +40,10 @@ def tests(session, backend):
             session.skip("cupy is installed but no CUDA device is usable here")
     module = {"dask": "dask.array"}.get(backend, backend)
     session.run("python", "-c", f"import {module}")  # the backend must import, or fail here
-    session.run("pytest", "-q", *session.posargs, env={"LSQ_BACKENDS": backend})
+    # JAX's tests are dominated by single-threaded XLA compilation: two workers took the
+    # session from 469 s to 326 s on this 2-core machine. The others are BLAS-bound or short.
+    workers = ["-n", "2"] if backend == "jax" else []
+    session.run("pytest", "-q", *workers, *session.posargs, env={"LSQ_BACKENDS": backend})
 
 
 @nox.session
