@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from .. import _compat
 
 
@@ -89,6 +91,20 @@ def pivot_ratios(xp, pivots, colsq, offset_sq):
         ref = ref + (offset_sq[..., None, :] if colsq.ndim > offset_sq.ndim else offset_sq)
     ref = xp.sqrt(ref)
     return xp.abs(pivots) / xp.where(ref > 0, ref, xp.ones_like(ref))
+
+
+def gram_noise(xp, a, m, n):
+    """Relative rounding noise of the eigenvalues (and squared Cholesky pivots) of a formed
+    Gram matrix: ``eps * (sqrt(max(m, n)) + min(m, n))``.
+
+    Each entry is a sum of max(m, n) products; its error grows like ``sqrt(max(m, n)) * eps``
+    with high probability (Higham and Mary's probabilistic rounding-error analysis, 2019), not
+    the worst case ``max(m, n) * eps``; the factorization of the min(m, n)-square matrix adds
+    ``min(m, n) * eps``. Measured here: at most 2 eps * lam_max on exactly rank-deficient
+    centered float32 and float64 data up to 200000 x 200. The worst-case factor made float32
+    fits at m = 200000 (``eps * m = 0.024``) take cond-100 data for rank deficient (65% error).
+    """
+    return eps(xp, a) * (math.sqrt(max(m, n, 1)) + min(m, n))
 
 
 def default_cutoff(xp, a, m, n, rcond):

@@ -6,7 +6,7 @@ p x p matrix, p = min(m, n): the fastest method, but the Gram matrix squares the
 number, so the error grows like eps * cond(X)**2. Accurate for cond(X) << eps**-0.5.
 
 A numerically singular Gram matrix (the factorization breaks down; a pivot ``L_jj`` is at
-most ``max(rcond, sqrt(eps * max(m, n))) * sqrt(A_jj)``; or, as in QR, at most
+most ``max(rcond, sqrt(gram_noise)) * sqrt(A_jj)`` (``_shared.gram_noise``); or, as in QR, at most
 ``rcond * ||X[:, j]||`` with the column's norm before centering: both scale-free) is detected
 and the problem is re-solved by the SVD path, so rank-deficient problems get the minimum-norm
 solution, never NaN.
@@ -25,8 +25,8 @@ from ._shared import (
     default_cutoff,
     diagonal,
     dot,
-    eps,
     full_rank,
+    gram_noise,
     merge_targets,
     mT,
     pivot_ratios,
@@ -82,13 +82,13 @@ def full_rank_test(xp, fac, X, rcond, offset_sq, *, global_scale=False):
     """Boolean per problem of the batch: does the Gram factor look full rank?
 
     A pivot against its own column's norm (dependence at the Gram matrix's precision,
-    ``max(rcond, sqrt(eps * max(m, n)))``); against the column's norm before centering (noise
+    ``max(rcond, sqrt(gram_noise))``, see ``_shared.gram_noise``); against the column's norm before centering (noise
     left by centering, ``rcond``, default eps * max(m, n)); with ``global_scale``, also against
     the largest column (a dependence hidden by a small column). A failed factorization leaves
     a non-positive or NaN pivot, which fails every test.
     """
     m, n = X.shape[-2:]
-    tol = max(rcond or 0.0, math.sqrt(eps(xp, X) * max(m, n, 1)))
+    tol = max(rcond or 0.0, math.sqrt(gram_noise(xp, X, m, n)))
     pivots = diagonal(xp, fac.L)
     d = diagonal(xp, fac.A)
     if fac.wide:

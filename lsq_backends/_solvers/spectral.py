@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from .. import _compat
-from ._shared import count, dot, eps, full_rank, mT
+from ._shared import count, dot, eps, full_rank, gram_noise, mT
 
 
 class Spectrum(NamedTuple):
@@ -45,7 +45,8 @@ def _cut(xp, X, lam, offset_sq, gram):
     (NumPy's lstsq cutoff), so ``c**2`` on eigenvalues, against the largest one or, with an
     intercept, the largest column before centering (centering leaves noise at that scale).
     Eigenvalues of a formed Gram matrix carry absolute errors ~ eps * lam_max: at least
-    ``c * lam_max`` there."""
+    ``gram_noise * lam_max`` there (``_shared.gram_noise``; the worst-case ``c * lam_max``
+    dropped real directions of cond-100 float32 data at m = 2000)."""
     m, n = X.shape[-2:]
     c = eps(xp, X) * max(m, n, 1)
     ref = xp.max(lam, axis=-1, keepdims=True)
@@ -53,7 +54,7 @@ def _cut(xp, X, lam, offset_sq, gram):
     if offset_sq is not None:
         scale2 = xp.max(xp.sum(X * X, axis=-2) + offset_sq, axis=-1, keepdims=True)
         cut = xp.maximum(cut, c * c * scale2)
-    return xp.maximum(cut, c * ref) if gram else cut
+    return xp.maximum(cut, gram_noise(xp, X, m, n) * ref) if gram else cut
 
 
 def gram(xp, X, Y, offset_sq=None, *, samples=False):
