@@ -35,6 +35,8 @@ TOL = {"float64": 1e-8, "float32": 1e-3}  # relative coefficient error above whi
 # method="lsqr" stops at its default atol = btol (1e-6; float32 1.2e-5), not at rounding: its
 # error is up to ~COND * sqrt(n) * atol (n <= 1000 in the grid).
 TOL_LSQR = {dt: COND * math.sqrt(1000) * max(1e-6, 100 * float(np.finfo(dt).eps)) for dt in DTYPES}
+# method="normal" errs like eps * COND**2 (float32: 1.2e-3, times a modest dimension factor).
+TOL_NORMAL = {dt: max(TOL[dt], 10 * float(np.finfo(dt).eps) * COND**2) for dt in DTYPES}
 JAX_STATIC = ("method", "rcond", "fit_intercept", "check_finite")
 
 

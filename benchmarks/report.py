@@ -7,7 +7,7 @@ import math
 from itertools import groupby
 from pathlib import Path
 
-from .bench import TOL, TOL_LSQR
+from .bench import TOL, TOL_LSQR, TOL_NORMAL
 
 NUMPY_PEER = "numpy.linalg.lstsq"
 MARKERS = {"auto": "o", "normal": "s", "qr": "^", "svd": "D", "lsqr": "v"}
@@ -46,11 +46,12 @@ def _fmt(x, spec):
 
 
 def fmt_err(row):
-    """Relative coefficient error, flagged with ⚠ above the dtype's tolerance (or NaN)."""
+    """Relative coefficient error, flagged with ⚠ above the dtype's tolerance (or NaN); ``normal``
+    and ``lsqr`` rows against their own error bounds."""
     e = row["rel_err"]
     if e is None:
         return ""
-    tol = (TOL_LSQR if row["method"] == "lsqr" else TOL)[row["dtype"]]
+    tol = {"lsqr": TOL_LSQR, "normal": TOL_NORMAL}.get(row["method"], TOL)[row["dtype"]]
     bad = not math.isfinite(e) or e > tol
     return f"{e:.1e}" + (" ⚠" if bad else "")
 
