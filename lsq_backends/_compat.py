@@ -21,15 +21,18 @@ import array_api_compat as _aac
 
 from ._control import cond, jit, loop
 from ._dask_blocks import _dask_per_matrix, _dask_tsqr_apply, _numpy_safe_cholesky
-from ._triangular import _scipy_for, batch_last, solve_triangular, triangular_inverse
+from ._triangular import SMALL_STACK, _scipy_for, batch_last, cho_solve, solve_triangular, triangular_inverse
 
 __all__ = [
     "align_rows",
     "array_namespace",
     "batch_last",
+    "cho_solve",
+    "SMALL_STACK",
     "cholesky",
     "cond",
     "default_dtypes",
+    "diagonal",
     "gram",
     "device",
     "eigh",
@@ -108,6 +111,19 @@ def matmul(xp, a, b):
 
         return xp.matmul(a, b, precision=jax.lax.Precision.HIGHEST)
     return xp.matmul(a, b)
+
+
+def diagonal(xp, a):
+    """Diagonal of a stack of square matrices, shape (..., p).
+
+    Quirk: NumPy returns a strided view, and elementwise work on it over a stack of small
+    matrices measured 1.7x slower than on a copy (0.39 against 0.23 ms for one division and
+    square root on the diagonals of 10000 8x8 factors; the copy costs 0.08 ms).
+    """
+    d = xp.linalg.diagonal(a)
+    if _aac.is_numpy_namespace(xp) and a.ndim > 2:
+        return xp.asarray(d, copy=True)
+    return d
 
 
 # Row block of ``gram`` on NumPy: ~256 KB of float64, so X^T Y reads the block from cache.

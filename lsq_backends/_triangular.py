@@ -56,30 +56,53 @@ def solve_triangular(xp, a, b, *, lower: bool):
         # loops over them in Python (0.2x a Python loop of numpy.linalg.lstsq on 10000 8x8
         # problems), and cupyx's is 2-D only: stacks take the standard paths below instead.
         return sp.solve_triangular(a, b, lower=lower, check_finite=False)
-    if a.ndim > 2 and a.shape[-1] <= SMALL_STACK and b.shape[-1] == 1:
+    if _substitutes(xp, a, b):
         return _substitute(xp, a, b, lower)
     # Standard fallback: LU on a triangular matrix needs no row exchanges and is backward stable.
     return xp.linalg.solve(a, b)
+
+
+def cho_solve(xp, L, b, *, Lt=None):
+    """Solve ``L L^T x = b`` for lower Cholesky factors ``L`` (..., n, n), ``b`` (..., n, k).
+
+    ``Lt``, if given, is ``batch_last(xp, L)``: on stacks of small factors the two sweeps (and
+    the condition estimate, see ``condest``) share that one copy of the stack.
+    """
+    if _substitutes(xp, L, b):
+        z = _substitute(xp, L, b, True, at=Lt)
+        return _substitute(xp, L, z, False, at=Lt, transpose=True)
+    z = solve_triangular(xp, L, b, lower=True)
+    return solve_triangular(xp, xp.linalg.matrix_transpose(L), z, lower=False)
 
 
 # Stacks of triangles up to this size are solved by substitution vectorized over the stack.
 SMALL_STACK = 16
 
 
-def _substitute(xp, a, b, lower):
+def _substitutes(xp, a, b):
+    """Stacks of small triangles and one right-hand side, on libraries without a batched
+    triangular solve of their own (NumPy, CuPy, array-api-strict): substitution."""
+    own = _aac.is_torch_namespace(xp) or _aac.is_dask_namespace(xp) or _aac.is_jax_namespace(xp)
+    return not own and a.ndim > 2 and a.shape[-1] <= SMALL_STACK and b.shape[-1] == 1
+
+
+def _substitute(xp, a, b, lower, *, at=None, transpose=False):
     """Forward (or back) substitution for a stack of small triangles and one right-hand side,
     written with elementwise operations over the whole stack: n**2 / 2 array operations in
     all, instead of NumPy's batched LU (``linalg.solve``), which pays a few microseconds per
-    matrix. Backward stable, as any substitution."""
+    matrix. Backward stable, as any substitution. ``transpose`` solves with ``a^T`` (``lower``
+    then describes ``a^T``); ``at`` is ``batch_last(a)`` if the caller already has it."""
     n = a.shape[-1]
     batch = tuple(a.shape[:-2]) if a.ndim >= b.ndim else tuple(b.shape[:-2])
-    at = batch_last(xp, xp.broadcast_to(a, batch + (n, n)))
+    if at is None or tuple(a.shape[:-2]) != batch:
+        at = batch_last(xp, xp.broadcast_to(a, batch + (n, n)))
     bt = batch_last(xp, xp.broadcast_to(b, batch + (n, 1)))
+    entry = (lambda i, j: at[j, i, ...]) if transpose else (lambda i, j: at[i, j, ...])  # noqa: E731
     rows = [None] * n
     for i in range(n) if lower else range(n - 1, -1, -1):
         s = bt[i, 0, ...]
         for j in range(i) if lower else range(i + 1, n):
-            s = s - at[i, j, ...] * rows[j]
+            s = s - entry(i, j) * rows[j]
         rows[i] = s / at[i, i, ...]
     return xp.reshape(xp.stack(rows, axis=-1), batch + (n, 1))
 

@@ -59,9 +59,15 @@ def test_small_stacks_by_substitution(be, method):
 def test_stacked_inverse_norm_is_the_frobenius_norm(be):
     from lsq_backends._solvers.condest import _stacked_inverse_norm
 
-    L = np.linalg.cholesky(np.stack([a.T @ a for a in _problem((50, 20, 7), seed=2)[0]]))
+    A = np.stack([a.T @ a for a in _problem((50, 20, 7), seed=2)[0]])
+    L = np.linalg.cholesky(A)
     got = be.to_numpy(_stacked_inverse_norm(be.xp, be.asarray(L)))
     ref = np.linalg.norm(np.linalg.inv(L), axis=(-2, -1))
+    np.testing.assert_allclose(got, ref, rtol=1e3 * EPS * np.max(np.linalg.cond(L)))
+    # With d = diag(A): ||(D L)^-1||_F for D = diag(A)^-1/2, the factor of the equilibrated A.
+    d = np.diagonal(A, axis1=-2, axis2=-1)
+    got = be.to_numpy(_stacked_inverse_norm(be.xp, be.asarray(L), be.asarray(d)))
+    ref = np.linalg.norm(np.linalg.inv(L / np.sqrt(d)[..., :, None]), axis=(-2, -1))
     np.testing.assert_allclose(got, ref, rtol=1e3 * EPS * np.max(np.linalg.cond(L)))
 
 

@@ -18,8 +18,8 @@ def dot(xp, a, b):
 
 
 def diagonal(xp, a):
-    """Diagonal of a stack of square matrices, shape (..., p)."""
-    return xp.linalg.diagonal(a)
+    """Diagonal of a stack of square matrices, shape (..., p) (see ``_compat.diagonal``)."""
+    return _compat.diagonal(xp, a)
 
 
 def eye_like(xp, a, p):

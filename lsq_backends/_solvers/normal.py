@@ -51,10 +51,13 @@ class Factored:
             A = add_penalty(xp, A, alpha)
         self.A, self.B = A, split_targets(xp, B, alpha)
         self.L = _compat.cholesky(xp, A)
+        self.Lt = None  # _compat.batch_last(L), made once for stacks of small factors
 
     def condition(self, xp):
         """Estimate of cond(X) after column equilibration (see ``condest``)."""
-        return condition_estimate(xp, self.L, self.A)
+        if self.L.ndim > 2 and self.L.shape[-1] <= _compat.SMALL_STACK:
+            self.Lt = _compat.batch_last(xp, self.L)  # shared with the solve
+        return condition_estimate(xp, self.L, self.A, self.Lt)
 
     def solve_or(self, xp, X, Y, ok, fallback, rcond, offset_sq):
         """The Cholesky solution where the scalar ``ok`` holds, else ``fallback``'s solution
@@ -69,9 +72,7 @@ class Factored:
         return coef, rank, None
 
     def solve(self, xp, X):
-        Z = _compat.solve_triangular(xp, self.L, self.B, lower=True)
-        W = _compat.solve_triangular(xp, mT(xp, self.L), Z, lower=False)
-        W = merge_targets(xp, W, self.alpha)
+        W = merge_targets(xp, _compat.cho_solve(xp, self.L, self.B, Lt=self.Lt), self.alpha)
         if self.wide:
             W = dot(xp, mT(xp, X), W)
         rank = full_rank(xp, X.shape[:-2], self.n if self.alpha is not None else min(self.m, self.n), X)
