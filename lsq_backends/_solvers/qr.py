@@ -68,22 +68,32 @@ def cholqr_limit(xp, X):
     return eps(xp, X) ** -0.5 / 100
 
 
+def _cholqr2_gate(xp, X, rcond, offset_sq, fac):
+    """Scalar: may CholeskyQR2 factor X? It has no rank test of its own, so the Gram factor
+    must pass the normal path's, and the condition estimate must be within its limit."""
+    from . import normal  # normal imports svd, svd imports this module: kept acyclic here
+
+    kappa = fac.condition(xp)
+    ok = (kappa <= cholqr_limit(xp, X)) & normal.full_rank_test(xp, fac, X, rcond, offset_sq, global_scale=True)
+    return all_true(xp, ok)
+
+
+def _uses_cholqr2(xp, X, alpha):
+    m, n = X.shape[-2:]
+    return m >= n and alpha is None and n > 0 and not _compat.one_pass_qr(xp)
+
+
 def solve(xp, X, Y, alpha, rcond, offset_sq=None):
     """QR solution (CholeskyQR2 where safe, else Householder), falling back to the SVD of R on
     a numerically singular factor."""
-    m, n = X.shape[-2:]
-    if m < n or alpha is not None or n == 0 or _compat.one_pass_qr(xp):
+    if not _uses_cholqr2(xp, X, alpha):
         return householder(xp, X, Y, alpha, rcond, offset_sq)
-    from . import normal  # normal imports svd only; imported here to keep the graph acyclic
+    from . import normal
 
     fac = normal.Factored(xp, X, Y, None)
-    kappa = fac.condition(xp)
-    # CholeskyQR2 has no rank test of its own: the Gram factor must pass the normal path's.
-    ok = (kappa <= cholqr_limit(xp, X)) & normal.full_rank_test(xp, fac, X, rcond, offset_sq, global_scale=True)
-    ok = all_true(xp, ok)
     coef, rank = _compat.cond(
         xp,
-        ok,
+        _cholqr2_gate(xp, X, rcond, offset_sq, fac),
         lambda X, Y: _cholesky_qr2(xp, X, Y, fac, rcond, offset_sq),
         lambda X, Y: householder(xp, X, Y, None, rcond, offset_sq)[:2],
         (X, Y),
@@ -91,15 +101,39 @@ def solve(xp, X, Y, alpha, rcond, offset_sq=None):
     return coef, rank, None
 
 
-def _cholesky_qr2(xp, X, Y, fac, rcond, offset_sq):
+def r_factor(xp, X, Y, rcond, offset_sq=None):
+    """``(R, Q^T Y)`` of tall X (m >= n, n > 0): CholeskyQR2 where ``qr`` would use it (its
+    R = L2^T L^T, a backward-stable factor in that range), else Householder with Q applied
+    implicitly. The ``svd`` method takes the SVD of this R."""
+    if not _uses_cholqr2(xp, X, None):
+        return _compat.qr_apply(xp, X, Y)
+    from . import normal
+
+    fac = normal.Factored(xp, X, Y, None)
+
+    def cholqr2(X, Y):
+        M, L2, Z, good = _cholqr2_factors(xp, X, Y, fac)
+        R = dot(xp, mT(xp, L2), mT(xp, fac.L))
+        return _compat.cond(xp, good, lambda X, Y: (R, Z), lambda X, Y: _compat.qr_apply(xp, X, Y), (X, Y))
+
+    return _compat.cond(
+        xp,
+        _cholqr2_gate(xp, X, rcond, offset_sq, fac),
+        cholqr2,
+        lambda X, Y: _compat.qr_apply(xp, X, Y),
+        (X, Y),
+    )
+
+
+def _cholqr2_factors(xp, X, Y, fac):
     """CholeskyQR2 on the equilibrated X D, from the Gram factor L (A = X^T X = L L^T).
 
     X D = Q1 R1 with R1 = (D L)^T, Q1 = X M, M = D R1^{-1}: a matrix product rather than a
-    triangular solve with m right-hand sides (2x faster here through NumPy's BLAS; the solve
-    measured up to 0.4 digits better on NIST's large-residual Wampler problems, which is why
-    ``auto`` uses Householder QR instead). Then Q1 = Q R2 (the second pass repairs Q1's loss
-    of orthogonality, ~eps * cond**2) and w = M R2^{-1} Q^T y with Q^T y = R2^{-T} Q1^T y.
-    """
+    triangular solve with m right-hand sides (2x faster here through NumPy's BLAS). Then
+    Q1 = Q R2 with R2 = L2^T (the second pass repairs Q1's loss of orthogonality, ~eps *
+    cond**2), so X = Q L2^T L^T. Returns (M, L2, Q^T Y = L2^{-1} Q1^T Y, good): ``good`` is
+    False where a pivot of L2 is far from 1 (Q1^T Q1 is I up to eps * cond**2, so the
+    condition estimate was fooled)."""
     n = X.shape[-1]
     d = diagonal(xp, fac.A)
     dinv = 1 / xp.sqrt(xp.where(d > 0, d, xp.ones_like(d)))
@@ -109,9 +143,17 @@ def _cholesky_qr2(xp, X, Y, fac, rcond, offset_sq):
     Q1 = dot(xp, X, M)
     L2 = _compat.cholesky(xp, dot(xp, mT(xp, Q1), Q1))
     Z = _compat.solve_triangular(xp, L2, dot(xp, mT(xp, Q1), Y), lower=True)  # Q^T y
-    W = dot(xp, M, _compat.solve_triangular(xp, mT(xp, L2), Z, lower=False))
-    # Q1^T Q1 is I up to eps * cond**2: a pivot far from 1 means the estimate was fooled.
     good = all_true(xp, xp.abs(diagonal(xp, L2) - 1) < 0.5)
+    return M, L2, Z, good
+
+
+def _cholesky_qr2(xp, X, Y, fac, rcond, offset_sq):
+    """Least squares by CholeskyQR2 (``_cholqr2_factors``): w = M L2^{-T} Q^T y (the
+    triangular solve on the factors measured up to 0.4 digits better than on their product
+    on NIST's large-residual Wampler problems, which is why ``auto`` uses Householder QR)."""
+    n = X.shape[-1]
+    M, L2, Z, good = _cholqr2_factors(xp, X, Y, fac)
+    W = dot(xp, M, _compat.solve_triangular(xp, mT(xp, L2), Z, lower=False))
     return _compat.cond(
         xp,
         good,

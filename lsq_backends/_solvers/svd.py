@@ -6,7 +6,9 @@ Handles every problem: tall, wide, rank deficient. Singular values below
 ``scipy.linalg.lstsq`` (gelsd) returns. Ridge uses the filter factors
 ``s / (s**2 + alpha)``. Error ~ eps * cond(X). Cost: a QR of X plus the SVD of its n x n
 factor (tall X), or a QR of X^T and the SVD of its m x m factor (wide X): the most
-expensive method.
+expensive method. The QR of tall least squares is ``qr``'s: CholeskyQR2 where its gate
+passes (well-conditioned, full rank: three Gram-like products instead of Householder's
+BLAS-2 panels), Householder otherwise.
 """
 
 from __future__ import annotations
@@ -61,7 +63,12 @@ def solve(xp, X, Y, alpha, rcond, offset_sq=None):
     m, n = X.shape[-2:]
     cutoff = default_cutoff(xp, X, m, n, rcond)
     if m >= n:
-        R, Z = _compat.qr_apply(xp, X, Y)
+        if alpha is None and n > 0:
+            from .qr import r_factor  # qr imports this module: kept acyclic here
+
+            R, Z = r_factor(xp, X, Y, rcond, offset_sq)  # CholeskyQR2 where qr would use it
+        else:
+            R, Z = _compat.qr_apply(xp, X, Y)
         u, s, vh = _compat.svd(xp, R)
         scale = uncentered_scale(xp, xp.sum(R * R, axis=-2), offset_sq)
         coef, rank = filtered_solve(xp, u, s, vh, Z, alpha, cutoff, n, scale)
