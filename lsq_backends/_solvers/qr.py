@@ -226,7 +226,7 @@ def householder(xp, X, Y, alpha, rcond, offset_sq=None):
     def from_svd_of_r(X, Y):
         if wide:
             # X = R^T Q^T; with R^T = U S V^T, X = U S (Q V)^T.
-            u, s, vh = _compat.svd(xp, mT(xp, R))
+            u, s, vh = _compat.svd(xp, mT(xp, R), after_qr_implicit=True)
             W, rank = svd.filtered_solve(xp, u, s, vh, Y, alpha, cutoff, n, frob)
             return q_times(W), rank
         u, s, vh = _compat.svd(xp, R)  # X = (Q U) S V^T, and (Q U)^T y = U^T Z

@@ -77,7 +77,7 @@ def solve(xp, X, Y, alpha, rcond, offset_sq=None):
         # factor, Q applied to the m x k solution (0.6x numpy.linalg.lstsq at 200 x 5000,
         # where the SVD of X itself, forming its n x m singular vectors, took 1.4x).
         R, q_times = _compat.qr_implicit(xp, mT(xp, X))
-        u, s, vh = _compat.svd(xp, mT(xp, R))
+        u, s, vh = _compat.svd(xp, mT(xp, R), after_qr_implicit=True)
         scale = uncentered_scale(xp, xp.sum(X * X, axis=-2), offset_sq)
         W, rank = filtered_solve(xp, u, s, vh, Y, alpha, cutoff, n, scale)
         coef = q_times(W)
