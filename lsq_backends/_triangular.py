@@ -69,6 +69,8 @@ def cho_solve(xp, L, b, *, Lt=None):
     the condition estimate, see ``condest``) share that one copy of the stack.
     """
     if _substitutes(xp, L, b):
+        if Lt is None and tuple(L.shape[:-2]) == tuple(b.shape[:-2]):
+            Lt = batch_last(xp, L)  # one copy for both sweeps
         z = _substitute(xp, L, b, True, at=Lt)
         return _substitute(xp, L, z, False, at=Lt, transpose=True)
     z = solve_triangular(xp, L, b, lower=True)
