@@ -21,6 +21,7 @@ BACKENDS = {
     "torch": "torch",
     "dask": "dask.array",
     "cupy": "cupy",
+    "torch-cuda": "torch",  # torch tensors on the first CUDA device (skipped without one)
 }
 
 
@@ -106,6 +107,8 @@ def _load(name):
         pytest.skip(f"backend {name} is not installed ({exc})")
     if name == "cupy" and not mod.cuda.is_available():
         pytest.skip("cupy is installed but no CUDA device is usable here")
+    if name == "torch-cuda" and not mod.cuda.is_available():
+        pytest.skip("torch is installed but no CUDA device is usable here")
     import array_api_compat
 
     if name == "numpy":
@@ -116,7 +119,7 @@ def _load(name):
         import jax.numpy as jnp
 
         return jnp
-    if name == "torch":
+    if name in ("torch", "torch-cuda"):
         return array_api_compat.array_namespace(mod.empty(0))
     if name == "dask":
         return array_api_compat.array_namespace(mod.empty(0))
@@ -125,7 +128,10 @@ def _load(name):
 
 @pytest.fixture
 def be(backend):
-    """The backend under test (namespace plus conversions)."""
+    """The backend under test (namespace plus conversions). ``torch-cuda`` is torch with its
+    arrays on ``cuda``: the tests see the name ``torch`` and the device."""
+    if backend == "torch-cuda":
+        return Backend("torch", _load(backend), "cuda")
     return Backend(backend, _load(backend))
 
 
