@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 
 from . import _compat
-from ._input import _validate_alpha, check_method
+from ._input import check_method, validate_alpha
 from ._result import LstsqResult
 from ._solvers import qr as _qr
 from ._solvers import svd as _svd
@@ -27,7 +27,7 @@ def _alpha(meta, alpha):
     if type(alpha) in (int, float) and alpha == 0:
         return None
     per_target = getattr(alpha, "ndim", 0) == 1 or isinstance(alpha, (list, tuple))
-    return _validate_alpha(meta.xp, alpha, meta.k, meta.dtype, meta.device, per_target)
+    return validate_alpha(meta.xp, alpha, meta.k, meta.dtype, meta.device, per_target)
 
 
 def _default_cutoff(xp, state, n, rcond):

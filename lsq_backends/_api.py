@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from . import _compat
 from ._refine import refine as _refine
-from ._input import check_bool, check_method, prepare
+from ._input import check_bool, check_method, prepare, validate
 from ._path import fit_path
 from ._result import LstsqResult
 from ._solvers import ITERATIVE, SOLVERS
@@ -12,11 +12,26 @@ from ._solvers.lsqr import check_options
 from ._solvers._shared import dot, full_rank
 
 
+# Arguments that are static under ``jax.jit`` (eager JAX calls run compiled, see ``_compat.compiled``).
+LSTSQ_STATIC = ("method", "rcond", "fit_intercept", "check_finite", "refine", "atol", "btol", "max_iter")
+RIDGE_STATIC = ("method", "fit_intercept", "check_finite", "per_target", "atol", "btol", "max_iter")
+
 # Methods that always form the Gram matrix: X's finiteness test rides on its diagonal.
 GRAM_CHECKED = ("normal", "auto")
 
 
 def _fit(problem, method, rcond, fit_intercept, refine=0, options=None):
+    """Solve the prepared problem and assemble the result. The value checks still pending
+    (``problem.checks``) are read with the solver's first route decision, or at the end: one
+    host read on the common path of every direct method."""
+    checks = problem.checks if problem.checks is not None else _compat.Checks()
+    with _compat.deferred(checks):
+        result = _fit_deferred(problem, method, rcond, fit_intercept, refine, options)
+        checks.read(problem.xp)
+    return result
+
+
+def _fit_deferred(problem, method, rcond, fit_intercept, refine=0, options=None):
     xp, X, Y, alpha = problem.xp, problem.X, problem.Y, problem.alpha
     m, n = X.shape[-2:]
     n_iter = None
@@ -39,6 +54,7 @@ def _fit(problem, method, rcond, fit_intercept, refine=0, options=None):
     else:
         intercept = xp.zeros((*Y.shape[:-2], Y.shape[-1]), dtype=Y.dtype, device=_compat.device(Y))
     if refine and min(m, n) > 0:
+        _compat.flush_checks(xp)  # refinement's QR of X must not meet NaN
         coef, intercept, resid = _refined(problem, coef, intercept, rank, refine)
     else:
         resid = Y - dot(xp, X, coef)
@@ -136,13 +152,25 @@ def lstsq(
     check_method(method, rcond)
     check_refine(refine)
     check_options(method, atol, btol, max_iter)
+    check_bool(fit_intercept, "fit_intercept")
+    check_bool(check_finite, "check_finite")
     if refine and method == "lsqr":
         msg = "refine applies to the direct methods; method='lsqr' takes atol/btol instead"
         raise ValueError(msg)
+    if _compat.eager_jax(X, y, sample_weight):
+        # Checked here, eagerly (one host read), then solved as one compiled call.
+        v = validate(X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite)
+        v.checks.read(v.xp)
+        fit = _compat.compiled(lstsq, LSTSQ_STATIC)
+        return fit(
+            v.X, v.Y[..., 0] if v.y_was_vector else v.Y, method=method, rcond=rcond, fit_intercept=fit_intercept,
+            sample_weight=v.sample_weight, check_finite=False, refine=refine, atol=atol, btol=btol, max_iter=max_iter,
+        )  # fmt: skip
     defer = method in GRAM_CHECKED
     problem = prepare(
-        X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, defer_x_check=defer, keep_original=refine > 0
-    )
+        X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, defer_x_check=defer,
+        keep_original=refine > 0, defer_checks=True,
+    )  # fmt: skip
     return _fit(problem, method, rcond, fit_intercept, refine, dict(atol=atol, btol=btol, max_iter=max_iter))
 
 
@@ -200,11 +228,26 @@ def ridge(
     """
     check_method(method, None)
     check_bool(per_target, "per_target")
+    check_bool(fit_intercept, "fit_intercept")
+    check_bool(check_finite, "check_finite")
     check_options(method, atol, btol, max_iter)
     path = not per_target and getattr(alpha, "ndim", 0) == 1
     if path and method == "lsqr":
         msg = "method='lsqr' fits one alpha (or one per target); a 1-D alpha path needs a direct method"
         raise ValueError(msg)
+    if _compat.eager_jax(X, y, sample_weight, alpha):
+        v = validate(
+            X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, alpha=alpha, ridge=True,
+            per_target=per_target,
+        )  # fmt: skip
+        v.checks.read(v.xp)
+        fit = _compat.compiled(ridge, RIDGE_STATIC)
+        alpha = v.alpha if per_target or path else v.alpha[0]
+        return fit(
+            v.X, v.Y[..., 0] if v.y_was_vector else v.Y, alpha, method=method, fit_intercept=fit_intercept,
+            sample_weight=v.sample_weight, check_finite=False, per_target=per_target, atol=atol, btol=btol,
+            max_iter=max_iter,
+        )  # fmt: skip
     defer = method in GRAM_CHECKED and not path  # a path factors its own way (``_path``)
     # A path on the Gram route keeps the centered rows: its noise cutoff (relative to the
     # columns before centering) drops the intercept direction, so the reflection that removes
@@ -212,6 +255,7 @@ def ridge(
     problem = prepare(
         X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, alpha=alpha, ridge=True,
         per_target=per_target, eliminate=not path or method in ("svd", "qr"), defer_x_check=defer,
+        defer_checks=not path,
     )
     if path:
         return fit_path(problem, method, fit_intercept)

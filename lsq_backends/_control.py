@@ -8,15 +8,100 @@ without breaking ``jax.jit`` or computing a Dask graph early.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+
 import array_api_compat as _aac
 
 from ._dask_blocks import _dask_gate
 
-__all__ = ["cond", "jit", "loop"]
+__all__ = ["Checks", "cond", "deferred", "flush_checks", "is_lazy", "jit", "loop"]
 
 
 def is_lazy(x) -> bool:
+    """True for arrays whose values cannot be read now: JAX tracers (under ``jax.jit``,
+    ``vmap``, ``grad``) and Dask graphs. Concrete JAX arrays outside a trace are readable.
+
+    Quirk: array-api-compat calls every JAX array lazy, since any may be traced."""
+    if _aac.is_jax_array(x):
+        import jax
+
+        return isinstance(x, jax.core.Tracer)
+    if type(x).__module__.startswith("array_api_strict"):
+        return False  # array-api-compat would find out by reading a value (a host read)
     return _aac.is_lazy_array(x)
+
+
+class Checks:
+    """Value checks of a fit, answered together with its next host read.
+
+    Every ``bool()`` of a device value is a device synchronization on CuPy and CUDA PyTorch.
+    Validation records each check as a 0-d boolean array (``ok``) and a callable ``on_fail``
+    that raises the error (or, for a fast test that can give false alarms, runs the exact
+    test); :meth:`read` packs all of them and the solver's route decision into one integer,
+    read once. Checks of lazy arrays are never recorded (nothing can be read there).
+    """
+
+    def __init__(self):
+        self.items = []
+
+    def add(self, ok, on_fail):
+        self.items.append((ok, on_fail))
+
+    def read(self, xp, pred=None):
+        """Read the pending checks (raising the first that fails) and ``pred``, in one read."""
+        items, self.items = self.items, []
+        if not items:
+            return None if pred is None else bool(pred)
+        flags = [ok for ok, _ in items] + ([] if pred is None else [pred])
+        like = flags[0]
+        _, int_dtype = _default_int(xp, like)
+        word = xp.zeros((), dtype=int_dtype, device=_aac.device(like))
+        for i, ok in enumerate(flags):
+            word = word + xp.astype(xp.all(ok), int_dtype) * (1 << i)
+        bits = int(word)  # the one host read
+        for i, (_, on_fail) in enumerate(items):
+            if not bits >> i & 1:
+                on_fail()
+        return None if pred is None else bool(bits >> len(items) & 1)
+
+
+def _default_int(xp, like):
+    info = xp.__array_namespace_info__()
+    try:
+        d = info.default_dtypes(device=_aac.device(like))
+    except TypeError:
+        d = info.default_dtypes()
+    return d["real floating"], d["integral"]
+
+
+_PENDING = contextvars.ContextVar("lsq_backends_pending_checks", default=None)
+
+
+@contextlib.contextmanager
+def deferred(checks):
+    """Within this block, :func:`cond` and :func:`loop` answer ``checks`` with their first
+    host read; what is still pending at the end is read then (one read)."""
+    token = _PENDING.set(checks)
+    try:
+        yield checks
+    finally:
+        _PENDING.reset(token)
+
+
+def flush_checks(xp):
+    """Read the pending checks now (one host read, none if there are none): before work that
+    would fail on bad values with a library's own error (an SVD of NaN raises in LAPACK)."""
+    checks = _PENDING.get()
+    if checks is not None and checks.items:
+        checks.read(xp)
+
+
+def _read(pred, xp):
+    checks = _PENDING.get()
+    if checks is not None and checks.items:
+        return checks.read(xp, pred)
+    return bool(pred)
 
 
 def jit(xp, fn):
@@ -39,16 +124,19 @@ def cond(xp, pred, true_fn, false_fn, operands):
     The value-dependent branch every robust solver needs (Cholesky failed, R is singular, X is
     ill conditioned), made so that it never breaks tracing:
 
-    - JAX: ``lax.cond``, a traced branch; under ``jax.jit`` nothing leaves the device, under
-      ``vmap`` it becomes a select.
+    - JAX, traced: ``lax.cond``, a traced branch; under ``jax.jit`` nothing leaves the device,
+      under ``vmap`` it becomes a select. A concrete (eager) JAX predicate is read like the
+      eager libraries' below: a ``lax.cond`` outside ``jit`` is traced and compiled anew on
+      every call.
     - Dask: both branches are built into the graph and selected with ``where``, so nothing is
       computed before the user asks. The operands of each branch are gated by ``pred``, so
       the pass over X that a fallback needs (the tree QR of ``qr_apply``) is skipped at
       compute time when the branch is not taken; only its O(n^3) small-factor work runs.
     - Eager libraries (NumPy, CuPy, PyTorch, array-api-strict): one scalar is read to choose the
-      branch, the only device-to-host transfer in a fit (one boolean); only one branch runs.
+      branch (together with the value checks still pending, see :class:`Checks`); only one
+      branch runs.
     """
-    if _aac.is_jax_namespace(xp):
+    if _aac.is_jax_namespace(xp) and is_lazy(pred):
         import jax
 
         return jax.lax.cond(pred, true_fn, false_fn, *operands)
@@ -64,7 +152,7 @@ def cond(xp, pred, true_fn, false_fn, operands):
     if is_lazy(pred):
         a, b = true_fn(*operands), false_fn(*operands)
         return tuple(xp.where(pred, x, y) for x, y in zip(a, b))
-    return true_fn(*operands) if bool(pred) else false_fn(*operands)
+    return true_fn(*operands) if _read(pred, xp) else false_fn(*operands)
 
 
 def _is_tracer(x):
@@ -124,7 +212,7 @@ def loop(xp, body, state, max_iter, done, operands=()):
     while i < max_iter:
         if lazy:
             state = type(state)(*dask.persist(*state))
-        if bool(done(state)):
+        if _read(done(state), xp):
             break
         for _ in range(min(every, max_iter - i)):
             state = body(state, *operands)

@@ -168,7 +168,7 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
             )
             raise ValueError(msg)
         if self.check_finite:
-            _input._check_finite(xp, X, "X")
+            _input.check_finite_values(xp, X, "X")
         return X
 
     # --- prediction and score --------------------------------------------------------------

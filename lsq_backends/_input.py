@@ -1,9 +1,11 @@
 """Input validation and preprocessing shared by every fit.
 
-Validation looks at shapes, dtypes and devices first, then (eagerly, when ``check_finite``) at
-values; all of it happens before any factorization starts. Value checks are skipped for lazy
-arrays (JAX tracers under ``jax.jit``, Dask graphs), where reading a value would force a
-computation or fail.
+Validation looks at shapes, dtypes and devices first, then (when ``check_finite``) at values.
+Value checks are recorded as small device arrays (``_compat.Checks``) and read together, in one
+host read: at the end of :func:`prepare`, or, for a fit (``defer_checks``), with the solver's
+first route decision, so that a well-conditioned fit on a GPU waits for the device once. Value
+checks are skipped for lazy arrays (JAX tracers under ``jax.jit``, Dask graphs), where reading a
+value would force a computation or fail; concrete JAX arrays are checked.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any, NamedTuple
 import array_api_compat as _aac
 
 from . import _compat
+from ._center import eliminate_intercept
 
 METHODS = ("auto", "normal", "qr", "svd", "lsqr")
 
@@ -23,7 +26,7 @@ class Problem(NamedTuple):
 
     xp: Any
     X: Any  # (..., m', n) scaled by sqrt(sample_weight), intercept eliminated (m' = m - 1 for wide X;
-    #   tall X keeps m rows, the first one zero: see _eliminate_intercept; m with eliminate=False)
+    #   tall X keeps m rows, the first one zero: see _center.eliminate_intercept; m with eliminate=False)
     Y: Any  # (..., m', k), same treatment
     alpha: Any  # None (least squares) or array (kα,) with kα in {1, k}
     x_offset: Any  # (..., 1, n) or None
@@ -33,13 +36,20 @@ class Problem(NamedTuple):
     original: Any  # (X, Y, root): validated, uncentered, unweighted (root = sqrt(weights) or
     # None), kept for ``refine`` only; else None (with a cast input it would hold a copy of X)
     check: Any = None  # X's finiteness test deferred to the Gram matrix (``gram_check``), or None
+    checks: Any = None  # the value checks not yet read (``_compat.Checks``), with ``defer_checks``
 
 
-def _as_array(xp, a, name, dev):
+def _as_array(xp, a, name, dev, like=None):
+    """``a`` as an array of ``xp`` on ``dev``; a list or scalar takes the float dtype ``like``
+    of the array arguments where there is one (torch would make float32 of a list of floats
+    next to float64 X)."""
     if _aac.is_array_api_obj(a):
         return a
     try:
-        return xp.asarray(a, device=dev)
+        arr = xp.asarray(a, device=dev)
+        if like is not None and xp.isdtype(arr.dtype, "real floating") and arr.dtype != like:
+            arr = xp.asarray(a, dtype=like, device=dev)
+        return arr
     except Exception as exc:
         msg = f"{name} must be an array or convertible to one; got {type(a).__name__}"
         raise TypeError(msg) from exc
@@ -73,7 +83,7 @@ def _check_dtype(xp, a, name):
         raise TypeError(msg)
 
 
-def _check_finite(xp, a, name):
+def _check_finite(xp, a, name, checks):
     if a is None or _compat.is_lazy(a) or math.prod(a.shape) == 0:
         return
     # Fast path: NaN and infinity propagate through a product with a vector of ones (one
@@ -81,11 +91,25 @@ def _check_finite(xp, a, name):
     # which overflow of huge finite values could also give, needs the exact test.
     flat = xp.reshape(a, (-1, a.shape[-1])) if a.ndim > 1 else xp.reshape(a, (1, -1))
     ones = xp.ones((flat.shape[-1],), dtype=flat.dtype, device=_compat.device(a))
-    if not bool(xp.all(xp.isfinite(_compat.matmul(xp, flat, ones)))):
-        _exact_finite(xp, a, name)
+    checks.add(xp.all(xp.isfinite(_compat.matmul(xp, flat, ones))), lambda: _exact_finite(xp, a, name))
 
 
-def gram_check(xp, X, check_finite):
+def check_finite_values(xp, a, name):
+    """Raise ``ValueError`` naming ``name`` if the eager array ``a`` holds NaN or infinity (one
+    host read; nothing is read from a lazy array)."""
+    checks = _compat.Checks()
+    _check_finite(xp, a, name, checks)
+    checks.read(xp)
+
+
+def _fail(exc, msg):
+    def raise_():
+        raise exc(msg)
+
+    return raise_
+
+
+def gram_check(xp, X, check_finite, checks):
     """The finiteness test of X deferred to its Gram matrix (``normal`` and ``auto``), or None.
 
     The diagonal of the Gram matrix of the prepared X (centered, weighted, intercept
@@ -93,15 +117,14 @@ def gram_check(xp, X, check_finite):
     wide X, row's) sum of squares, non-finite exactly when that column holds NaN or infinity
     (a non-finite entry is never zero, so no BLAS can skip it), or when huge finite values
     overflow; only then is X itself tested. That saves the separate pass over X, and the
-    error still comes before any factorization. The returned ``check(A)`` raises like
-    ``prepare`` would have.
+    error is raised, with the other value checks in ``checks``, before the solution is.
+    The returned ``check(A)`` records the test (nothing is read).
     """
     if not check_finite or _compat.is_lazy(X) or math.prod(X.shape) == 0:
         return None
 
     def check(A):
-        if not bool(xp.all(xp.isfinite(xp.linalg.diagonal(A)))):
-            _exact_finite(xp, X, "X")
+        checks.add(xp.all(xp.isfinite(xp.linalg.diagonal(A))), lambda: _exact_finite(xp, X, "X"))
 
     return check
 
@@ -142,7 +165,7 @@ def check_bool(value, name):
         raise TypeError(msg)
 
 
-def _validate_alpha(xp, alpha, k, dtype, dev, per_target):
+def validate_alpha(xp, alpha, k, dtype, dev, per_target, checks=None):
     """alpha as an array: (1,) for one penalty, (k,) for one per target (``per_target``), or
     (a,) for a path (a 1-D alpha otherwise). The meaning follows the shape and the flag only,
     never the values, so a path of k penalties is not mistaken for per-target penalties."""
@@ -158,9 +181,16 @@ def _validate_alpha(xp, alpha, k, dtype, dev, per_target):
         a = alpha
     given = a
     same = _aac.is_array_api_obj(a) and _compat.array_namespace(a) is xp and a.dtype == dtype
+    same = same and (dev is None or _compat.device(a) is None or repr(_compat.device(a)) == repr(dev))
     # A NumPy alpha next to Dask X becomes a Dask array too (mixed, it was left NumPy and its
-    # checks below went through Dask, a compute inside the fit).
-    a = a if same else xp.asarray(a, dtype=dtype, device=dev)
+    # checks below went through Dask, a compute inside the fit). An alpha on another device
+    # (a CPU tensor next to CUDA X) is moved to X's: it is small.
+    if not same:
+        try:
+            a = xp.asarray(a, dtype=dtype, device=dev)
+        except Exception as exc:
+            msg = f"alpha could not be moved to X's device {dev!r} (it is on {getattr(a, 'device', None)!r}); move it first"
+            raise ValueError(msg) from exc
     if per_target:
         if a.ndim != 1 or a.shape[0] != k:
             msg = f"alpha must have shape ({k},) with per_target=True, one penalty per column of y; got shape {tuple(a.shape)}"
@@ -170,55 +200,60 @@ def _validate_alpha(xp, alpha, k, dtype, dev, per_target):
     elif a.ndim != 1 or a.shape[0] == 0:
         msg = f"alpha must be a scalar or a non-empty 1-D array (a path of penalties); got shape {tuple(a.shape)}"
         raise ValueError(msg)
-    # Values are read as given (a number, or an eager array in its own namespace), never from
-    # a lazy array.
+    # Values are read as given where that is free (a number, a NumPy array), recorded in
+    # ``checks`` for an eager array on a device, never read from a lazy array.
+    not_finite, negative = _fail(ValueError, "alpha must be finite"), _fail(ValueError, "alpha must be non-negative")
     if not _aac.is_array_api_obj(given):
-        finite, negative = math.isfinite(given), given < 0
-    elif not _compat.is_lazy(given):
-        ns = _compat.array_namespace(given)
-        finite, negative = bool(ns.all(ns.isfinite(given))), bool(ns.any(given < 0))
-    else:
-        finite, negative = True, False
-    if not finite:
-        msg = "alpha must be finite"
-        raise ValueError(msg)
-    if negative:
-        msg = "alpha must be non-negative"
-        raise ValueError(msg)
+        if not math.isfinite(given):
+            not_finite()
+        if given < 0:
+            negative()
+    elif _aac.is_numpy_array(given):
+        import numpy as np
+
+        if not np.all(np.isfinite(given)):
+            not_finite()
+        if np.any(given < 0):
+            negative()
+    elif not _compat.is_lazy(a):
+        own = checks is None
+        checks = _compat.Checks() if own else checks
+        checks.add(xp.all(xp.isfinite(a)), not_finite)
+        checks.add(xp.logical_not(xp.any(a < 0)), negative)
+        if own:
+            checks.read(xp)
     return a
 
 
-def prepare(
-    X,
-    y,
-    sample_weight,
-    *,
-    fit_intercept,
-    check_finite,
-    alpha=None,
-    ridge=False,
-    per_target=False,
-    eliminate=True,
-    defer_x_check=False,
-    keep_original=False,
-) -> Problem:
-    """Validate, cast, center and weight. Raises before any heavy work.
+class Validated(NamedTuple):
+    """Inputs that passed the shape, dtype and device checks, cast to one float dtype; their
+    value checks recorded in ``checks``, not yet read."""
 
-    ``eliminate=False`` keeps the centered, weighted rows (m of them, one per sample) instead of
-    reflecting the intercept direction away: leave-one-out needs per-sample rows. With
-    ``defer_x_check`` the solver tests X's finiteness on its Gram matrix instead
-    (``Problem.check``, see :func:`gram_check`); ``keep_original`` keeps the validated inputs
-    (for ``refine`` and leave-one-out)."""
+    xp: Any
+    X: Any  # (..., m, n)
+    Y: Any  # (..., m, k)
+    sample_weight: Any  # (m,) or (..., m), or None
+    alpha: Any  # validated alpha array, or None
+    y_was_vector: bool
+    checks: Any  # _compat.Checks
+
+
+def validate(X, y, sample_weight, *, fit_intercept, check_finite, alpha=None, ridge=False, per_target=False, defer_x_check=False):
+    """Convert and check the inputs of a fit (shapes, dtypes, devices); value checks are
+    recorded in the returned ``checks`` (read them with ``checks.read(xp)``). With
+    ``defer_x_check`` X's finiteness is left to its Gram matrix (:func:`gram_check`)."""
     xp = _namespace(X, y, sample_weight)
     dev = None
+    like = None  # a float dtype given by an array argument: lists are converted to it
     for a in (X, y, sample_weight):
         if _aac.is_array_api_obj(a):
-            dev = _compat.device(a)
-            break
-    X = _as_array(xp, X, "X", dev)
-    y = _as_array(xp, y, "y", dev)
+            dev = _compat.device(a) if dev is None else dev
+            if like is None and xp.isdtype(a.dtype, "real floating"):
+                like = a.dtype
+    X = _as_array(xp, X, "X", dev, like)
+    y = _as_array(xp, y, "y", dev, like)
     if sample_weight is not None:
-        sample_weight = _as_array(xp, sample_weight, "sample_weight", dev)
+        sample_weight = _as_array(xp, sample_weight, "sample_weight", dev, like)
     _check_devices({"X": X, "y": y, "sample_weight": sample_weight})
 
     if X.ndim < 2:
@@ -250,102 +285,68 @@ def prepare(
     if sample_weight is not None and sample_weight.dtype != dtype:
         sample_weight = xp.astype(sample_weight, dtype, copy=False)
     Y = _compat.align_rows(xp, y[..., None] if y_was_vector else y, X)
-    k = Y.shape[-1]
 
+    checks = _compat.Checks()
     if ridge:
-        alpha = _validate_alpha(xp, alpha, k, dtype, dev, per_target)
+        alpha = validate_alpha(xp, alpha, Y.shape[-1], dtype, dev, per_target, checks)
     if fit_intercept and m == 0:
         msg = "fit_intercept=True needs at least one sample (X has 0 rows)"
         raise ValueError(msg)
     if check_finite:
         if not defer_x_check:
-            _check_finite(xp, X, "X")
-        _check_finite(xp, y, "y")
-        _check_finite(xp, sample_weight, "sample_weight")
+            _check_finite(xp, X, "X", checks)
+        _check_finite(xp, y, "y", checks)
+        _check_finite(xp, sample_weight, "sample_weight", checks)
     if sample_weight is not None and not _compat.is_lazy(sample_weight) and m > 0:
-        if bool(xp.any(sample_weight < 0)):
-            msg = "sample_weight must be non-negative"
-            raise ValueError(msg)
-        if fit_intercept and bool(xp.any(xp.sum(sample_weight, axis=-1) <= 0)):
+        checks.add(
+            xp.logical_not(xp.any(sample_weight < 0)), _fail(ValueError, "sample_weight must be non-negative")
+        )
+        if fit_intercept:
             msg = "sample_weight must have a positive sum to fit an intercept"
-            raise ValueError(msg)
+            checks.add(xp.all(xp.sum(sample_weight, axis=-1) > 0), _fail(ValueError, msg))
+    return Validated(xp, X, Y, sample_weight, alpha if ridge else None, y_was_vector, checks)
 
-    check = gram_check(xp, X, check_finite) if defer_x_check else None
+
+def prepare(
+    X,
+    y,
+    sample_weight,
+    *,
+    fit_intercept,
+    check_finite,
+    alpha=None,
+    ridge=False,
+    per_target=False,
+    eliminate=True,
+    defer_x_check=False,
+    keep_original=False,
+    defer_checks=False,
+) -> Problem:
+    """Validate (:func:`validate`), cast, center and weight. Raises before any heavy work.
+
+    ``eliminate=False`` keeps the centered, weighted rows (m of them, one per sample) instead of
+    reflecting the intercept direction away: leave-one-out needs per-sample rows. With
+    ``defer_x_check`` the solver tests X's finiteness on its Gram matrix instead
+    (``Problem.check``, see :func:`gram_check`); ``keep_original`` keeps the validated inputs
+    (for ``refine`` and leave-one-out). The value checks are read before this returns, or,
+    with ``defer_checks``, left in ``Problem.checks`` for the fit to read with its first route
+    decision (see ``_compat.deferred``): one host read for the whole fit."""
+    xp, X, Y, sample_weight, alpha, y_was_vector, checks = validate(
+        X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, alpha=alpha, ridge=ridge,
+        per_target=per_target, defer_x_check=defer_x_check,
+    )  # fmt: skip
+    if not defer_checks:
+        checks.read(xp)
+
+    check = gram_check(xp, X, check_finite, checks) if defer_x_check else None
     root = None if sample_weight is None else _compat.align_rows(xp, xp.sqrt(sample_weight[..., None]), X)  # (..., m, 1)
     original = (X, Y, root) if keep_original else None
     x_offset = y_offset = offset_sq = None
     if fit_intercept:
-        X, Y, x_offset, y_offset, offset_sq = _eliminate_intercept(xp, X, Y, root, eliminate)
+        X, Y, x_offset, y_offset, offset_sq = eliminate_intercept(xp, X, Y, root, eliminate)
     elif root is not None:
         X, Y = root * X, root * Y
-    return Problem(xp, X, Y, alpha if ridge else None, x_offset, y_offset, y_was_vector, offset_sq, original, check)
-
-
-def _eliminate_intercept(xp, X, Y, root, eliminate=True):
-    """Center and weight X and Y and drop the intercept direction, in one X-sized result.
-
-    Centered data weighted by ``root`` (sqrt of the weights, or None) are orthogonal to the
-    unit vector ``v = root / sqrt(total)``. A Householder reflection H with H v = -e1 maps them
-    to rows whose first one is v^T A = 0 up to rounding; dropping it leaves the same
-    least-squares problem (same solution, same residual norm) exactly one row shorter. Left
-    in, that row of rounding noise makes rank decisions a coin toss: wide centered X (m <= n)
-    is rank deficient by one, and its noise singular value sits right at NumPy's default
-    cutoff. Centering first (rather than reflecting raw data) keeps the offsets out of the
-    reflection's rounding, and the reflection removes the rounding error of the mean itself
-    (its v^T A term is that error: centered twice, in effect).
-
-    Tall problems (m - 1 >= n) keep all m rows with the first one set to exactly zero (a zero
-    row changes no Gram matrix, R factor or residual): rows of X sharded across devices stay
-    where they are, where ``A[1:]`` shifted every shard by one row (XLA moved a row between
-    neighbouring devices and re-laid out each shard). The zero comes from the weights'
-    multiplication (the first weight replaced by 0), or without weights from an in-place write
-    on NumPy (``_compat.zero_first_row``), so no extra X-sized array is made. Wide problems
-    drop the row.
-
-    With ``Ac = A - mean``, rows 1: of ``H (root * Ac)`` are ``root[1:] * (Ac[1:] - c / s)``,
-    ``s = sqrt(total)``, ``c = (w^T Ac / s + root[0] Ac[0]) / (1 + root[0] / s)``: a row
-    vector subtracted from the centered data, then the weights. On NumPy both updates
-    overwrite the centered copy (``_compat.update_fresh``), so one X-sized array is made
-    where centering, weighting and reflecting in turn made three.
-
-    Returns
-    -------
-    X, Y : the reduced data, (..., m - 1, n) and (..., m - 1, k) for wide X, (..., m, n) and
-        (..., m, k) with a zero first row for tall X; with ``eliminate=False``
-        the centered, weighted data, (..., m, n) and (..., m, k)
-    x_offset, y_offset : the weighted means, (..., 1, n) and (..., 1, k)
-    offset_sq : (..., n), what centering removed from the squared column norms
-    """
-    m, n = X.shape[-2:]
-    ones = _compat.align_rows(xp, xp.ones((m, 1), dtype=X.dtype, device=_compat.device(X)), X)
-    w = ones if root is None else root * root
-    total = xp.sum(w, axis=-2, keepdims=True)  # (..., 1, 1)
-    wt = xp.linalg.matrix_transpose(w)
-    scale = xp.sqrt(total)
-    r0 = ones[:1, :] if root is None else root[..., :1, :]
-
-    def reduce(A):
-        # Weighted sums as matrix products: BLAS-blocked, and no weighted copy of A.
-        mean = _compat.matmul(xp, wt, A) / total
-        Ac = A - mean
-        if not eliminate:
-            return mean, Ac if root is None else _compat.update_fresh(xp, Ac, "multiply", root)
-        c = (_compat.matmul(xp, wt, Ac) / scale + r0 * Ac[..., :1, :]) / (1 + r0 / scale)
-        if tall:
-            D = _compat.update_fresh(xp, Ac, "subtract", c / scale)
-            if root is None:
-                return mean, _compat.zero_first_row(xp, D, first)
-            return mean, _compat.update_fresh(xp, D, "multiply", row_weights)
-        D = _compat.update_fresh(xp, Ac[..., 1:, :], "subtract", c / scale)
-        return mean, D if root is None else _compat.update_fresh(xp, D, "multiply", root[..., 1:, :])
-
-    tall = eliminate and m - 1 >= n
-    if tall:
-        first = _compat.align_rows(xp, xp.arange(m, device=_compat.device(X))[:, None] == 0, X)  # (m, 1)
-        zero = xp.zeros((), dtype=X.dtype, device=_compat.device(X))
-        row_weights = None if root is None else xp.where(first, zero, root)
-
-    x_offset, Xe = reduce(X)
-    y_offset, Ye = reduce(Y)
-    offset_sq = (total * x_offset * x_offset)[..., 0, :]
-    return Xe, Ye, x_offset, y_offset, offset_sq
+    return Problem(
+        xp, X, Y, alpha, x_offset, y_offset, y_was_vector, offset_sq, original, check,
+        checks if defer_checks else None,
+    )  # fmt: skip

@@ -31,7 +31,7 @@ class LstsqResult(NamedTuple):
         Singular values of the centered, weighted ``X`` in decreasing order, for
         ``method="svd"``; ``None`` for the other methods (they do not compute them).
         ``m' = m - 1`` with ``fit_intercept=True``: the intercept direction is projected out
-        exactly (see ``_input._eliminate_intercept``), so no rounding-noise singular value is
+        exactly (see ``_center.eliminate_intercept``), so no rounding-noise singular value is
         reported for it; ``m' = m`` otherwise.
     n_iter : array of int, shape (...) or (..., k), or None
         Iterations each target took, for ``method="lsqr"`` (equal to ``max_iter`` when it did

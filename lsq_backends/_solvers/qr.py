@@ -91,10 +91,27 @@ def solve(xp, X, Y, alpha, rcond, offset_sq=None):
     from . import normal
 
     fac = normal.Factored(xp, X, Y, None)
+    gate = _cholqr2_gate(xp, X, rcond, offset_sq, fac)
+    if _compat.is_lazy(gate):
+        # Traced (JAX) or lazy (Dask): a branch costs no host read; the CholeskyQR2 work is
+        # skipped where the gate fails.
+        coef, rank = _compat.cond(
+            xp,
+            gate,
+            lambda X, Y: _cholesky_qr2(xp, X, Y, fac, rcond, offset_sq),
+            lambda X, Y: householder(xp, X, Y, None, rcond, offset_sq)[:2],
+            (X, Y),
+        )
+        return coef, rank, None
+    # Eager: CholeskyQR2 runs before the gate is read, so that the gate and CholeskyQR2's own
+    # check are read together (one host read; wasted work only where Householder follows).
+    n = X.shape[-1]
+    M, L2, Z, good = _cholqr2_factors(xp, X, Y, fac)
+    W = dot(xp, M, _compat.solve_triangular(xp, mT(xp, L2), Z, lower=False))
     coef, rank = _compat.cond(
         xp,
-        _cholqr2_gate(xp, X, rcond, offset_sq, fac),
-        lambda X, Y: _cholesky_qr2(xp, X, Y, fac, rcond, offset_sq),
+        gate & good,
+        lambda X, Y: (W, full_rank(xp, X.shape[:-2], n, X)),
         lambda X, Y: householder(xp, X, Y, None, rcond, offset_sq)[:2],
         (X, Y),
     )
@@ -110,19 +127,19 @@ def r_factor(xp, X, Y, rcond, offset_sq=None):
     from . import normal
 
     fac = normal.Factored(xp, X, Y, None)
+    gate = _cholqr2_gate(xp, X, rcond, offset_sq, fac)
 
     def cholqr2(X, Y):
         M, L2, Z, good = _cholqr2_factors(xp, X, Y, fac)
         R = dot(xp, mT(xp, L2), mT(xp, fac.L))
         return _compat.cond(xp, good, lambda X, Y: (R, Z), lambda X, Y: _compat.qr_apply(xp, X, Y), (X, Y))
 
-    return _compat.cond(
-        xp,
-        _cholqr2_gate(xp, X, rcond, offset_sq, fac),
-        cholqr2,
-        lambda X, Y: _compat.qr_apply(xp, X, Y),
-        (X, Y),
-    )
+    if _compat.is_lazy(gate):
+        return _compat.cond(xp, gate, cholqr2, lambda X, Y: _compat.qr_apply(xp, X, Y), (X, Y))
+    # Eager: one host read for the gate and CholeskyQR2's check together (see ``solve``).
+    M, L2, Z, good = _cholqr2_factors(xp, X, Y, fac)
+    R = dot(xp, mT(xp, L2), mT(xp, fac.L))
+    return _compat.cond(xp, gate & good, lambda X, Y: (R, Z), lambda X, Y: _compat.qr_apply(xp, X, Y), (X, Y))
 
 
 def _cholqr2_factors(xp, X, Y, fac):

@@ -69,6 +69,7 @@ def solve(xp, X, Y, alpha, rcond, offset_sq=None):
             R, Z = r_factor(xp, X, Y, rcond, offset_sq)  # CholeskyQR2 where qr would use it
         else:
             R, Z = _compat.qr_apply(xp, X, Y)
+        _compat.flush_checks(xp)  # LAPACK's SVD raises on NaN: the value checks come first
         u, s, vh = _compat.svd(xp, R)
         scale = uncentered_scale(xp, xp.sum(R * R, axis=-2), offset_sq)
         coef, rank = filtered_solve(xp, u, s, vh, Z, alpha, cutoff, n, scale)
@@ -77,6 +78,7 @@ def solve(xp, X, Y, alpha, rcond, offset_sq=None):
         # factor, Q applied to the m x k solution (0.6x numpy.linalg.lstsq at 200 x 5000,
         # where the SVD of X itself, forming its n x m singular vectors, took 1.4x).
         R, q_times = _compat.qr_implicit(xp, mT(xp, X))
+        _compat.flush_checks(xp)
         u, s, vh = _compat.svd(xp, mT(xp, R), after_qr_implicit=True)
         scale = uncentered_scale(xp, xp.sum(X * X, axis=-2), offset_sq)
         W, rank = filtered_solve(xp, u, s, vh, Y, alpha, cutoff, n, scale)
