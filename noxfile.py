@@ -23,8 +23,16 @@ BACKENDS = {
 }
 CPU_BACKENDS = [b for b in BACKENDS if b != "cupy"]
 
+# Installed before the package wherever an extra needs them: the published extras do not pin
+# torch, and a plain "torch" here would pull a multi-GB CUDA build; 2.13.0 is a CPU build on
+# this machine's package index.
+PINS = {"torch": ["torch==2.13.0"]}
+
 
 def _install(session, *extras):
+    pins = [p for e in extras for p in PINS.get(e, [])]
+    if pins:
+        session.install(*pins)
     extras = ",".join(e for e in extras if e)
     session.install("-e", f".[{extras}]")
 

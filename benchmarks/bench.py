@@ -58,6 +58,9 @@ class Case:
         Length of a ridge path (that many ``ridge`` fits); 0 for least squares.
     sweep : str
         ``"m"`` or ``"n"`` for the scaling sweeps plotted by ``--plots``, else ``""``.
+    eager : bool
+        Call every solver as a user would outside ``jax.jit`` (JAX: un-jitted calls of
+        ``lsq.lstsq`` and ``jnp.linalg.lstsq``, each after its first, compiling, call).
     """
 
     name: str
@@ -67,6 +70,7 @@ class Case:
     k: int = 0
     alphas: int = 0
     sweep: str = ""
+    eager: bool = False
 
     def quick(self) -> Case:
         """The same case about 100x smaller: batch / 100, or m / 10 and n / 10 (and alphas / 20)."""
@@ -94,6 +98,7 @@ GRID = (
     Case("batched_10000x64x8", 64, 8, batch=10_000),
     Case("multi_100000x200x10", 100_000, 200, k=10),
     Case("ridgepath_20000x200x50", 20_000, 200, alphas=50),
+    Case("eager_2000x20", 2000, 20, eager=True),
 )
 SWEEPS = tuple(Case(f"sweep_m_{m}x50", m, 50, sweep="m") for m in (2_000, 10_000, 50_000, 200_000)) + tuple(
     Case(f"sweep_n_20000x{n}", 20_000, n, sweep="n") for n in (25, 50, 100, 200, 400)
@@ -198,13 +203,13 @@ def lsq_specs(case, be, methods):
     """``lsq_backends`` on ``be`` with each method (jitted on JAX); ridge paths get the whole
     path (one ``ridge`` call with the 1-D alpha array: one factorization), a single fit at the
     middle alpha, and ``ridge_cv`` over the path (leave-one-out, as sklearn's RidgeCV)."""
-    jitted = be.name == "jax"
+    jitted = be.name == "jax" and not case.eager
     if be.name == "dask" and case.m >= case.n:
         # Dask's LSQR builds each iteration's graph (~10 ms per operation, hundreds of
         # iterations): 73 s for --quick's 2000 x 100 square case. It is for wide problems.
         methods = [m for m in methods if m != "lsqr"]
     if not case.alphas:
-        fit = be.jit(lsq.lstsq, static_argnames=JAX_STATIC)
+        fit = lsq.lstsq if case.eager else be.jit(lsq.lstsq, static_argnames=JAX_STATIC)
         return [
             Spec("lsq.lstsq", m, be.name, "lsq", lambda X, y, a, m=m: lambda: tuple(fit(X, y, method=m)), jitted=jitted)
             for m in methods
@@ -280,9 +285,10 @@ def peer_specs(case, backends):
         if be.name == "jax":
             import jax
 
-            solve = jax.jit(jax.vmap(mod.linalg.lstsq) if case.batch else mod.linalg.lstsq)
+            solve = jax.vmap(mod.linalg.lstsq) if case.batch else mod.linalg.lstsq
+            solve = solve if case.eager else jax.jit(solve)
             make = lambda X, y, a, f=solve: lambda: f(X, y)  # noqa: E731
-            specs.append(Spec("jax.numpy.linalg.lstsq", "", "jax", "peer", make, jitted=True))
+            specs.append(Spec("jax.numpy.linalg.lstsq", "eager" if case.eager else "", "jax", "peer", make, jitted=not case.eager))
         elif be.name == "torch":
             make = lambda X, y, a, mod=mod: lambda: tuple(mod.linalg.lstsq(X, _vec(case, y)))  # noqa: E731
             specs.append(Spec("torch.linalg.lstsq", "gels" if be.cuda else "gelsy", "torch", "peer", make))

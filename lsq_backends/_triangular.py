@@ -15,7 +15,7 @@ from ._dask_blocks import _dask_solve_triangular
 device = _aac.device
 
 
-def _scipy_for(xp):
+def scipy_for(xp):
     """The SciPy-like module that has ``solve_triangular`` for ``xp``, or None."""
     if _aac.is_numpy_namespace(xp):
         try:  # SciPy is optional: NumPy alone has no triangular solve.
@@ -50,7 +50,13 @@ def solve_triangular(xp, a, b, *, lower: bool):
         a = a.rechunk({-2: -1, -1: -1})
         b = b.rechunk({-2: -1, -1: -1})
         return _dask_solve_triangular(a, b, lower)
-    sp = _scipy_for(xp)
+    sp = scipy_for(xp)
+    if sp is not None and a.ndim > 2 and _aac.is_cupy_namespace(xp) and _cupy_batched_solve():
+        # cupyx's solve_triangular takes stacks (one batched cuBLAS call) since CuPy 14.
+        batch = tuple(xp.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2])))
+        a = xp.ascontiguousarray(xp.broadcast_to(a, batch + tuple(a.shape[-2:])))
+        b = xp.ascontiguousarray(xp.broadcast_to(b, batch + tuple(b.shape[-2:])))
+        return sp.solve_triangular(a, b, lower=lower, check_finite=False)
     if sp is not None and (a.ndim == 2 or _aac.is_jax_namespace(xp)):
         # jax.scipy broadcasts over stacks in one kernel. SciPy (>= 1.15) accepts stacks but
         # loops over them in Python (0.2x a Python loop of numpy.linalg.lstsq on 10000 8x8
@@ -60,6 +66,12 @@ def solve_triangular(xp, a, b, *, lower: bool):
         return _substitute(xp, a, b, lower)
     # Standard fallback: LU on a triangular matrix needs no row exchanges and is backward stable.
     return xp.linalg.solve(a, b)
+
+
+def _cupy_batched_solve():
+    import cupy
+
+    return int(cupy.__version__.split(".")[0]) >= 14
 
 
 def cho_solve(xp, L, b, *, Lt=None):
@@ -83,8 +95,9 @@ SMALL_STACK = 16
 
 def _substitutes(xp, a, b):
     """Stacks of small triangles and one right-hand side, on libraries without a batched
-    triangular solve of their own (NumPy, CuPy, array-api-strict): substitution."""
+    triangular solve of their own (NumPy, CuPy before 14, array-api-strict): substitution."""
     own = _aac.is_torch_namespace(xp) or _aac.is_dask_namespace(xp) or _aac.is_jax_namespace(xp)
+    own = own or (_aac.is_cupy_namespace(xp) and _cupy_batched_solve())
     return not own and a.ndim > 2 and a.shape[-1] <= SMALL_STACK and b.shape[-1] == 1
 
 

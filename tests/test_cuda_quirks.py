@@ -1,0 +1,67 @@
+"""The CUDA branches' logic, tested on the CPU: what they must do is known from the libraries'
+documented behaviour; the GPU run (``python -m lsq_backends.check``) confirms it there."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.linalg
+
+from lsq_backends import _compat
+
+
+def _partial_factor(a):
+    """What LAPACK's potrf leaves for a matrix that is not positive definite, as CuPy returns
+    it under its default error state: the lower triangle, no exception, no NaN."""
+    c, info = scipy.linalg.lapack.dpotrf(a, lower=1, clean=1)
+    assert info > 0
+    return np.tril(c)
+
+
+@pytest.mark.parametrize(
+    "a",
+    [
+        np.array([[4.0, 2, 2], [2, 1, 1], [2, 1, 5]]),  # singular: stops at the second pivot
+        np.array([[1.0, 2], [2, 1]]),  # indefinite
+        np.ones((3, 3)),  # rank one
+        np.diag([1.0, 2.0, -3.0]),  # the last pivot fails, the rows above are a true factor
+    ],
+)
+def test_checked_cholesky_rejects_partial_factors(a, numpy_reference):
+    xp = _compat.array_namespace(a)
+    got = _compat.checked_cholesky(xp, _partial_factor(a), a)
+    assert np.all(np.isnan(got))
+
+
+def test_checked_cholesky_keeps_true_factors(numpy_reference):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((5, 50, 6)) * np.logspace(0, 6, 6)  # badly scaled columns
+    A = np.swapaxes(X, -1, -2) @ X
+    L = np.linalg.cholesky(A)
+    xp = _compat.array_namespace(A)
+    np.testing.assert_array_equal(_compat.checked_cholesky(xp, L, A), L)
+    # One bad matrix in a stack: only its factor becomes NaN.
+    A[2] = _partial = np.array(np.diag([1.0, 2, 3, 4, 5, -6]))
+    L = np.tril(np.where(np.isnan(L), 0, L))
+    L[2] = _partial_factor(_partial)
+    got = _compat.checked_cholesky(xp, L, A)
+    assert np.all(np.isnan(got[2])) and np.all(np.isfinite(np.delete(got, 2, axis=0)))
+
+
+def test_retry_on_cpu_after_a_convergence_failure(numpy_reference):
+    torch = pytest.importorskip("torch")
+    from lsq_backends._factorizations import retry_on_cpu
+
+    calls = []
+
+    def flaky(a):
+        calls.append(a.device.type)
+        if len(calls) == 1:
+            raise torch.linalg.LinAlgError("linalg.eigh: The algorithm failed to converge")
+        return torch.linalg.eigh(a)
+
+    a = torch.eye(3, dtype=torch.float64) * 2
+    w, v = retry_on_cpu(flaky, a)
+    assert calls == ["cpu", "cpu"] and torch.allclose(w, torch.full((3,), 2.0, dtype=torch.float64))
+    with pytest.raises(ValueError, match="other"):
+        retry_on_cpu(lambda a: (_ for _ in ()).throw(ValueError("other")), a)  # not a solver failure: raised
