@@ -9,10 +9,10 @@ other array-API library works, only more slowly.
 Nothing here imports JAX, PyTorch, CuPy or Dask at module level: a branch is taken only when the
 caller's arrays already come from that library, so the library is already imported.
 
-Three private helpers belong to this layer and are reached through it: :mod:`._control`
+Four private helpers belong to this layer and are reached through it: :mod:`._control`
 (``cond``, ``loop``, ``jit``: branches and loops that survive tracing), :mod:`._triangular`
-(triangular solves and inverses, which the standard lacks) and :mod:`._dask_blocks` (the
-NumPy code that runs inside Dask tasks).
+(triangular solves and inverses, which the standard lacks), :mod:`._dask_blocks` (the
+NumPy code that runs inside Dask tasks) and :mod:`._precision` (full float32 products).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import array_api_compat as _aac
 
 from ._control import cond, jit, loop
 from ._dask_blocks import _dask_per_matrix, _dask_tsqr_apply, _numpy_safe_cholesky
+from ._precision import full_float32
 from ._triangular import SMALL_STACK, _scipy_for, batch_last, cho_solve, solve_triangular, triangular_inverse
 
 __all__ = [
@@ -104,13 +105,16 @@ def matmul(xp, a, b):
     """``a @ b`` at the full precision of the dtype.
 
     Quirk: on GPUs and TPUs JAX multiplies float32 matrices in TF32/bfloat16 passes by default,
-    which destroys a Gram matrix (~3 correct digits). Ask for ``Precision.HIGHEST``.
+    which destroys a Gram matrix (~3 correct digits). Ask for ``Precision.HIGHEST``. PyTorch
+    and CuPy take it from process-wide settings a user may have lowered (TF32, bfloat16):
+    forced to full float32 around the call and put back (:mod:`._precision`).
     """
     if _aac.is_jax_namespace(xp):
         import jax
 
         return xp.matmul(a, b, precision=jax.lax.Precision.HIGHEST)
-    return xp.matmul(a, b)
+    with full_float32(xp, a, b):
+        return xp.matmul(a, b)
 
 
 def diagonal(xp, a):
@@ -385,15 +389,3 @@ def one_pass_qr(xp) -> bool:
     per-chunk QRs), cheaper than CholeskyQR2's three passes (Gram, X M, Q1^T Q1)."""
     # Quirk (Dask): every pass over X is a traversal of the whole graph on the workers.
     return _aac.is_dask_namespace(xp)
-
-
-
-
-
-
-
-
-
-
-
-
