@@ -21,11 +21,13 @@ import array_api_compat as _aac
 
 from ._control import cond, jit, loop
 from ._dask_blocks import _dask_per_matrix, _dask_tsqr_apply, _numpy_safe_cholesky
+from ._dask_blocks import numpy_argmin0, numpy_eigh, numpy_qr, numpy_svd
 from ._precision import full_float32
 from ._triangular import SMALL_STACK, _scipy_for, batch_last, cho_solve, solve_triangular, triangular_inverse
 
 __all__ = [
     "align_rows",
+    "argmin0",
     "array_namespace",
     "batch_last",
     "cho_solve",
@@ -89,6 +91,19 @@ def align_rows(xp, a, like):
         # every pass, a third of a fit's time at 2e6 x 20). Rechunk the thin one instead.
         return a.rechunk({a.ndim - 2: like.chunks[-2]})
     return a
+
+
+def argmin0(xp, x):
+    """Index of the first minimum along axis 0 (of a small array: penalties by targets).
+
+    Quirk: Dask's argmin graph holds ``dask.array.chunk.argmin``, which names itself
+    ``numpy.argmin`` without being it, so plain pickle refuses the result and every fitted
+    estimator holding it. One block along the axis, NumPy's argmin on it."""
+    if _aac.is_dask_namespace(xp):
+        import numpy as np
+
+        return x.rechunk({0: -1}).map_blocks(numpy_argmin0, drop_axis=0, dtype=np.intp)
+    return xp.argmin(x, axis=0)
 
 
 def default_dtypes(xp, dev):
@@ -226,12 +241,10 @@ def cholesky(xp, a):
 def qr(xp, x):
     """Reduced QR of the stack ``x`` (..., m, n) with m >= n: (Q (..., m, n), R (..., n, n))."""
     if _aac.is_dask_namespace(xp):
-        import numpy as np
-
         if x.ndim > 2 or x.numblocks[0] == 1:
             # Quirk: a one-block input goes through delayed in dask's qr/svd, which copies the
             # whole upstream graph under new keys (it was computed twice); small: one NumPy call.
-            return _dask_per_matrix(lambda a: tuple(np.linalg.qr(a)), "(m,n)->(m,p),(p,n)", x, 2, x.shape[-1])
+            return _dask_per_matrix(numpy_qr, "(m,n)->(m,p),(p,n)", x, 2, x.shape[-1])
         # Quirk: dask's TSQR needs one chunk across the columns.
         x = x.rechunk({1: -1})
     q, r = xp.linalg.qr(x, mode="reduced")
@@ -326,14 +339,11 @@ def svd(xp, x, *, after_qr_implicit=False):
 
         return scipy.linalg.svd(x, full_matrices=False, check_finite=False)
     if _aac.is_dask_namespace(xp):
-        import numpy as np
-
         p = min(x.shape[-2:])
         # The solvers take SVDs of small matrices only (the n x n factor R, or a wide X with
         # m < n rows): one NumPy call per matrix. (Dask's own svd of a one-block input goes
         # through delayed, which recomputed the whole upstream graph.)
-        func = lambda a: tuple(np.linalg.svd(a, full_matrices=False))  # noqa: E731
-        return _dask_per_matrix(func, "(m,n)->(m,p),(p),(p,n)", x, 3, p)
+        return _dask_per_matrix(numpy_svd, "(m,n)->(m,p),(p),(p,n)", x, 3, p)
     if _aac.is_numpy_namespace(xp) and x.shape[-2] < x.shape[-1]:
         # Quirk: NumPy's gesdd on a wide C-order matrix measured ~2x slower than on its
         # transpose (a free view, F-order to LAPACK): 0.30 s against 0.16 s at 200 x 5000.
@@ -350,10 +360,7 @@ def eigh(xp, a):
     if _aac.is_dask_namespace(xp):
         # Quirk: dask.array has no eigh (none in array-api-compat 1.16 either). The matrix is
         # small: factor each one as a single block with NumPy, as for cholesky above.
-        import numpy as np
-
-        func = lambda m: tuple(np.linalg.eigh(m))  # noqa: E731
-        return _dask_per_matrix(func, "(i,j)->(p),(i,p)", a, 2, a.shape[-1])
+        return _dask_per_matrix(numpy_eigh, "(i,j)->(p),(i,p)", a, 2, a.shape[-1])
     w, v = xp.linalg.eigh(a)
     return w, v
 
