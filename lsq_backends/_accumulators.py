@@ -122,8 +122,9 @@ class NormalAccumulator(_Solvable):
     about ``eps * S_yy``, so a fit that explains all but a fraction ``f`` of ``y``'s variance
     gets ``rss`` to a relative ``eps / f`` (use :class:`QRAccumulator` for near-exact fits).
 
-    Methods ``update`` (returns self), ``merge`` (returns a new accumulator), ``step`` /
-    ``with_state`` (pure form for ``jax.jit`` and ``jax.lax.scan``) and ``solve``.
+    Methods ``update`` and ``merge`` (add a chunk, or another accumulator's rows, in place;
+    both return self), ``copy`` (merge into a copy to keep both operands: ``a.copy().merge(b)``),
+    ``step`` / ``with_state`` (pure form for ``jax.jit`` and ``jax.lax.scan``) and ``solve``.
 
     Examples
     --------
@@ -222,7 +223,7 @@ class QRAccumulator(_Solvable):
     >>> X = rng.standard_normal((1000, 3)); y = X @ [1.0, 2.0, 3.0] + 5.0
     >>> a = lsq.QRAccumulator().update(X[:600], y[:600])
     >>> b = lsq.QRAccumulator().update(X[600:], y[600:])
-    >>> r = a.merge(b).solve()
+    >>> r = a.merge(b).solve()  # a now holds all 1000 rows; b is unchanged
     >>> bool(np.allclose(r.coef, [1.0, 2.0, 3.0]) and np.isclose(r.intercept, 5.0))
     True
     """

@@ -9,11 +9,13 @@ other array-API library works, only more slowly.
 Nothing here imports JAX, PyTorch, CuPy or Dask at module level: a branch is taken only when the
 caller's arrays already come from that library, so the library is already imported.
 
-Four private helpers belong to this layer and are reached through it: :mod:`._control`
+Private helpers belong to this layer and are reached through it: :mod:`._control`
 (``cond``, ``loop``, ``jit``: branches and loops that survive tracing, and the value checks
 read with them), :mod:`._factorizations` (Cholesky, QR, SVD, eigh: each library's failure
 modes and its cheaper routes), :mod:`._triangular` (triangular solves and inverses, which the
-standard lacks) and :mod:`._dask_blocks` (the NumPy code that runs inside Dask tasks).
+standard lacks), :mod:`._dask_blocks` (the NumPy code that runs inside Dask tasks) and
+:mod:`._precision` (full float32 products on PyTorch and CuPy, whatever the process-wide
+settings), through :mod:`._products`.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import array_api_compat as _aac
 
 from ._control import Checks, cond, deferred, flush_checks, is_lazy, jit, loop
+from ._dask_blocks import numpy_argmin0
 from ._products import matmul
 from ._factorizations import checked_cholesky, cholesky, eigh, one_pass_qr, qr, qr_apply, qr_implicit, qr_r, svd
 from ._triangular import SMALL_STACK, batch_last, cho_solve, solve_triangular, triangular_inverse
@@ -28,6 +31,7 @@ from ._triangular import SMALL_STACK, batch_last, cho_solve, solve_triangular, t
 __all__ = [
     "Checks",
     "align_rows",
+    "argmin0",
     "array_namespace",
     "batch_last",
     "cho_solve",
@@ -113,6 +117,19 @@ def align_rows(xp, a, like):
         # every pass, a third of a fit's time at 2e6 x 20). Rechunk the thin one instead.
         return a.rechunk({a.ndim - 2: like.chunks[-2]})
     return a
+
+
+def argmin0(xp, x):
+    """Index of the first minimum along axis 0 (of a small array: penalties by targets).
+
+    Quirk: Dask's argmin graph holds ``dask.array.chunk.argmin``, which names itself
+    ``numpy.argmin`` without being it, so plain pickle refuses the result and every fitted
+    estimator holding it. One block along the axis, NumPy's argmin on it."""
+    if _aac.is_dask_namespace(xp):
+        import numpy as np
+
+        return x.rechunk({0: -1}).map_blocks(numpy_argmin0, drop_axis=0, dtype=np.intp)
+    return xp.argmin(x, axis=0)
 
 
 def default_dtypes(xp, dev):

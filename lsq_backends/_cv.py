@@ -139,7 +139,7 @@ def ridge_cv(
     def evaluate(spec):
         cv = _loo(xp, spec, alphas, Yc, lev0)  # (a, ..., m, k)
         mse = xp.mean(cv, axis=-2)  # (a, ..., k)
-        best = xp.argmin(mse if alpha_per_target else xp.mean(mse, axis=-1), axis=0)  # (..., k) or (...)
+        best = _compat.argmin0(xp, mse if alpha_per_target else xp.mean(mse, axis=-1))  # (..., k) or (...)
         alpha = xp.reshape(xp.take(alphas, xp.reshape(best, (-1,)), axis=0), tuple(best.shape))
         coef = _refit(xp, spec, alpha if alpha_per_target else alpha[..., None])
         return coef, alpha, best, cv, -mse

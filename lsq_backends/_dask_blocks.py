@@ -18,22 +18,54 @@ def _numpy_safe_cholesky(a):
 
 
 def _dask_solve_triangular(a, b, lower):
-    import dask.array as da
-    import numpy as np
-    import scipy.linalg
+    import functools
 
-    def block(a_blk, b_blk):
-        # Both branches of a choice are computed on Dask (see cond): the branch not taken may
-        # meet an exactly singular triangle, on which SciPy raises. NaN, like the other paths.
-        try:
-            return scipy.linalg.solve_triangular(a_blk, b_blk, lower=lower, check_finite=False)
-        except scipy.linalg.LinAlgError:
-            return np.full(np.broadcast_shapes(a_blk.shape[:-2], b_blk.shape[:-2]) + b_blk.shape[-2:], np.nan, b_blk.dtype)
+    import dask.array as da
 
     batch = "abcdefgh"[: b.ndim - 2]
+    # A module-level function (not a closure): the graph, kept by fitted estimators' lazy
+    # attributes, must pickle with plain pickle.
+    block = functools.partial(solve_triangular_block, lower=lower)
     return da.blockwise(
         block, batch + "ik", a, batch + "ij", b, batch + "jk", dtype=b.dtype, concatenate=True
     )
+
+
+def solve_triangular_block(a_blk, b_blk, lower):
+    import numpy as np
+    import scipy.linalg
+
+    # Both branches of a choice are computed on Dask (see cond): the branch not taken may
+    # meet an exactly singular triangle, on which SciPy raises. NaN, like the other paths.
+    try:
+        return scipy.linalg.solve_triangular(a_blk, b_blk, lower=lower, check_finite=False)
+    except scipy.linalg.LinAlgError:
+        return np.full(np.broadcast_shapes(a_blk.shape[:-2], b_blk.shape[:-2]) + b_blk.shape[-2:], np.nan, b_blk.dtype)
+
+
+# The per-matrix NumPy functions of ``_compat`` (module level, so graphs pickle).
+def numpy_argmin0(a):
+    import numpy as np
+
+    return np.argmin(a, axis=0)
+
+
+def numpy_qr(a):
+    import numpy as np
+
+    return tuple(np.linalg.qr(a))
+
+
+def numpy_svd(a):
+    import numpy as np
+
+    return tuple(np.linalg.svd(a, full_matrices=False))
+
+
+def numpy_eigh(a):
+    import numpy as np
+
+    return tuple(np.linalg.eigh(a))
 
 
 def _dask_per_matrix(func, signature, x, n_out, p):

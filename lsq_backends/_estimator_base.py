@@ -20,6 +20,7 @@ Validation has two routes, chosen per call:
 
 from __future__ import annotations
 
+import copy
 import inspect
 import math
 import warnings
@@ -82,6 +83,10 @@ except ImportError:  # absent, or older than 1.6 (no validate_data, no __sklearn
         _estimator_type = "regressor"
 
 
+# What ``fit`` records about its input (scikit-learn's names).
+_INPUT_ATTRIBUTES = ("n_features_in_", "feature_names_in_")
+
+
 def _same_default(value, default):
     if type(value) is not type(default):
         return False
@@ -115,22 +120,29 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
     # --- validation ------------------------------------------------------------------------
 
     def _validate_fit(self, X, y, sample_weight):
-        """Return ``(X, y, sample_weight, check_finite)`` for the fit; sets ``n_features_in_``.
+        """Return ``(X, y, sample_weight, check_finite, fitted)`` for the fit.
 
-        ``check_finite`` is what the solver must still check (False once scikit-learn did)."""
+        ``check_finite`` is what the solver must still check (False once scikit-learn did);
+        ``fitted`` holds the input's attributes (``n_features_in_``, and ``feature_names_in_``
+        for a data frame) for :meth:`_store`: nothing of ``self`` changes here, so a fit that
+        is refused (here or in the solver) leaves a fitted estimator as it was."""
         if y is None:
             msg = f"{type(self).__name__} requires y to be passed, but the target y is None."
             raise ValueError(msg)
         if _sklearn_route(X, y, sample_weight):
             import numpy as np
 
+            # scikit-learn's validate_data records the feature names and count on the estimator
+            # it is given (the names before it checks the values): give it a shallow copy.
+            probe = copy.copy(self)
             X, y = validate_data(
-                self, X, y, accept_sparse=False, dtype=[np.float64, np.float32], multi_output=True,
+                probe, X, y, accept_sparse=False, dtype=[np.float64, np.float32], multi_output=True,
                 y_numeric=True, ensure_all_finite=bool(self.check_finite),
             )
             if sample_weight is not None:
                 sample_weight = _check_sample_weight(sample_weight, X, dtype=X.dtype, ensure_non_negative=True)
-            return X, y, sample_weight, False
+            fitted = {k: getattr(probe, k) for k in _INPUT_ATTRIBUTES if hasattr(probe, k)}
+            return X, y, sample_weight, False, fitted
         xp = _input._namespace(X, y, sample_weight)
         dev = next((_compat.device(a) for a in (X, y, sample_weight) if _aac.is_array_api_obj(a)), None)
         X = _input._as_array(xp, X, "X", dev)
@@ -140,10 +152,18 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
                 "(reshape a single feature with X[:, None], a single sample with X[None, :])"
             )
             raise ValueError(msg)
-        self.n_features_in_ = X.shape[1]
-        if hasattr(self, "feature_names_in_"):  # left by an earlier fit on a data frame
-            del self.feature_names_in_
-        return X, y, sample_weight, bool(self.check_finite)
+        return X, y, sample_weight, bool(self.check_finite), {"n_features_in_": X.shape[1]}
+
+    def _store(self, fitted, optional=()):
+        """Set the fitted attributes all at once, at the end of a fit that succeeded; those
+        of ``_INPUT_ATTRIBUTES`` and ``optional`` that this fit did not produce are removed
+        (left by an earlier fit on a data frame, or with ``store_cv_results``)."""
+        for name in (*_INPUT_ATTRIBUTES, *optional):
+            if name not in fitted and name in vars(self):
+                delattr(self, name)
+        for name, value in fitted.items():
+            setattr(self, name, value)
+        return self
 
     def _validate_predict(self, X):
         self._check_fitted()
@@ -173,11 +193,12 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
 
     # --- prediction and score --------------------------------------------------------------
 
-    def _set_coef(self, result):
-        """Store a fit result with scikit-learn's orientation: ``coef_`` (n,) or (k, n)."""
+    @staticmethod
+    def _coef(result):
+        """A fit result's ``coef_`` (scikit-learn's orientation: (n,) or (k, n)) and ``intercept_``."""
         coef = result.coef
-        self.coef_ = coef if coef.ndim == 1 else _compat.array_namespace(coef).permute_dims(coef, (1, 0))
-        self.intercept_ = result.intercept
+        coef = coef if coef.ndim == 1 else _compat.array_namespace(coef).permute_dims(coef, (1, 0))
+        return {"coef_": coef, "intercept_": result.intercept}
 
     def predict(self, X):
         """Predict with the fitted linear model.

@@ -239,21 +239,29 @@ class Accumulator:
         return self
 
     def merge(self, other):
-        """A NEW accumulator holding the rows of both (neither operand is modified).
+        """Add the rows of ``other`` (an accumulator of the same kind) to this one, in place, as
+        :meth:`update` adds a chunk; returns ``self``. ``other`` is not modified.
 
         Exact up to rounding and independent of the order of merges and updates: merging
         accumulators filled on different workers or devices' worth of chunks gives the same
-        fit as one accumulator fed every chunk.
+        fit as one accumulator fed every chunk. To combine without changing either operand,
+        merge into a copy: ``a.copy().merge(b)``.
         """
         self._check_other(other)
         if other.state is None:
-            return copy.copy(self)
+            return self
         if self.state is None:
-            return copy.copy(other)
+            self.state, self._meta = other.state, other._meta
+            return self
         xp = self._meta.xp
-        new = copy.copy(self)
-        new.state = pairwise_merge(xp, self.state, other.state, lambda a, b, v: type(self)._combine(xp, a, b, v))
-        return new
+        self.state = pairwise_merge(xp, self.state, other.state, lambda a, b, v: type(self)._combine(xp, a, b, v))
+        return self
+
+    def copy(self):
+        """An independent accumulator holding the same rows: updating or merging into either
+        leaves the other as it was (the state's arrays are never written in place, so they
+        are shared, not copied)."""
+        return copy.copy(self)
 
     def with_state(self, state):
         """A copy of this accumulator holding ``state`` (from :meth:`step`)."""

@@ -68,15 +68,12 @@ class LinearRegression(LinearModelBase):
     def fit(self, X, y, sample_weight=None):
         """Fit on ``X`` (m, n_features) and ``y`` (m,) or (m, n_targets); returns ``self``."""
         check_method(self.method, self.rcond)
-        X, y, sample_weight, check_finite = self._validate_fit(X, y, sample_weight)
+        X, y, sample_weight, check_finite, fitted = self._validate_fit(X, y, sample_weight)
         r = lstsq(
             X, y, method=self.method, rcond=self.rcond, fit_intercept=bool(self.fit_intercept),
             sample_weight=sample_weight, check_finite=check_finite,
         )
-        self._set_coef(r)
-        self.rank_ = r.rank
-        self.singular_ = r.singular_values
-        return self
+        return self._store({**fitted, **self._coef(r), "rank_": r.rank, "singular_": r.singular_values})
 
 
 class Ridge(LinearModelBase):
@@ -119,7 +116,7 @@ class Ridge(LinearModelBase):
     def fit(self, X, y, sample_weight=None):
         """Fit on ``X`` (m, n_features) and ``y`` (m,) or (m, n_targets); returns ``self``."""
         check_method(self.method, None)
-        X, y, sample_weight, check_finite = self._validate_fit(X, y, sample_weight)
+        X, y, sample_weight, check_finite, fitted = self._validate_fit(X, y, sample_weight)
         alpha = _alpha_arg(self.alpha, X)
         # A vector of penalties is one per target (a 1-D alpha alone would be a path for ridge);
         # a single one, in any form, applies to every target as in scikit-learn.
@@ -130,8 +127,7 @@ class Ridge(LinearModelBase):
             X, y, alpha, method=self.method, fit_intercept=bool(self.fit_intercept), sample_weight=sample_weight,
             check_finite=check_finite, per_target=per_target,
         )
-        self._set_coef(r)
-        return self
+        return self._store({**fitted, **self._coef(r)})
 
 
 class RidgeCV(LinearModelBase):
@@ -194,7 +190,7 @@ class RidgeCV(LinearModelBase):
 
     def fit(self, X, y, sample_weight=None):
         """Choose the penalty and fit on ``X`` (m, n_features), ``y`` (m,) or (m, n_targets)."""
-        X, y, sample_weight, check_finite = self._validate_fit(X, y, sample_weight)
+        X, y, sample_weight, check_finite, fitted = self._validate_fit(X, y, sample_weight)
         if X.shape[0] is not None and X.shape[0] < 2:
             msg = f"RidgeCV needs at least 2 samples for leave-one-out cross-validation; got {X.shape[0]} sample"
             raise ValueError(msg)
@@ -203,17 +199,14 @@ class RidgeCV(LinearModelBase):
             alpha_per_target=bool(self.alpha_per_target), mode=self.gcv_mode, check_finite=check_finite,
         )
         xp = _compat.array_namespace(r.coef)
-        self._set_coef(r)
-        self.alpha_ = r.alpha
+        fitted.update(self._coef(r), alpha_=r.alpha)
         # Minus the mean error at the chosen penalty: the best score, per target or averaged.
         scores = r.scores if self.alpha_per_target or r.scores.ndim == 1 else xp.mean(r.scores, axis=-1)
-        self.best_score_ = xp.max(scores, axis=0)
+        fitted["best_score_"] = xp.max(scores, axis=0)
         if self.store_cv_results:
             cv = r.cv_values  # (a, m) or (a, m, k); scikit-learn puts the alpha axis last
-            self.cv_results_ = xp.permute_dims(cv, tuple(range(1, cv.ndim)) + (0,))
-        elif hasattr(self, "cv_results_"):
-            del self.cv_results_
-        return self
+            fitted["cv_results_"] = xp.permute_dims(cv, tuple(range(1, cv.ndim)) + (0,))
+        return self._store(fitted, optional=("cv_results_",))
 
 
 def _alpha_arg(alpha, X):

@@ -168,20 +168,50 @@ def test_merge_is_order_invariant(be, kind):
     parts = [(0, 9), (9, 10), (10, 10), (10, 41), (41, 60)]
     accs = [_accumulate(be, kind, X[a:b], y[a:b], sw[a:b], [b - a]) for a, b in parts]
     sequential = _accumulate(be, kind, X, y, sw, [b - a for a, b in parts]).solve()
-    left = accs[0]
-    for acc in accs[1:]:
-        left = left.merge(acc)
-    tree = (accs[4].merge(accs[2])).merge(accs[1].merge(accs[3].merge(accs[0])))
+    states = [acc.state for acc in accs]
     before = be.to_numpy(accs[0].state.stat).copy()
+    left = accs[0].copy()
+    for acc in accs[1:]:
+        assert left.merge(acc) is left  # in place, as update
+    tree = (accs[4].copy().merge(accs[2])).merge(accs[1].copy().merge(accs[3].copy().merge(accs[0])))
     ref, tol = _expected_bounds(kind, X, y, sw, fit_intercept, 0.0)
     for res in (left.solve(), tree.solve()):
         _check(be, res, ref, tol, 0.0)
         # Same data, different rounding only: the two agree far inside the error bound.
         np.testing.assert_allclose(be.to_numpy(res.coef), be.to_numpy(sequential.coef), rtol=tol, atol=tol)
-    # merge returns a new accumulator and leaves its operands alone.
+    # The merged-in operands and the originals of the copies are left alone.
+    assert all(acc.state is state for acc, state in zip(accs, states))
     np.testing.assert_array_equal(be.to_numpy(accs[0].state.stat), before)
     assert lsq.NormalAccumulator().merge(lsq.NormalAccumulator()).state is None
-    assert ACCUMULATORS[kind]().merge(accs[0]).state is accs[0].state
+
+
+@pytest.mark.parametrize("kind", sorted(ACCUMULATORS))
+def test_merge_is_in_place_like_update(be, kind):
+    """``a.merge(b)`` adds b's rows to a, as ``a.update(chunk)`` adds a chunk's (written like
+    an update, it used to return a new accumulator and leave a without b's rows); ``b`` and
+    the original of a copy are unchanged."""
+    X, y, sw, fit_intercept, _ = _problem("weighted_multi")
+    ref, tol = _expected_bounds(kind, X, y, sw, fit_intercept, 0.0)
+    a = _accumulate(be, kind, X[:25], y[:25], sw[:25], [25])
+    b = _accumulate(be, kind, X[25:], y[25:], sw[25:], [10, 25])
+    a_alone, b_state = a.copy(), b.state
+    assert a.merge(b) is a
+    _check(be, a.solve(fit_intercept=fit_intercept), ref, tol, 0.0)
+    assert b.state is b_state
+    # The copy taken before holds a's own rows only: merging into a did not reach it, and
+    # merging into the copy does not reach a.
+    a_ref, a_tol = _expected_bounds(kind, X[:25], y[:25], sw[:25], fit_intercept, 0.0)
+    _check(be, a_alone.solve(fit_intercept=fit_intercept), a_ref, a_tol, 0.0)
+    merged_state = a.state
+    a_alone.copy().merge(b)
+    assert a.state is merged_state
+    # Empty operands: merging into an empty accumulator takes the other's rows (later updates
+    # of either do not reach the other); merging an empty one changes nothing.
+    empty = ACCUMULATORS[kind]()
+    assert empty.merge(b) is empty and empty.state is b.state
+    empty.update(be.asarray(X[:5]), be.asarray(y[:5]), sample_weight=be.asarray(sw[:5]))
+    assert b.state is b_state
+    assert a.merge(ACCUMULATORS[kind]()).state is merged_state
 
 
 @pytest.mark.parametrize("kind", sorted(ACCUMULATORS))
@@ -253,7 +283,7 @@ def test_strict_device(strict_device):
     for kind in ACCUMULATORS:
         acc = _accumulate(be, kind, X, y, sw, [10, 0, 50])
         other = _accumulate(be, kind, X, y, sw, [1, 59])
-        for res in (acc.solve(), acc.merge(other).solve(0.5, fit_intercept=False), acc.solve(fit_intercept=False)):
+        for res in (acc.solve(), acc.copy().merge(other).solve(0.5, fit_intercept=False), acc.solve(fit_intercept=False)):
             for field in (res.coef, res.intercept, res.rss, res.rank):
                 assert field.device == be.device
         with pytest.raises(ValueError, match="device"):
