@@ -207,7 +207,7 @@ def main(argv=None):
     if unknown:
         parser.error(f"unknown backend(s) {unknown}; choose from {', '.join(BACKENDS)}")
     if not nist.available():
-        print(f"NIST StRD data not found in {nist.NIST_DIR} (set LSQ_NIST_DIR)", file=sys.stderr)
+        print(f"NIST StRD data not found in {nist.NIST_DIR or nist.BUNDLED}", file=sys.stderr)
         return 2
     bes = []
     for b in names:

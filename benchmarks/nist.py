@@ -4,8 +4,10 @@ The eleven ``.dat`` files (NIST/ITL Statistical Reference Datasets, linear regre
 data and certified results rounded to 15 significant digits. Accuracy against them is the
 LRE (log relative error): the number of correct significant digits.
 
-The folder is ``<repo>/../shared/data/nist`` unless the environment variable
-``LSQ_NIST_DIR`` names another one.
+The numbers ship with the project in ``benchmarks/data/nist_strd.json`` (data and certified
+values, converted from the ``.dat`` files by ``python -m benchmarks.nist_convert``; source:
+NIST/ITL StRD, https://www.itl.nist.gov/div898/strd/lls/lls.shtml). Set ``LSQ_NIST_DIR`` to a
+folder of the original ``.dat`` files to read those instead.
 
 Examples
 --------
@@ -17,6 +19,7 @@ Examples
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from dataclasses import dataclass
@@ -24,8 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
-_DEFAULT_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "nist"
-NIST_DIR = Path(os.environ.get("LSQ_NIST_DIR") or _DEFAULT_DIR)
+DAT_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "nist"  # the converter's source
+BUNDLED = Path(__file__).resolve().parent / "data" / "nist_strd.json"
+NIST_DIR = Path(os.environ["LSQ_NIST_DIR"]) if os.environ.get("LSQ_NIST_DIR") else None  # None: bundled
 
 DATASETS = (
     "Norris",
@@ -147,15 +151,52 @@ def _design(x, n_coef, name):
     raise ValueError(msg)
 
 
+def _bundled():
+    return json.loads(BUNDLED.read_text(encoding="ascii"))["datasets"]
+
+
+def _from_bundle(name):
+    d = _bundled()[name]
+    x = np.array(d["x"], dtype=np.float64)
+    coef = np.array(d["coef"], dtype=np.float64)
+    return Dataset(
+        name=name, X=_design(x, coef.shape[0], name), y=np.array(d["y"], dtype=np.float64),
+        fit_intercept=d["fit_intercept"], coef=coef, intercept=d["intercept"],
+        coef_sd=np.array(d["coef_sd"], dtype=np.float64), intercept_sd=d["intercept_sd"],
+        resid_sd=d["resid_sd"], r2=d["r2"],
+    )  # fmt: skip
+
+
+def _read_dat(name, directory):
+    path = Path(directory) / f"{name}.dat"
+    lines = path.read_text(encoding="ascii").splitlines()  # CRLF or LF
+    header = "\n".join(lines[:_CERTIFIED_START - 1])
+    c0, c1 = _line_range(header, "Certified Values", _CERTIFIED_START)
+    d0, d1 = _line_range(header, "Data", _DATA_START)
+    params, resid_sd, r2 = _parse_certified(lines[c0 - 1 : c1 or d0 - 1], name)
+    rows = [line.split() for line in lines[d0 - 1 : d1] if line.strip()]  # Norris: trailing blank line
+    data = np.array(rows, dtype=np.float64)
+    if data.ndim != 2 or data.shape[1] < 2 or not np.all(np.isfinite(data)):
+        msg = f"{name}: data lines {d0}-{d1} do not parse to a finite (m, >= 2) table"
+        raise ValueError(msg)
+    return params, resid_sd, r2, data
+
+
+def raw_columns(name, directory):
+    """The predictor columns of ``<name>.dat`` as given (before a polynomial model's powers)."""
+    return _read_dat(name, directory)[3][:, 1:]
+
+
 def load(name, directory=None):
-    """Read ``<name>.dat`` with its certified values.
+    """One dataset with its certified values: from the bundled JSON, or from ``<name>.dat`` in
+    ``directory`` (default :data:`NIST_DIR`, set by ``LSQ_NIST_DIR``) when one is given.
 
     Parameters
     ----------
     name : str
         One of :data:`DATASETS`.
     directory : path-like, optional
-        Folder holding the files; default :data:`NIST_DIR`.
+        Folder holding the ``.dat`` files; default :data:`NIST_DIR` (None: the bundled data).
 
     Returns
     -------
@@ -169,17 +210,10 @@ def load(name, directory=None):
     ValueError
         If the certified block or the data cannot be parsed.
     """
-    path = Path(directory or NIST_DIR) / f"{name}.dat"
-    lines = path.read_text(encoding="ascii").splitlines()  # CRLF or LF
-    header = "\n".join(lines[:_CERTIFIED_START - 1])
-    c0, c1 = _line_range(header, "Certified Values", _CERTIFIED_START)
-    d0, d1 = _line_range(header, "Data", _DATA_START)
-    params, resid_sd, r2 = _parse_certified(lines[c0 - 1 : c1 or d0 - 1], name)
-    rows = [line.split() for line in lines[d0 - 1 : d1] if line.strip()]  # Norris: trailing blank line
-    data = np.array(rows, dtype=np.float64)
-    if data.ndim != 2 or data.shape[1] < 2 or not np.all(np.isfinite(data)):
-        msg = f"{name}: data lines {d0}-{d1} do not parse to a finite (m, >= 2) table"
-        raise ValueError(msg)
+    directory = directory or NIST_DIR
+    if directory is None:
+        return _from_bundle(name)
+    params, resid_sd, r2, data = _read_dat(name, directory)
     fit_intercept = 0 in params
     slopes = [params[j] for j in sorted(params) if j > 0]
     return Dataset(
@@ -197,9 +231,12 @@ def load(name, directory=None):
 
 
 def available(directory=None):
-    """True when every dataset file is present."""
-    d = Path(directory or NIST_DIR)
-    return all((d / f"{name}.dat").is_file() for name in DATASETS)
+    """True when every dataset is there: in ``directory`` (or ``LSQ_NIST_DIR``) as ``.dat``
+    files, else in the bundled JSON."""
+    d = directory or NIST_DIR
+    if d is None:
+        return BUNDLED.is_file()
+    return all((Path(d) / f"{name}.dat").is_file() for name in DATASETS)
 
 
 def lre(estimate, certified):

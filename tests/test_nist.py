@@ -1,7 +1,8 @@
 """Certified accuracy on the NIST StRD linear-regression datasets, on every backend (float64).
 
-The data live outside the repository (``../shared/data/nist`` or ``$LSQ_NIST_DIR``); without
-them the module is skipped. Accuracy is the LRE (correct significant digits) of the worst
+The data ship with the project (``benchmarks/data/nist_strd.json``, converted from NIST's ``.dat``
+files by ``python -m benchmarks.nist_convert``; ``$LSQ_NIST_DIR`` reads the ``.dat`` files
+instead). Accuracy is the LRE (correct significant digits) of the worst
 parameter, intercept included; see :mod:`benchmarks.nist`.
 """
 
@@ -14,11 +15,21 @@ import pytest
 
 from benchmarks import accuracy, nist
 
-if not nist.available():
-    pytest.skip(
-        f"NIST StRD data not found in {nist.NIST_DIR} (set LSQ_NIST_DIR to the folder of the .dat files)",
-        allow_module_level=True,
-    )
+
+
+def test_data_are_there():
+    """A fresh clone runs this module: the bundled numbers are part of the repository."""
+    assert nist.available(), f"NIST StRD data missing: {nist.BUNDLED} (or LSQ_NIST_DIR={nist.NIST_DIR})"
+
+
+def test_bundle_matches_the_dat_files(numpy_reference):
+    """The bundled JSON holds the same float64 numbers as NIST's files (where they are at hand)."""
+    if not nist.available(nist.DAT_DIR):
+        pytest.skip(f"the .dat files are not in {nist.DAT_DIR}")
+    for name in nist.DATASETS:
+        a, b = nist.load(name), nist.load(name, nist.DAT_DIR)
+        for field in ("X", "y", "coef", "coef_sd", "intercept", "intercept_sd", "resid_sd", "r2"):
+            np.testing.assert_array_equal(getattr(a, field), getattr(b, field), err_msg=f"{name}.{field}")
 
 # From the data README: observations, coefficients besides B0, intercept.
 SHAPES = {
