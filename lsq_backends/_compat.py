@@ -61,6 +61,7 @@ __all__ = [
     "solve_triangular",
     "triangular_inverse",
     "svd",
+    "take_rows",
     "update_fresh",
     "zero_first_row",
 ]
@@ -117,6 +118,16 @@ def align_rows(xp, a, like):
         # every pass, a third of a fit's time at 2e6 x 20). Rechunk the thin one instead.
         return a.rechunk({a.ndim - 2: like.chunks[-2]})
     return a
+
+
+def take_rows(xp, a, idx):
+    """Rows ``idx`` (a NumPy integer array, e.g. a cross-validation fold) of ``a`` (..., m, c).
+
+    Quirk: Dask takes NumPy indices as they are (a Dask index array would make the selection
+    lazy in its shape); every other library needs them as its own array on ``a``'s device."""
+    if not _aac.is_dask_namespace(xp):
+        idx = xp.asarray(idx, device=device(a))
+    return xp.take(a, idx, axis=-2)
 
 
 def argmin0(xp, x):

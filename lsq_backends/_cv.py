@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from . import _compat
+from . import _compat, _kfold
 from ._input import check_bool, prepare
 from ._solvers import spectral
 from ._solvers._shared import dot
@@ -29,13 +29,16 @@ class RidgeCVResult(NamedTuple):
         The chosen penalty: ``alphas[best_index]``.
     best_index : integer array, same shape as ``alpha``
         Index of the chosen penalty in ``alphas`` (the first one on ties, as scikit-learn).
-    cv_values : array, shape (a, ..., m) or (a, ..., m, k)
-        Squared leave-one-out errors, ``w_i * (y_i - yhat_{-i})**2`` with sample weights (as
-        scikit-learn's ``cv_results_``, whose alpha axis is last).
+    cv_values : array, shape (a, ..., m) or (a, ..., m, k); (a, ..., f) or (a, ..., f, k) for f folds
+        Leave-one-out: the squared errors, ``w_i * (y_i - yhat_{-i})**2`` with sample weights
+        (as scikit-learn's ``cv_results_``, whose alpha axis is last). ``cv="gcv"``: the terms
+        ``w_i r_i**2 / (1 - df/m)**2`` whose mean is the GCV criterion. Held-out folds: each
+        fold's score.
     scores : array, shape (a, ...) or (a, ..., k)
-        Minus the mean over samples of ``cv_values``, per penalty and target (higher is
-        better; scikit-learn's ``best_score_`` is ``scores[best_index]`` averaged over targets,
-        or per target with ``alpha_per_target``).
+        Per penalty and target, higher is better: minus the mean of ``cv_values`` (leave-one-out,
+        GCV), or the mean over folds of the fold scores; the chosen penalty maximizes it
+        (averaged over targets unless ``alpha_per_target``). scikit-learn's ``best_score_`` is
+        ``scores[best_index]`` averaged over targets, or per target with ``alpha_per_target``.
     """
 
     coef: Any
@@ -67,9 +70,11 @@ def _refit(xp, spec, alpha):
 
 
 def ridge_cv(
-    X, y, /, alphas, *, fit_intercept=True, sample_weight=None, alpha_per_target=False, mode="auto", check_finite=True
-):
-    """Ridge with the penalty chosen by efficient leave-one-out cross-validation.
+    X, y, /, alphas, *, fit_intercept=True, sample_weight=None, alpha_per_target=False, mode="auto", check_finite=True,
+    cv=None, scoring=None, groups=None,
+):  # fmt: skip
+    """Ridge with the penalty chosen by cross-validation: efficient leave-one-out (default),
+    generalized cross-validation, or held-out folds.
 
     Every penalty's leave-one-out errors come from ONE factorization (scikit-learn's
     ``RidgeCV(cv=None)``, ``gcv_mode`` "eigen"/"svd"): with H the hat matrix of ``[1, X]``
@@ -97,6 +102,21 @@ def ridge_cv(
         ``eps**-0.5 / 64``, then ``"svd"`` (a traced branch under ``jax.jit``).
     check_finite : bool
         As in :func:`lstsq`.
+    cv : None, "gcv", int, splitter or iterable of (train, test) index arrays
+        ``None``: efficient leave-one-out (above). ``"gcv"``: generalized cross-validation,
+        ``mean_i(w_i r_i**2) / (1 - df/m)**2`` with ``df`` the trace of the hat matrix (plus one
+        for the intercept), from the same one factorization. An integer k >= 2: k contiguous
+        folds without shuffling (scikit-learn's ``KFold(k)``); a scikit-learn splitter (its
+        ``split`` gets placeholders for X and y, and ``groups``); or (train, test) index pairs.
+        Each fold's training rows are factorized once (``mode``: eigendecomposition of their
+        Gram matrix, or SVD), which gives the held-out predictions of every penalty; each fold
+        fits its own intercept. Static under ``jax.jit``.
+    scoring : None, "neg_mean_squared_error", "r2" or callable
+        Held-out folds only: the fold score, averaged over folds (higher is better). Default
+        minus the mean squared error (weighted by ``sample_weight`` when given). A callable
+        ``scoring(y_true, y_pred, sample_weight)`` returns a number (2-D X, eager arrays).
+    groups : array, optional
+        Group labels passed to a splitter's ``split`` (``GroupKFold``).
 
     Returns
     -------
@@ -118,6 +138,14 @@ def ridge_cv(
         msg = f"mode must be one of {', '.join(map(repr, MODES))}; got {mode!r}"
         raise ValueError(msg)
     check_bool(alpha_per_target, "alpha_per_target")
+    _kfold.check_scoring(scoring)
+    held_out = cv is not None and not (isinstance(cv, str) and cv == "gcv")
+    if isinstance(cv, str) and cv != "gcv":
+        msg = f"cv must be None, 'gcv', an integer >= 2, a splitter or an iterable of (train, test); got {cv!r}"
+        raise ValueError(msg)
+    if scoring not in (None, "neg_mean_squared_error") and not held_out:
+        msg = "scoring applies to held-out folds (cv=k, a splitter or index pairs); leave-one-out and 'gcv' score the squared error"
+        raise ValueError(msg)
     problem = prepare(
         X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, alpha=alphas, ridge=True,
         eliminate=False, keep_original=True,
@@ -128,8 +156,9 @@ def ridge_cv(
         raise ValueError(msg)
     m = Xc.shape[-2]
     if m < 2:
-        msg = f"leave-one-out cross-validation needs at least 2 samples; X has {m}"
+        msg = f"cross-validation needs at least 2 samples; X has {m}"
         raise ValueError(msg)
+    pairs = _kfold.folds(cv, m, groups) if held_out else None
     lev0 = None
     if fit_intercept:
         root = problem.original[2]
@@ -137,12 +166,19 @@ def ridge_cv(
         lev0 = (w / xp.sum(w, axis=-2, keepdims=True))[..., 0]
 
     def evaluate(spec):
-        cv = _loo(xp, spec, alphas, Yc, lev0)  # (a, ..., m, k)
-        mse = xp.mean(cv, axis=-2)  # (a, ..., k)
+        if pairs is not None:
+            X0, Y0, root0 = problem.original
+            scores, values = _kfold.kfold_scores(xp, X0, Y0, root0, alphas, pairs, fit_intercept, scoring, mode)
+        elif cv is not None:  # "gcv"
+            scores, values = _kfold.gcv_scores(xp, spec, alphas, Yc, problem.original[2], fit_intercept)
+        else:
+            values = _loo(xp, spec, alphas, Yc, lev0)  # (a, ..., m, k)
+            scores = -xp.mean(values, axis=-2)  # (a, ..., k)
+        mse = -scores
         best = _compat.argmin0(xp, mse if alpha_per_target else xp.mean(mse, axis=-1))  # (..., k) or (...)
         alpha = xp.reshape(xp.take(alphas, xp.reshape(best, (-1,)), axis=0), tuple(best.shape))
         coef = _refit(xp, spec, alpha if alpha_per_target else alpha[..., None])
-        return coef, alpha, best, cv, -mse
+        return coef, alpha, best, values, scores
 
     if mode == "svd":
         out = evaluate(spectral.svd(xp, Xc, Yc, problem.offset_sq, samples=True))
@@ -158,13 +194,13 @@ def ridge_cv(
                 lambda X, Y: evaluate(spectral.svd(xp, X, Y, problem.offset_sq, samples=True)),
                 (Xc, Yc),
             )
-    coef, alpha, best, cv, scores = out
+    coef, alpha, best, values, scores = out
     if fit_intercept:
         intercept = (problem.y_offset - dot(xp, problem.x_offset, coef))[..., 0, :]
     else:
         intercept = xp.zeros(tuple(coef.shape[:-2]) + (coef.shape[-1],), dtype=coef.dtype, device=_compat.device(coef))
     if problem.y_was_vector:
-        coef, intercept, cv, scores = coef[..., 0], intercept[..., 0], cv[..., 0], scores[..., 0]
+        coef, intercept, values, scores = coef[..., 0], intercept[..., 0], values[..., 0], scores[..., 0]
         if alpha_per_target:
             alpha, best = alpha[..., 0], best[..., 0]
-    return RidgeCVResult(coef, intercept, alpha, best, cv, scores)
+    return RidgeCVResult(coef, intercept, alpha, best, values, scores)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import array_api_compat as _aac
 
-from ._dask_blocks import _dask_per_matrix, _dask_tsqr_apply, _numpy_safe_cholesky
+from ._dask_blocks import _dask_per_matrix, _dask_tsqr_apply, _numpy_safe_cholesky, numpy_eigh, numpy_qr, numpy_svd
 from ._products import matmul
 from ._triangular import scipy_for
 
@@ -79,12 +79,10 @@ def cholesky(xp, a):
 def qr(xp, x):
     """Reduced QR of the stack ``x`` (..., m, n) with m >= n: (Q (..., m, n), R (..., n, n))."""
     if _aac.is_dask_namespace(xp):
-        import numpy as np
-
         if x.ndim > 2 or x.numblocks[0] == 1:
             # Quirk: a one-block input goes through delayed in dask's qr/svd, which copies the
             # whole upstream graph under new keys (it was computed twice); small: one NumPy call.
-            return _dask_per_matrix(lambda a: tuple(np.linalg.qr(a)), "(m,n)->(m,p),(p,n)", x, 2, x.shape[-1])
+            return _dask_per_matrix(numpy_qr, "(m,n)->(m,p),(p,n)", x, 2, x.shape[-1])
         # Quirk: dask's TSQR needs one chunk across the columns.
         x = x.rechunk({1: -1})
     q, r = xp.linalg.qr(x, mode="reduced")
@@ -179,14 +177,11 @@ def svd(xp, x, *, after_qr_implicit=False):
 
         return scipy.linalg.svd(x, full_matrices=False, check_finite=False)
     if _aac.is_dask_namespace(xp):
-        import numpy as np
-
         p = min(x.shape[-2:])
         # The solvers take SVDs of small matrices only (the n x n factor R, or a wide X with
         # m < n rows): one NumPy call per matrix. (Dask's own svd of a one-block input goes
         # through delayed, which recomputed the whole upstream graph.)
-        func = lambda a: tuple(np.linalg.svd(a, full_matrices=False))  # noqa: E731
-        return _dask_per_matrix(func, "(m,n)->(m,p),(p),(p,n)", x, 3, p)
+        return _dask_per_matrix(numpy_svd, "(m,n)->(m,p),(p),(p,n)", x, 3, p)
     if _aac.is_numpy_namespace(xp) and x.shape[-2] < x.shape[-1]:
         # Quirk: NumPy's gesdd on a wide C-order matrix measured ~2x slower than on its
         # transpose (a free view, F-order to LAPACK): 0.30 s against 0.16 s at 200 x 5000.
@@ -205,10 +200,7 @@ def eigh(xp, a):
     if _aac.is_dask_namespace(xp):
         # Quirk: dask.array has no eigh (none in array-api-compat 1.16 either). The matrix is
         # small: factor each one as a single block with NumPy, as for cholesky above.
-        import numpy as np
-
-        func = lambda m: tuple(np.linalg.eigh(m))  # noqa: E731
-        return _dask_per_matrix(func, "(i,j)->(p),(i,p)", a, 2, a.shape[-1])
+        return _dask_per_matrix(numpy_eigh, "(i,j)->(p),(i,p)", a, 2, a.shape[-1])
     if _aac.is_torch_namespace(xp) and a.device.type == "cuda":
         return retry_on_cpu(xp.linalg.eigh, a)
     w, v = xp.linalg.eigh(a)

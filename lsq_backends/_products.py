@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import array_api_compat as _aac
 
+from ._precision import full_float32
+
 
 def matmul(xp, a, b):
     """``a @ b`` at the full precision of the dtype.
 
     Quirk: on GPUs and TPUs JAX multiplies float32 matrices in TF32/bfloat16 passes by default,
-    which destroys a Gram matrix (~3 correct digits). Ask for ``Precision.HIGHEST``.
+    which destroys a Gram matrix (~3 correct digits). Ask for ``Precision.HIGHEST``. PyTorch
+    and CuPy take it from process-wide settings a user may have lowered (TF32, bfloat16):
+    forced to full float32 around the call and put back (:mod:`._precision`).
     """
     if _aac.is_jax_namespace(xp):
         import jax
 
         return xp.matmul(a, b, precision=jax.lax.Precision.HIGHEST)
-    return xp.matmul(a, b)
+    with full_float32(xp, a, b):
+        return xp.matmul(a, b)

@@ -1,0 +1,146 @@
+"""Cross-validation of ridge over a grid of penalties from held-out folds (``ridge_cv(cv=...)``).
+
+Each fold is factorized ONCE (the eigendecomposition of its training Gram matrix, or the SVD
+of its training data: ``_solvers.spectral``), and that one factorization gives the fit of
+every penalty; the held-out predictions of all penalties are one matrix product. k folds
+cost k factorizations of the training rows, never one fit per penalty (scikit-learn's
+``RidgeCV(cv=k)`` refits every penalty on every fold). Generalized cross-validation
+(``cv="gcv"``) needs only the factorization of all samples.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+from . import _compat
+from ._center import eliminate_intercept
+from ._solvers import spectral
+from ._solvers._shared import dot
+
+SCORINGS = ("neg_mean_squared_error", "r2")
+
+
+def folds(cv, m, groups=None):
+    """The (train, test) index pairs of ``cv`` for ``m`` samples, as NumPy integer arrays.
+
+    ``cv`` is an integer k >= 2 (k contiguous folds without shuffling, the first ``m % k`` one
+    sample larger: scikit-learn's ``KFold(k)``), an object with a ``split`` method (a
+    scikit-learn splitter; it is given placeholders for X and y, and ``groups``), or an
+    iterable of (train, test) index arrays."""
+    import numpy as np
+
+    if isinstance(cv, bool):
+        msg = f"cv must be None, 'gcv', an integer >= 2, a splitter or an iterable of (train, test); got {cv!r}"
+        raise TypeError(msg)
+    if isinstance(cv, numbers.Integral):
+        k = int(cv)
+        if not 2 <= k <= m:
+            msg = f"cv={k} folds needs 2 <= cv <= the number of samples ({m})"
+            raise ValueError(msg)
+        sizes = np.full(k, m // k)
+        sizes[: m % k] += 1
+        edges = np.concatenate([[0], np.cumsum(sizes)])
+        idx = np.arange(m)
+        return [(np.concatenate([idx[: edges[i]], idx[edges[i + 1] :]]), idx[edges[i] : edges[i + 1]]) for i in range(k)]
+    if hasattr(cv, "split"):
+        pairs = cv.split(np.zeros((m, 1)), np.zeros(m), groups)
+    else:
+        try:
+            pairs = iter(cv)
+        except TypeError:
+            msg = f"cv must be None, 'gcv', an integer >= 2, a splitter or an iterable of (train, test); got {type(cv).__name__}"
+            raise TypeError(msg) from None
+    out = []
+    for i, pair in enumerate(pairs):
+        train, test = (np.asarray(a) for a in pair)
+        for name, a in (("train", train), ("test", test)):
+            if a.ndim != 1 or a.size == 0 or not np.issubdtype(a.dtype, np.integer) or a.min() < -m or a.max() >= m:
+                msg = f"cv fold {i}: {name} must be a non-empty 1-D array of sample indices below {m}"
+                raise ValueError(msg)
+        out.append((np.asarray(train % m, dtype=np.int64), np.asarray(test % m, dtype=np.int64)))
+    if not out:
+        msg = "cv gave no folds"
+        raise ValueError(msg)
+    return out
+
+
+def check_scoring(scoring):
+    if scoring is None or callable(scoring) or scoring in SCORINGS:
+        return
+    msg = f"scoring must be None, a callable or one of {', '.join(map(repr, SCORINGS))}; got {scoring!r}"
+    raise ValueError(msg)
+
+
+def _take(xp, a, idx):
+    """Rows ``idx`` (NumPy integers) of ``a`` (..., m, c)."""
+    return None if a is None else _compat.take_rows(xp, a, idx)
+
+
+def _fold_predictions(xp, X, Y, root, alphas, train, test, fit_intercept, mode):
+    """Held-out predictions (a, ..., m_test, k) of every penalty from one factorization of the
+    training rows (centered with their own weighted means when ``fit_intercept``)."""
+    Xtr, Ytr, rtr = _take(xp, X, train), _take(xp, Y, train), _take(xp, root, train)
+    if fit_intercept:
+        Xe, Ye, x_off, y_off, offset_sq = eliminate_intercept(xp, Xtr, Ytr, rtr)
+    else:
+        Xe, Ye, offset_sq = (Xtr, Ytr, None) if rtr is None else (rtr * Xtr, rtr * Ytr, None)
+    route = spectral.svd if mode == "svd" else spectral.gram
+    coef, _ = spectral.path_coef(xp, route(xp, Xe, Ye, offset_sq), alphas)  # (a, ..., n, k)
+    pred = spectral.over_alphas(xp, _take(xp, X, test), coef)  # (a, ..., m_test, k)
+    if fit_intercept:
+        pred = pred + (y_off - dot(xp, x_off, coef))
+    return pred
+
+
+def _score(xp, y, pred, w, scoring):
+    """Score (higher is better) of the held-out predictions ``pred`` (a, ..., m, k) of ``y``
+    (..., m, k), weights ``w`` (..., m, 1) or None: (a, ..., k)."""
+    if callable(scoring):
+        return _callable_score(xp, y, pred, w, scoring)
+    r = y - pred
+    ww = xp.ones_like(y[..., :1]) if w is None else w
+    total = xp.sum(ww, axis=-2)  # (..., 1)
+    sse = xp.sum(ww * r * r, axis=-2)  # (a, ..., k)
+    if scoring == "r2":
+        mean = xp.sum(ww * y, axis=-2, keepdims=True) / total[..., None, :]
+        d = y - mean
+        sst = xp.sum(ww * d * d, axis=-2)  # (..., k)
+        return 1 - sse / xp.where(sst > 0, sst, xp.ones_like(sst))
+    return -sse / total
+
+
+def _callable_score(xp, y, pred, w, scoring):
+    """``scoring(y_true, y_pred, sample_weight)`` per penalty and target (eager arrays only),
+    on 2-D problems: a Python loop over penalties and targets."""
+    if y.ndim != 2:
+        msg = "a callable scoring takes 2-D X only (no stacks of problems)"
+        raise ValueError(msg)
+    a, k = pred.shape[0], y.shape[-1]
+    wv = None if w is None else w[:, 0]
+    rows = [[float(scoring(y[:, j], pred[i, :, j], wv)) for j in range(k)] for i in range(a)]
+    return xp.asarray(rows, dtype=y.dtype, device=_compat.device(y))
+
+
+def kfold_scores(xp, X, Y, root, alphas, pairs, fit_intercept, scoring, mode):
+    """Scores (a, ..., k), the mean over folds, and the per-fold scores (a, ..., f, k)."""
+    per_fold = []
+    for train, test in pairs:
+        pred = _fold_predictions(xp, X, Y, root, alphas, train, test, fit_intercept, mode)
+        w_test = None if root is None else _take(xp, root * root, test)
+        per_fold.append(_score(xp, _take(xp, Y, test), pred, w_test, scoring))
+    stacked = xp.stack(per_fold, axis=-2)  # (a, ..., f, k)
+    return xp.mean(stacked, axis=-2), stacked
+
+
+def gcv_scores(xp, spec, alphas, Y, root, fit_intercept):
+    """Generalized cross-validation (Golub, Heath and Wahba) from the factorization of all
+    (centered, weighted) samples: ``(1/m) sum_i w_i r_i**2 / (1 - df/m)**2`` with
+    ``df = tr(H)`` (plus one for the unpenalized intercept). Returns minus that (a, ..., k)
+    and the per-sample terms (a, ..., m, k)."""
+    m = Y.shape[-2]
+    f = spectral.filters(xp, spec, alphas)  # (a, ..., p)
+    resid = Y - spectral.over_alphas(xp, spec.F, f[..., None] * spec.P)  # weighted residuals
+    df = xp.sum(f * spec.lam, axis=-1) + (1.0 if fit_intercept else 0.0)  # (a, ...)
+    den = (1 - df / m)[..., None, None]
+    terms = resid * resid / (den * den)  # (a, ..., m, k)
+    return -xp.mean(terms, axis=-2), terms
