@@ -180,10 +180,11 @@ def ridge_cv(
         coef = _refit(xp, spec, alpha if alpha_per_target else alpha[..., None])
         return coef, alpha, best, values, scores
 
+    samples = pairs is None  # leave-one-out and GCV need the sample-space factors F, L
     if mode == "svd":
-        out = evaluate(spectral.svd(xp, Xc, Yc, problem.offset_sq, samples=True))
+        out = evaluate(spectral.svd(xp, Xc, Yc, problem.offset_sq, samples=samples))
     else:
-        spec = spectral.gram(xp, Xc, Yc, problem.offset_sq, samples=True)
+        spec = spectral.gram(xp, Xc, Yc, problem.offset_sq, samples=samples)
         if mode == "eigen":
             out = evaluate(spec)
         else:
@@ -191,7 +192,7 @@ def ridge_cv(
                 xp,
                 spectral.auto_ok(xp, spec, alphas, Xc),
                 lambda X, Y: evaluate(spec),
-                lambda X, Y: evaluate(spectral.svd(xp, X, Y, problem.offset_sq, samples=True)),
+                lambda X, Y: evaluate(spectral.svd(xp, X, Y, problem.offset_sq, samples=samples)),
                 (Xc, Yc),
             )
     coef, alpha, best, values, scores = out
