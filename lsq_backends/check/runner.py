@@ -12,7 +12,7 @@ import lsq_backends
 from .hostreads import count_host_reads
 from .problems import score
 
-__all__ = ["Row", "Timer", "cases", "check_placement", "quick_jax_case", "run_case"]
+__all__ = ["SLOW", "Row", "Timer", "cases", "check_placement", "quick_case", "run_case"]
 
 FLOAT_FIELDS = ("coef", "intercept", "rss", "singular_values")
 INT_FIELDS = ("rank", "n_iter")
@@ -38,21 +38,30 @@ class Row:
     x_native: float | None = None
     x_gram: float | None = None
     message: str = ""
+    wall_s: float = 0.0  # the whole case: calls, checks, timings (JAX compiles included)
 
     def as_dict(self):
         return asdict(self)
 
 
-def quick_jax_case(mode, problem, method):
-    """Whether ``--quick`` runs this JAX case: each jitted case compiles (1-3 s on a CPU) and
-    the first eager call of a method compiles its operations, so only a few run."""
-    if mode == "eager":
-        return problem.dtype == "float64" and problem.name == "tall" and method in ("auto", "normal")
+SLOW = ("jax", "dask")  # families --quick runs only a few cases of
+
+
+def quick_case(backend, mode, problem, method):
+    """Whether ``--quick`` runs this case. All of them on most backends; a few on JAX, where
+    each jitted case compiles (1-3 s on a CPU) and an eager call costs seconds, and on Dask,
+    where a fit is ~0.3 s of graph work (lsqr: seconds). Those few are not timed."""
+    if backend.family not in SLOW:
+        return True
+    if backend.family == "jax" and mode == "eager":
+        return problem.dtype == "float64" and problem.name == "tall" and method == "auto"
     if problem.dtype == "float32":
         return problem.name == "tall" and method == "auto"
     if problem.name == "tall":
         return method != "lsqr"
-    return method == "auto" or (problem.name == "rank-deficient" and method == "svd")
+    if problem.name == "rank-deficient":
+        return method == "svd"
+    return method == "auto"
 
 
 class Timer:
@@ -63,8 +72,9 @@ class Timer:
         self.repeat = repeat
         self._peers = {}
 
-    def time(self, backend, call):
-        backend.finish(call())  # warm-up (JAX compiles, caches fill)
+    def time(self, backend, call, *, warm=False):
+        if not warm:
+            backend.finish(call())  # warm-up (JAX compiles, caches fill)
         times = []
         for _ in range(self.repeat):
             start = time.perf_counter()
@@ -146,6 +156,7 @@ def _counted_call(backend, call):
 def run_case(backend, mode, problem, method, *, timer=None):
     """Run one case; never raises (an exception becomes a failed :class:`Row`)."""
     row = Row(backend.name, mode, problem.name, problem.shape, method, problem.dtype)
+    start = time.perf_counter()
     try:
         X, y = backend.put(problem.X), backend.put(problem.y)
         if problem.kind == "lstsq":
@@ -171,7 +182,7 @@ def run_case(backend, mode, problem, method, *, timer=None):
         if row.placement != "ok":
             row.message = "; ".join(filter(None, [row.message, f"placement: {row.placement}"]))
         if timer is not None:
-            seconds = timer.time(backend, call)
+            seconds = timer.time(backend, call, warm=True)  # the counted call was the warm-up
             row.time_ms = 1e3 * seconds
             t_native, t_gram = timer.peers(backend, problem, X, y)
             row.x_native = seconds / t_native if t_native else None
@@ -181,6 +192,7 @@ def run_case(backend, mode, problem, method, *, timer=None):
         row.status = "fail"
         text = f"{type(exc).__name__}: {exc}".strip().replace("\n", " ")
         row.message = text if len(text) <= 300 else text[:297] + "..."
+    row.wall_s = time.perf_counter() - start
     return row
 
 
@@ -191,7 +203,7 @@ def cases(backend, problems, *, quick):
     for mode in backend.modes:
         for problem in problems:
             for method in problem.methods:
-                if quick and backend.family == "jax" and not quick_jax_case(mode, problem, method):
+                if quick and not quick_case(backend, mode, problem, method):
                     left_out += 1
                     continue
                 chosen.append((mode, problem, method))
