@@ -3,6 +3,7 @@ reads and timings. One :class:`Row` per case."""
 
 from __future__ import annotations
 
+import collections
 import statistics
 import time
 from dataclasses import asdict, dataclass
@@ -34,6 +35,7 @@ class Row:
     placement: str = "not checked"
     host_reads: str = "?"
     host_read_count: int | None = None
+    host_read_events: dict | None = None  # method -> reads through it ("Tensor.__bool__": 3)
     time_ms: float | None = None
     x_native: float | None = None
     x_gram: float | None = None
@@ -144,13 +146,13 @@ def _counted_call(backend, call):
     try:
         with count_host_reads(backend.name) as reads:
             result = call()
-        return result, str(reads), reads.count
+        return result, str(reads), reads
     except Exception as exc:
         if backend.family != "jax" or not _is_transfer_guard_error(exc):
             raise
         with count_host_reads(backend.name, guard=False) as reads:
             result = call()
-        return result, f">{reads.count} (an uncounted transfer)", reads.count
+        return result, f">{reads.count} (an uncounted transfer)", reads
 
 
 def run_case(backend, mode, problem, method, *, timer=None):
@@ -172,7 +174,9 @@ def run_case(backend, mode, problem, method, *, timer=None):
             def call():
                 return fit(X, y, alpha, method=method, **problem.options)
 
-        result, row.host_reads, row.host_read_count = _counted_call(backend, call)
+        result, row.host_reads, reads = _counted_call(backend, call)
+        row.host_read_count = reads.count
+        row.host_read_events = dict(collections.Counter(reads.events)) if reads.count is not None else None
         row.placement = check_placement(result, X)
         coef = backend.get(result.coef)
         row.error, row.threshold = score(problem, method, coef)
