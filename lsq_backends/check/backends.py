@@ -164,7 +164,7 @@ class Backend:
 def _import(module):
     try:
         return importlib.import_module(module)
-    except Exception as exc:  # noqa: BLE001 -- a broken install is as absent as a missing one
+    except Exception as exc:
         msg = f"{module} cannot be imported ({type(exc).__name__}: {exc})"
         raise BackendUnavailable(msg) from exc
 
@@ -233,7 +233,7 @@ def _cupy():
     cupy = _import("cupy")
     try:
         usable = cupy.cuda.is_available()
-    except Exception as exc:  # noqa: BLE001 -- a broken CUDA install
+    except Exception as exc:
         msg = f"cupy is installed but CUDA is unusable ({type(exc).__name__}: {exc})"
         raise BackendUnavailable(msg) from exc
     if not usable:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["Problem", "SIZES", "make_problems", "score"]
+__all__ = ["SIZES", "Problem", "make_problems", "score"]
 
 LSTSQ_METHODS = ("auto", "normal", "qr", "svd", "lsqr")
 PATH_METHODS = ("auto", "normal", "qr", "svd")  # lsqr fits one alpha at a time
@@ -130,6 +130,12 @@ def _ridge_reference(X, y, alphas):
     return np.stack(coefs), np.array(kappas), np.array(etas)
 
 
+def _rounded(a, dtype):
+    """``a`` in ``dtype``, and that rounded array back in float64 (what the reference solves)."""
+    a = np.asarray(a, dtype=dtype)
+    return a, a.astype(np.float64)
+
+
 def make_problems(*, quick, dtypes=("float64", "float32"), seed=0):
     """Every test problem, in every dtype: a list of :class:`Problem`."""
     sizes = SIZES[quick]
@@ -139,17 +145,13 @@ def make_problems(*, quick, dtypes=("float64", "float32"), seed=0):
         kappa = KAPPA[dtype]
         eps = float(np.finfo(dtype).eps)
 
-        def rounded(a):
-            a = np.asarray(a, dtype=dtype)
-            return a, a.astype(np.float64)
-
         for name, shape in sizes.items():
             rank = None
             if name == "rank-deficient":
                 rank = shape[-1] - max(1, shape[-1] // 4)
-            X, X64 = rounded(design(rng, shape, kappa, rank))
+            X, X64 = _rounded(design(rng, shape, kappa, rank), dtype)
             if name in ("ridge", "ridge-path"):
-                y, y64 = rounded(_targets(rng, X64, intercept=1.5))
+                y, y64 = _rounded(_targets(rng, X64, intercept=1.5), dtype)
                 if name == "ridge":
                     alpha = RIDGE_ALPHA
                     ref, kap, eta = _ridge_reference(X64, y64, [alpha])
@@ -162,7 +164,7 @@ def make_problems(*, quick, dtypes=("float64", "float32"), seed=0):
                 methods = LSTSQ_METHODS if kind == "ridge" else PATH_METHODS
                 problems.append(Problem(name, dtype, kind, X, y, ref, kap, eta, methods, alpha))
                 continue
-            y, y64 = rounded(_targets(rng, X64))
+            y, y64 = _rounded(_targets(rng, X64), dtype)
             # Rank-deficient: the same cutoff for the reference and the solver, between the
             # smallest kept singular value (1/kappa) and the rounding noise of the zeros.
             rcond = float(np.sqrt(eps)) if rank is not None else None
