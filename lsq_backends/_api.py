@@ -152,8 +152,8 @@ def lstsq(
     check_method(method, rcond)
     check_refine(refine)
     check_options(method, atol, btol, max_iter)
-    check_bool(fit_intercept, "fit_intercept")
-    check_bool(check_finite, "check_finite")
+    fit_intercept = check_bool(fit_intercept, "fit_intercept")
+    check_finite = check_bool(check_finite, "check_finite")
     if refine and method == "lsqr":
         msg = "refine applies to the direct methods; method='lsqr' takes atol/btol instead"
         raise ValueError(msg)
@@ -227,9 +227,9 @@ def ridge(
     ((3, 2), True)
     """
     check_method(method, None)
-    check_bool(per_target, "per_target")
-    check_bool(fit_intercept, "fit_intercept")
-    check_bool(check_finite, "check_finite")
+    per_target = check_bool(per_target, "per_target")
+    fit_intercept = check_bool(fit_intercept, "fit_intercept")
+    check_finite = check_bool(check_finite, "check_finite")
     check_options(method, atol, btol, max_iter)
     path = not per_target and getattr(alpha, "ndim", 0) == 1
     if path and method == "lsqr":

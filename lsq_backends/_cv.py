@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from . import _compat
+from ._alpha import failure
 from ._input import check_bool, prepare
 from ._solvers import spectral
 from ._solvers._shared import dot
@@ -117,19 +118,24 @@ def ridge_cv(
     if mode not in MODES:
         msg = f"mode must be one of {', '.join(map(repr, MODES))}; got {mode!r}"
         raise ValueError(msg)
-    check_bool(alpha_per_target, "alpha_per_target")
+    fit_intercept = check_bool(fit_intercept, "fit_intercept")
+    alpha_per_target = check_bool(alpha_per_target, "alpha_per_target")
+    check_finite = check_bool(check_finite, "check_finite")
     problem = prepare(
         X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, alpha=alphas, ridge=True,
-        eliminate=False, keep_original=True,
+        eliminate=False, keep_original=True, defer_checks=True, alpha_name="alphas",
     )
     xp, Xc, Yc, alphas = problem.xp, problem.X, problem.Y, problem.alpha
-    if not _compat.is_lazy(alphas) and not bool(xp.all(alphas > 0)):
-        msg = "alphas must be positive for leave-one-out cross-validation"
-        raise ValueError(msg)
     m = Xc.shape[-2]
     if m < 2:
         msg = f"leave-one-out cross-validation needs at least 2 samples; X has {m}"
         raise ValueError(msg)
+    # Read with the other value checks, in one host read, before any factorization.
+    checks = problem.checks
+    if not _compat.is_lazy(alphas):
+        msg = "alphas must be positive for leave-one-out cross-validation"
+        checks.add(xp.all(alphas > 0), failure(ValueError, msg))
+    checks.read(xp)
     lev0 = None
     if fit_intercept:
         root = problem.original[2]
