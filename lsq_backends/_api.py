@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from . import _compat
 from ._refine import refine as _refine
+from ._empty import pad_empty_batch
 from ._input import check_bool, check_method, prepare, validate
 from ._path import fit_path
 from ._result import LstsqResult
@@ -200,10 +201,13 @@ def lstsq(
         X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, defer_x_check=defer,
         keep_original=refine > 0, defer_checks=True,
     )  # fmt: skip
+    problem, cut = pad_empty_batch(problem)
     options = dict(atol=atol, btol=btol, max_iter=max_iter)
     if problem.Y.shape[-1] == 0:
-        return _no_targets(_fit(_one_target(problem, False), method, rcond, fit_intercept, refine, options))
-    return _fit(problem, method, rcond, fit_intercept, refine, options)
+        result = _no_targets(_fit(_one_target(problem, False), method, rcond, fit_intercept, refine, options))
+    else:
+        result = _fit(problem, method, rcond, fit_intercept, refine, options)
+    return LstsqResult(*(cut(field) for field in result))
 
 
 def ridge(
@@ -289,6 +293,7 @@ def ridge(
         per_target=per_target, eliminate=not path or method in ("svd", "qr"), defer_x_check=defer,
         defer_checks=not path,
     )
+    problem, cut = pad_empty_batch(problem)
     no_targets = problem.Y.shape[-1] == 0
     if no_targets:
         problem = _one_target(problem, per_target)
@@ -296,4 +301,5 @@ def ridge(
         result = fit_path(problem, method, fit_intercept)
     else:
         result = _fit(problem, method, None, fit_intercept, options=dict(atol=atol, btol=btol, max_iter=max_iter))
-    return _no_targets(result) if no_targets else result
+    result = _no_targets(result) if no_targets else result
+    return LstsqResult(*(cut(field, int(path)) for field in result))

@@ -6,6 +6,7 @@ from typing import Any, NamedTuple
 
 from . import _compat
 from ._alpha import failure
+from ._empty import pad_empty_batch
 from ._input import check_bool, prepare
 from ._solvers import spectral
 from ._solvers._shared import dot
@@ -136,6 +137,8 @@ def ridge_cv(
         msg = "alphas must be positive for leave-one-out cross-validation"
         checks.add(xp.all(alphas > 0), failure(ValueError, msg))
     checks.read(xp)
+    problem, cut = pad_empty_batch(problem)  # Dask fails on a batch with no problems
+    Xc, Yc = problem.X, problem.Y
     lev0 = None
     if fit_intercept:
         root = problem.original[2]
@@ -173,4 +176,4 @@ def ridge_cv(
         coef, intercept, cv, scores = coef[..., 0], intercept[..., 0], cv[..., 0], scores[..., 0]
         if alpha_per_target:
             alpha, best = alpha[..., 0], best[..., 0]
-    return RidgeCVResult(coef, intercept, alpha, best, cv, scores)
+    return RidgeCVResult(cut(coef), cut(intercept), cut(alpha), cut(best), cut(cv, 1), cut(scores, 1))
