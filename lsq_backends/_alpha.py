@@ -4,7 +4,6 @@ are read where that is free (a number, a NumPy array) or recorded in ``checks``.
 
 from __future__ import annotations
 
-import math
 import numbers
 
 import array_api_compat as _aac

@@ -87,14 +87,14 @@ def check_dtype(xp, a, name):
     if xp.isdtype(dt, "complex floating"):
         msg = f"{name} is complex ({dt}); complex least squares is not supported"
         raise TypeError(msg)
-    if xp.isdtype(dt, "real floating"):
-        if dt != xp.float32 and dt != xp.float64:
-            msg = (
-                f"{name} has dtype {dt}; the supported dtypes are {SUPPORTED}: cast it first, e.g. "
-                f"xp.astype({name}, xp.float32) ({name}.astype(np.float32), {name}.float() in PyTorch)"
-            )
-            raise TypeError(msg)
-    elif not xp.isdtype(dt, "integral"):
+    floating = xp.isdtype(dt, "real floating")
+    if floating and dt != xp.float32 and dt != xp.float64:
+        msg = (
+            f"{name} has dtype {dt}; the supported dtypes are {SUPPORTED}: cast it first, e.g. "
+            f"xp.astype({name}, xp.float32) ({name}.astype(np.float32), {name}.float() in PyTorch)"
+        )
+        raise TypeError(msg)
+    if not floating and not xp.isdtype(dt, "integral"):
         msg = f"{name} must have a real numeric dtype, {SUPPORTED}; got {dt}"
         raise TypeError(msg)
 

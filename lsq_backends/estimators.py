@@ -12,10 +12,10 @@ import math
 import array_api_compat as _aac
 
 from . import _compat
+from ._alpha import check_alpha_type
 from ._api import lstsq, ridge
 from ._cv import ridge_cv
 from ._estimator_base import LinearModelBase
-from ._alpha import check_alpha_type
 from ._input import check_method
 
 __all__ = ["LinearRegression", "Ridge", "RidgeCV"]

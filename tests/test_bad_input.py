@@ -10,7 +10,8 @@ signs), skipped on Dask. Every array ``d`` hands out is compared bitwise, before
 from __future__ import annotations
 
 import sys
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 import pytest
@@ -31,7 +32,8 @@ class Data:
         self.X, self.y, self.w = self.put(X0), self.put(y0), self.put(w0)
 
     def put(self, a, dtype=None):
-        return self.keep(self.be.asarray(a, dtype))
+        # A fresh copy per case: NumPy (and torch.asarray) would otherwise share the module's data.
+        return self.keep(self.be.asarray(np.array(a, copy=True), dtype))
 
     def keep(self, a):
         """Record ``a`` with a copy of its values taken now, before the call (arrays made

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-import lsq_backends as lsq
 from problems import METHODS
 from test_host_reads import counting
+
+import lsq_backends as lsq
 
 rng = np.random.default_rng(0)
 X = rng.standard_normal((12, 3))
