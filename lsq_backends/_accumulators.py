@@ -12,7 +12,8 @@ from __future__ import annotations
 import functools
 
 from . import _compat
-from ._input import check_method, validate_alpha
+from ._alpha import validate_alpha
+from ._input import check_bool, check_method
 from ._result import LstsqResult
 from ._solvers import qr as _qr
 from ._solvers import svd as _svd
@@ -64,6 +65,7 @@ class _Solvable(Accumulator):
             and dtype.
         """
         check_method("auto", rcond)
+        fit_intercept = check_bool(fit_intercept, "fit_intercept")
         xp, state = self._ready()
         self._check_intercept(xp, fit_intercept)
         alpha = _alpha(self._meta, alpha)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from . import _compat
 from ._refine import refine as _refine
+from ._empty import pad_empty_batch
 from ._input import check_bool, check_method, prepare, validate
 from ._path import fit_path
 from ._result import LstsqResult
@@ -82,6 +83,35 @@ def _refined(problem, coef, intercept, rank, steps):
     return coef, intercept, resid
 
 
+def _one_target(problem, per_target):
+    """A problem with no targets (y of shape (..., m, 0)) as one with a single zero target; its
+    result is cut back to zero columns by :func:`_no_targets`. As ``numpy.linalg.lstsq``:
+    coef (..., n, 0), and rank and singular values still those of X (the solvers' rank-deficient
+    routes need a column of y to work on)."""
+    xp = problem.xp
+
+    def zero(a):
+        return xp.zeros((*a.shape[:-1], 1), dtype=a.dtype, device=_compat.device(a))
+
+    original = problem.original
+    if original is not None:
+        original = (original[0], zero(original[1]), original[2])
+    alpha = problem.alpha
+    if per_target:  # one penalty per target, of which there are none: any one penalty will do
+        alpha = xp.ones((1,), dtype=problem.X.dtype, device=_compat.device(problem.X))
+    y_offset = None if problem.y_offset is None else zero(problem.y_offset)
+    return problem._replace(Y=zero(problem.Y), y_offset=y_offset, original=original, alpha=alpha)
+
+
+def _no_targets(result):
+    def cut(a):
+        return None if a is None else a[..., :0]
+
+    return result._replace(
+        coef=cut(result.coef), intercept=cut(result.intercept), rss=cut(result.rss), n_iter=cut(result.n_iter)
+    )
+
+
 def check_refine(refine):
     if isinstance(refine, bool) or not isinstance(refine, int) or refine < 0:
         msg = f"refine must be a non-negative integer (number of steps); got {refine!r}"
@@ -152,8 +182,8 @@ def lstsq(
     check_method(method, rcond)
     check_refine(refine)
     check_options(method, atol, btol, max_iter)
-    check_bool(fit_intercept, "fit_intercept")
-    check_bool(check_finite, "check_finite")
+    fit_intercept = check_bool(fit_intercept, "fit_intercept")
+    check_finite = check_bool(check_finite, "check_finite")
     if refine and method == "lsqr":
         msg = "refine applies to the direct methods; method='lsqr' takes atol/btol instead"
         raise ValueError(msg)
@@ -171,7 +201,13 @@ def lstsq(
         X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, defer_x_check=defer,
         keep_original=refine > 0, defer_checks=True,
     )  # fmt: skip
-    return _fit(problem, method, rcond, fit_intercept, refine, dict(atol=atol, btol=btol, max_iter=max_iter))
+    problem, cut = pad_empty_batch(problem)
+    options = dict(atol=atol, btol=btol, max_iter=max_iter)
+    if problem.Y.shape[-1] == 0:
+        result = _no_targets(_fit(_one_target(problem, False), method, rcond, fit_intercept, refine, options))
+    else:
+        result = _fit(problem, method, rcond, fit_intercept, refine, options)
+    return LstsqResult(*(cut(field) for field in result))
 
 
 def ridge(
@@ -227,9 +263,9 @@ def ridge(
     ((3, 2), True)
     """
     check_method(method, None)
-    check_bool(per_target, "per_target")
-    check_bool(fit_intercept, "fit_intercept")
-    check_bool(check_finite, "check_finite")
+    per_target = check_bool(per_target, "per_target")
+    fit_intercept = check_bool(fit_intercept, "fit_intercept")
+    check_finite = check_bool(check_finite, "check_finite")
     check_options(method, atol, btol, max_iter)
     path = not per_target and getattr(alpha, "ndim", 0) == 1
     if path and method == "lsqr":
@@ -257,6 +293,13 @@ def ridge(
         per_target=per_target, eliminate=not path or method in ("svd", "qr"), defer_x_check=defer,
         defer_checks=not path,
     )
+    problem, cut = pad_empty_batch(problem)
+    no_targets = problem.Y.shape[-1] == 0
+    if no_targets:
+        problem = _one_target(problem, per_target)
     if path:
-        return fit_path(problem, method, fit_intercept)
-    return _fit(problem, method, None, fit_intercept, options=dict(atol=atol, btol=btol, max_iter=max_iter))
+        result = fit_path(problem, method, fit_intercept)
+    else:
+        result = _fit(problem, method, None, fit_intercept, options=dict(atol=atol, btol=btol, max_iter=max_iter))
+    result = _no_targets(result) if no_targets else result
+    return LstsqResult(*(cut(field, int(path)) for field in result))

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from . import _compat, _kfold
+from ._alpha import failure
+from ._empty import pad_empty_batch
 from ._input import check_bool, prepare
 from ._solvers import spectral
 from ._solvers._shared import dot
@@ -137,7 +139,9 @@ def ridge_cv(
     if mode not in MODES:
         msg = f"mode must be one of {', '.join(map(repr, MODES))}; got {mode!r}"
         raise ValueError(msg)
-    check_bool(alpha_per_target, "alpha_per_target")
+    fit_intercept = check_bool(fit_intercept, "fit_intercept")
+    alpha_per_target = check_bool(alpha_per_target, "alpha_per_target")
+    check_finite = check_bool(check_finite, "check_finite")
     _kfold.check_scoring(scoring)
     held_out = cv is not None and not (isinstance(cv, str) and cv == "gcv")
     if isinstance(cv, str) and cv != "gcv":
@@ -148,17 +152,22 @@ def ridge_cv(
         raise ValueError(msg)
     problem = prepare(
         X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, alpha=alphas, ridge=True,
-        eliminate=False, keep_original=True,
+        eliminate=False, keep_original=True, defer_checks=True, alpha_name="alphas",
     )
     xp, Xc, Yc, alphas = problem.xp, problem.X, problem.Y, problem.alpha
-    if not _compat.is_lazy(alphas) and not bool(xp.all(alphas > 0)):
-        msg = "alphas must be positive for leave-one-out cross-validation"
-        raise ValueError(msg)
     m = Xc.shape[-2]
     if m < 2:
         msg = f"cross-validation needs at least 2 samples; X has {m}"
         raise ValueError(msg)
     pairs = _kfold.folds(cv, m, groups) if held_out else None
+    # Read with the other value checks, in one host read, before any factorization.
+    checks = problem.checks
+    if not _compat.is_lazy(alphas):
+        msg = "alphas must be positive for cross-validation"
+        checks.add(xp.all(alphas > 0), failure(ValueError, msg))
+    checks.read(xp)
+    problem, cut = pad_empty_batch(problem)  # Dask fails on a batch with no problems
+    Xc, Yc = problem.X, problem.Y
     lev0 = None
     if fit_intercept:
         root = problem.original[2]
@@ -204,4 +213,4 @@ def ridge_cv(
         coef, intercept, values, scores = coef[..., 0], intercept[..., 0], values[..., 0], scores[..., 0]
         if alpha_per_target:
             alpha, best = alpha[..., 0], best[..., 0]
-    return RidgeCVResult(coef, intercept, alpha, best, values, scores)
+    return RidgeCVResult(cut(coef), cut(intercept), cut(alpha), cut(best), cut(values, 1), cut(scores, 1))

@@ -28,6 +28,7 @@ import warnings
 import array_api_compat as _aac
 
 from . import _compat, _input
+from ._kinds import check_kind
 
 try:
     from sklearn.base import BaseEstimator, RegressorMixin
@@ -119,6 +120,15 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
 
     # --- validation ------------------------------------------------------------------------
 
+    # Flag parameters, checked at fit as scikit-learn checks parameters: a string "False"
+    # would otherwise count as true.
+    _FLAGS = ("fit_intercept", "check_finite", "alpha_per_target", "store_cv_results")
+
+    def _validate_flags(self):
+        for name in self._FLAGS:
+            if hasattr(self, name):
+                _input.check_bool(getattr(self, name), name)
+
     def _validate_fit(self, X, y, sample_weight):
         """Return ``(X, y, sample_weight, check_finite, fitted)`` for the fit.
 
@@ -126,9 +136,12 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
         ``fitted`` holds the input's attributes (``n_features_in_``, and ``feature_names_in_``
         for a data frame) for :meth:`_store`: nothing of ``self`` changes here, so a fit that
         is refused (here or in the solver) leaves a fitted estimator as it was."""
+        self._validate_flags()
         if y is None:
             msg = f"{type(self).__name__} requires y to be passed, but the target y is None."
             raise ValueError(msg)
+        for name, a in (("X", X), ("y", y), ("sample_weight", sample_weight)):
+            check_kind(a, name)  # scikit-learn's validation would drop a mask silently
         if _sklearn_route(X, y, sample_weight):
             import numpy as np
 
@@ -143,9 +156,9 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
                 sample_weight = _check_sample_weight(sample_weight, X, dtype=X.dtype, ensure_non_negative=True)
             fitted = {k: getattr(probe, k) for k in _INPUT_ATTRIBUTES if hasattr(probe, k)}
             return X, y, sample_weight, False, fitted
-        xp = _input._namespace(X, y, sample_weight)
+        xp = _input.namespace_of(X, y, sample_weight)
         dev = next((_compat.device(a) for a in (X, y, sample_weight) if _aac.is_array_api_obj(a)), None)
-        X = _input._as_array(xp, X, "X", dev)
+        X = _input.as_array(xp, X, "X", dev)
         if X.ndim != 2:
             msg = (
                 f"X must be 2-D, shape (n_samples, n_features); got shape {tuple(X.shape)} "
@@ -177,7 +190,7 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
             )
         xp = _compat.array_namespace(coef)
         X = _like(xp, X, "X", coef)
-        _input._check_dtype(xp, X, "X")
+        _input.check_dtype(xp, X, "X")
         if X.ndim != 2:
             msg = f"X must be 2-D, shape (n_samples, n_features); got shape {tuple(X.shape)}"
             raise ValueError(msg)
@@ -272,7 +285,7 @@ def _like(xp, a, name, fitted):
     """``a`` as an array of the library and device of ``fitted`` (the model's arrays): lists and
     the like are converted there; another library's arrays or another device are refused."""
     if not _aac.is_array_api_obj(a):
-        return _input._as_array(xp, a, name, _compat.device(fitted))
+        return _input.as_array(xp, a, name, _compat.device(fitted))
     try:
         _compat.array_namespace(a, fitted)
     except TypeError as exc:
@@ -281,5 +294,5 @@ def _like(xp, a, name, fitted):
             f"estimator was fitted with ({type(fitted).__module__}.{type(fitted).__name__})"
         )
         raise TypeError(msg) from exc
-    _input._check_devices({name: a, "the fitted model": fitted})
+    _input.check_devices({name: a, "the fitted model": fitted})
     return a

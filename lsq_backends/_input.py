@@ -11,12 +11,15 @@ value would force a computation or fail; concrete JAX arrays are checked.
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any, NamedTuple
 
 import array_api_compat as _aac
 
 from . import _compat
+from ._alpha import failure, validate_alpha
 from ._center import eliminate_intercept
+from ._kinds import check_kind, check_known_shape
 
 METHODS = ("auto", "normal", "qr", "svd", "lsqr")
 
@@ -39,7 +42,7 @@ class Problem(NamedTuple):
     checks: Any = None  # the value checks not yet read (``_compat.Checks``), with ``defer_checks``
 
 
-def _as_array(xp, a, name, dev, like=None):
+def as_array(xp, a, name, dev, like=None):
     """``a`` as an array of ``xp`` on ``dev``; a list or scalar takes the float dtype ``like``
     of the array arguments where there is one (torch would make float32 of a list of floats
     next to float64 X)."""
@@ -55,7 +58,7 @@ def _as_array(xp, a, name, dev, like=None):
         raise TypeError(msg) from exc
 
 
-def _namespace(X, y, sample_weight):
+def namespace_of(X, y, sample_weight):
     named = {"X": X, "y": y, "sample_weight": sample_weight}
     arrays = {k: v for k, v in named.items() if _aac.is_array_api_obj(v)}
     if not arrays:
@@ -70,7 +73,13 @@ def _namespace(X, y, sample_weight):
         raise TypeError(msg) from exc
 
 
-def _check_dtype(xp, a, name):
+SUPPORTED = "float32 or float64 (integers are cast to the default float dtype)"
+
+
+def check_dtype(xp, a, name):
+    """Raise ``TypeError`` naming ``name`` unless ``a`` has a supported dtype: float32,
+    float64, or an integer dtype. float16, bfloat16 and NumPy's longdouble are refused: no
+    library factors in half precision, and longdouble would silently come back as float64."""
     dt = a.dtype
     if dt == xp.bool:
         msg = f"{name} has a boolean dtype; least squares needs real numbers (cast it first)"
@@ -78,8 +87,15 @@ def _check_dtype(xp, a, name):
     if xp.isdtype(dt, "complex floating"):
         msg = f"{name} is complex ({dt}); complex least squares is not supported"
         raise TypeError(msg)
-    if not xp.isdtype(dt, ("real floating", "integral")):
-        msg = f"{name} must have a real numeric dtype; got {dt}"
+    floating = xp.isdtype(dt, "real floating")
+    if floating and dt != xp.float32 and dt != xp.float64:
+        msg = (
+            f"{name} has dtype {dt}; the supported dtypes are {SUPPORTED}: cast it first, e.g. "
+            f"xp.astype({name}, xp.float32) ({name}.astype(np.float32), {name}.float() in PyTorch)"
+        )
+        raise TypeError(msg)
+    if not floating and not xp.isdtype(dt, "integral"):
+        msg = f"{name} must have a real numeric dtype, {SUPPORTED}; got {dt}"
         raise TypeError(msg)
 
 
@@ -100,13 +116,6 @@ def check_finite_values(xp, a, name):
     checks = _compat.Checks()
     _check_finite(xp, a, name, checks)
     checks.read(xp)
-
-
-def _fail(exc, msg):
-    def raise_():
-        raise exc(msg)
-
-    return raise_
 
 
 def gram_check(xp, X, check_finite, checks):
@@ -138,7 +147,7 @@ def _exact_finite(xp, a, name):
         raise ValueError(msg)
 
 
-def _check_devices(arrays):
+def check_devices(arrays):
     devs = {name: _compat.device(a) for name, a in arrays.items() if a is not None}
     # JAX tracers (under grad/vmap) report no device: nothing to compare.
     devs = {name: d for name, d in devs.items() if d is not None}
@@ -159,70 +168,15 @@ def check_method(method, rcond):
 
 
 def check_bool(value, name):
-    """Flags are Python bools (static under ``jax.jit``): ``1`` or an array is refused."""
-    if not isinstance(value, bool):
-        msg = f"{name} must be a bool; got {value!r}"
-        raise TypeError(msg)
-
-
-def validate_alpha(xp, alpha, k, dtype, dev, per_target, checks=None):
-    """alpha as an array: (1,) for one penalty, (k,) for one per target (``per_target``), or
-    (a,) for a path (a 1-D alpha otherwise). The meaning follows the shape and the flag only,
-    never the values, so a path of k penalties is not mistaken for per-target penalties."""
-    if _aac.is_array_api_obj(alpha):
-        if _compat.array_namespace(alpha) is not xp and not _aac.is_numpy_array(alpha):
-            msg = "alpha must come from the same array library as X"
-            raise TypeError(msg)
-        a = alpha
-    elif isinstance(alpha, bool) or not isinstance(alpha, (int, float)):
-        msg = f"alpha must be a non-negative number or a 1-D array of them; got {type(alpha).__name__}"
-        raise TypeError(msg)
-    else:
-        a = alpha
-    given = a
-    same = _aac.is_array_api_obj(a) and _compat.array_namespace(a) is xp and a.dtype == dtype
-    same = same and (dev is None or _compat.device(a) is None or repr(_compat.device(a)) == repr(dev))
-    # A NumPy alpha next to Dask X becomes a Dask array too (mixed, it was left NumPy and its
-    # checks below went through Dask, a compute inside the fit). An alpha on another device
-    # (a CPU tensor next to CUDA X) is moved to X's: it is small.
-    if not same:
-        try:
-            a = xp.asarray(a, dtype=dtype, device=dev)
-        except Exception as exc:
-            msg = f"alpha could not be moved to X's device {dev!r} (it is on {getattr(a, 'device', None)!r}); move it first"
-            raise ValueError(msg) from exc
-    if per_target:
-        if a.ndim != 1 or a.shape[0] != k:
-            msg = f"alpha must have shape ({k},) with per_target=True, one penalty per column of y; got shape {tuple(a.shape)}"
-            raise ValueError(msg)
-    elif a.ndim == 0:
-        a = xp.reshape(a, (1,))
-    elif a.ndim != 1 or a.shape[0] == 0:
-        msg = f"alpha must be a scalar or a non-empty 1-D array (a path of penalties); got shape {tuple(a.shape)}"
-        raise ValueError(msg)
-    # Values are read as given where that is free (a number, a NumPy array), recorded in
-    # ``checks`` for an eager array on a device, never read from a lazy array.
-    not_finite, negative = _fail(ValueError, "alpha must be finite"), _fail(ValueError, "alpha must be non-negative")
-    if not _aac.is_array_api_obj(given):
-        if not math.isfinite(given):
-            not_finite()
-        if given < 0:
-            negative()
-    elif _aac.is_numpy_array(given):
-        import numpy as np
-
-        if not np.all(np.isfinite(given)):
-            not_finite()
-        if np.any(given < 0):
-            negative()
-    elif not _compat.is_lazy(a):
-        own = checks is None
-        checks = _compat.Checks() if own else checks
-        checks.add(xp.all(xp.isfinite(a)), not_finite)
-        checks.add(xp.logical_not(xp.any(a < 0)), negative)
-        if own:
-            checks.read(xp)
-    return a
+    """A flag as a Python bool (static under ``jax.jit``, hashable): Python and NumPy bools are
+    accepted, anything else (``1``, ``"False"``, an array) is refused with a ``TypeError``."""
+    if isinstance(value, bool):
+        return value
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(value, np.bool_):
+        return bool(value)
+    msg = f"{name} must be a bool (True or False); got {value!r} ({type(value).__name__})"
+    raise TypeError(msg)
 
 
 class Validated(NamedTuple):
@@ -238,11 +192,17 @@ class Validated(NamedTuple):
     checks: Any  # _compat.Checks
 
 
-def validate(X, y, sample_weight, *, fit_intercept, check_finite, alpha=None, ridge=False, per_target=False, defer_x_check=False):
-    """Convert and check the inputs of a fit (shapes, dtypes, devices); value checks are
+def validate(
+    X, y, sample_weight, *, fit_intercept, check_finite, alpha=None, ridge=False, per_target=False, defer_x_check=False,
+    alpha_name="alpha",
+):  # fmt: skip
+    """Convert and check the inputs of a fit (kinds, shapes, dtypes, devices); value checks are
     recorded in the returned ``checks`` (read them with ``checks.read(xp)``). With
-    ``defer_x_check`` X's finiteness is left to its Gram matrix (:func:`gram_check`)."""
-    xp = _namespace(X, y, sample_weight)
+    ``defer_x_check`` X's finiteness is left to its Gram matrix (:func:`gram_check`).
+    ``alpha_name`` is what errors about ``alpha`` call it (``alphas`` for ridge_cv)."""
+    for name, a in (("X", X), ("y", y), ("sample_weight", sample_weight)):
+        check_kind(a, name)
+    xp = namespace_of(X, y, sample_weight)
     dev = None
     like = None  # a float dtype given by an array argument: lists are converted to it
     for a in (X, y, sample_weight):
@@ -250,11 +210,13 @@ def validate(X, y, sample_weight, *, fit_intercept, check_finite, alpha=None, ri
             dev = _compat.device(a) if dev is None else dev
             if like is None and xp.isdtype(a.dtype, "real floating"):
                 like = a.dtype
-    X = _as_array(xp, X, "X", dev, like)
-    y = _as_array(xp, y, "y", dev, like)
+    X = as_array(xp, X, "X", dev, like)
+    y = as_array(xp, y, "y", dev, like)
     if sample_weight is not None:
-        sample_weight = _as_array(xp, sample_weight, "sample_weight", dev, like)
-    _check_devices({"X": X, "y": y, "sample_weight": sample_weight})
+        sample_weight = as_array(xp, sample_weight, "sample_weight", dev, like)
+    for name, a in (("X", X), ("y", y), ("sample_weight", sample_weight)):
+        check_known_shape(a, name)
+    check_devices({"X": X, "y": y, "sample_weight": sample_weight})
 
     if X.ndim < 2:
         msg = f"X must have shape (m, n) or (..., m, n); got shape {tuple(X.shape)}"
@@ -275,7 +237,7 @@ def validate(X, y, sample_weight, *, fit_intercept, check_finite, alpha=None, ri
         raise ValueError(msg)
     for name, a in (("X", X), ("y", y), ("sample_weight", sample_weight)):
         if a is not None:
-            _check_dtype(xp, a, name)
+            check_dtype(xp, a, name)
 
     float_default, _ = _compat.default_dtypes(xp, dev)
     floats = [a.dtype for a in (X, y) if xp.isdtype(a.dtype, "real floating")]
@@ -288,7 +250,7 @@ def validate(X, y, sample_weight, *, fit_intercept, check_finite, alpha=None, ri
 
     checks = _compat.Checks()
     if ridge:
-        alpha = validate_alpha(xp, alpha, Y.shape[-1], dtype, dev, per_target, checks)
+        alpha = validate_alpha(xp, alpha, Y.shape[-1], dtype, dev, per_target, checks, alpha_name)
     if fit_intercept and m == 0:
         msg = "fit_intercept=True needs at least one sample (X has 0 rows)"
         raise ValueError(msg)
@@ -299,11 +261,11 @@ def validate(X, y, sample_weight, *, fit_intercept, check_finite, alpha=None, ri
         _check_finite(xp, sample_weight, "sample_weight", checks)
     if sample_weight is not None and not _compat.is_lazy(sample_weight) and m > 0:
         checks.add(
-            xp.logical_not(xp.any(sample_weight < 0)), _fail(ValueError, "sample_weight must be non-negative")
+            xp.logical_not(xp.any(sample_weight < 0)), failure(ValueError, "sample_weight must be non-negative")
         )
         if fit_intercept:
             msg = "sample_weight must have a positive sum to fit an intercept"
-            checks.add(xp.all(xp.sum(sample_weight, axis=-1) > 0), _fail(ValueError, msg))
+            checks.add(xp.all(xp.sum(sample_weight, axis=-1) > 0), failure(ValueError, msg))
     return Validated(xp, X, Y, sample_weight, alpha if ridge else None, y_was_vector, checks)
 
 
@@ -321,6 +283,7 @@ def prepare(
     defer_x_check=False,
     keep_original=False,
     defer_checks=False,
+    alpha_name="alpha",
 ) -> Problem:
     """Validate (:func:`validate`), cast, center and weight. Raises before any heavy work.
 
@@ -333,7 +296,7 @@ def prepare(
     decision (see ``_compat.deferred``): one host read for the whole fit."""
     xp, X, Y, sample_weight, alpha, y_was_vector, checks = validate(
         X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, alpha=alpha, ridge=ridge,
-        per_target=per_target, defer_x_check=defer_x_check,
+        per_target=per_target, defer_x_check=defer_x_check, alpha_name=alpha_name,
     )  # fmt: skip
     if not defer_checks:
         checks.read(xp)

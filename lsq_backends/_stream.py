@@ -29,7 +29,7 @@ import copy
 from typing import Any, NamedTuple
 
 from . import _compat
-from ._input import prepare
+from ._input import check_bool, prepare
 from ._solvers._shared import dot, mT
 
 
@@ -155,6 +155,7 @@ class Accumulator:
     # -- validation ---------------------------------------------------------------------------
     def _validate(self, X, y, sample_weight, check_finite):
         """Validate a chunk as :func:`lstsq` does, then against what the first chunk fixed."""
+        check_finite = check_bool(check_finite, "check_finite")
         if getattr(X, "ndim", 2) != 2:
             msg = f"X must be one chunk of rows of shape (m, n_features); got shape {tuple(X.shape)}"
             raise ValueError(msg)

@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 from . import _compat
 from ._api import _refined, check_refine
-from ._input import prepare
+from ._input import check_bool, prepare
 from ._solvers._shared import all_true, count, dot, eps, mT
 
 COV_TYPES = ("nonrobust", "HC0", "HC1", "HC2", "HC3")
@@ -96,14 +96,11 @@ class Diagnostics(NamedTuple):
         return summary(self, names, alpha=alpha, title=title)
 
 
-def _check_options(cov_type, fit_intercept, refine):
+def _check_options(cov_type, refine):
     check_refine(refine)
     if cov_type not in COV_TYPES:
         msg = f"cov_type must be one of {', '.join(map(repr, COV_TYPES))}; got {cov_type!r}"
         raise ValueError(msg)
-    if not isinstance(fit_intercept, bool):
-        msg = f"fit_intercept must be True or False; got {fit_intercept!r}"
-        raise TypeError(msg)
 
 
 def _check_shapes(problem, fit_intercept):
@@ -240,7 +237,9 @@ def diagnostics(
     >>> np.round([float(d.coef[0]), float(d.stderr[0]), float(d.r2)], 4).tolist()
     [0.9, 0.2646, 0.8526]
     """
-    _check_options(cov_type, fit_intercept, refine)
+    _check_options(cov_type, refine)
+    fit_intercept = check_bool(fit_intercept, "fit_intercept")
+    check_finite = check_bool(check_finite, "check_finite")
     problem = prepare(X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, keep_original=True)
     _check_shapes(problem, fit_intercept)
     xp = problem.xp

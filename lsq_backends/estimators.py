@@ -12,6 +12,7 @@ import math
 import array_api_compat as _aac
 
 from . import _compat
+from ._alpha import check_alpha_type
 from ._api import lstsq, ridge
 from ._cv import ridge_cv
 from ._estimator_base import LinearModelBase
@@ -117,7 +118,7 @@ class Ridge(LinearModelBase):
         """Fit on ``X`` (m, n_features) and ``y`` (m,) or (m, n_targets); returns ``self``."""
         check_method(self.method, None)
         X, y, sample_weight, check_finite, fitted = self._validate_fit(X, y, sample_weight)
-        alpha = _alpha_arg(self.alpha, X)
+        alpha = _alpha_arg(self.alpha, X, "alpha")
         # A vector of penalties is one per target (a 1-D alpha alone would be a path for ridge);
         # a single one, in any form, applies to every target as in scikit-learn.
         per_target = _aac.is_array_api_obj(alpha) and alpha.ndim > 0
@@ -195,7 +196,7 @@ class RidgeCV(LinearModelBase):
             msg = f"RidgeCV needs at least 2 samples for leave-one-out cross-validation; got {X.shape[0]} sample"
             raise ValueError(msg)
         r = ridge_cv(
-            X, y, _alpha_arg(self.alphas, X), fit_intercept=bool(self.fit_intercept), sample_weight=sample_weight,
+            X, y, _alpha_arg(self.alphas, X, "alphas"), fit_intercept=bool(self.fit_intercept), sample_weight=sample_weight,
             alpha_per_target=bool(self.alpha_per_target), mode=self.gcv_mode, check_finite=check_finite,
         )
         xp = _compat.array_namespace(r.coef)
@@ -209,10 +210,12 @@ class RidgeCV(LinearModelBase):
         return self._store(fitted, optional=("cv_results_",))
 
 
-def _alpha_arg(alpha, X):
+def _alpha_arg(alpha, X, name):
     """Penalty vectors given as lists, tuples or NumPy arrays move to X's namespace and device
     (``ridge`` takes a scalar or an array of X's library); anything else goes to ``ridge`` as is,
-    which checks it."""
+    which checks it. Types are checked first (``name`` is the parameter): a NumPy conversion
+    would turn ``"1"`` into 1.0."""
+    check_alpha_type(alpha, name)
     if not isinstance(alpha, (list, tuple)) and not (_aac.is_numpy_array(alpha) and not _aac.is_numpy_array(X)):
         return alpha
     import numpy as np
