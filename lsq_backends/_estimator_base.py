@@ -207,10 +207,14 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
     # --- prediction and score --------------------------------------------------------------
 
     @staticmethod
-    def _coef(result):
-        """A fit result's ``coef_`` (scikit-learn's orientation: (n,) or (k, n)) and ``intercept_``."""
+    def _coef(result, single_target_1d=False):
+        """A fit result's ``coef_`` (scikit-learn's orientation: (n,) or (k, n)) and ``intercept_``.
+        ``single_target_1d``: y of shape (m, 1) gives ``coef_`` (n,), as scikit-learn's Ridge and
+        RidgeCV (LinearRegression keeps (1, n))."""
         coef = result.coef
         coef = coef if coef.ndim == 1 else _compat.array_namespace(coef).permute_dims(coef, (1, 0))
+        if single_target_1d and coef.ndim == 2:
+            coef = coef[0, ...]
         return {"coef_": coef, "intercept_": result.intercept}
 
     def predict(self, X):

@@ -128,13 +128,13 @@ class Ridge(LinearModelBase):
             X, y, alpha, method=self.method, fit_intercept=bool(self.fit_intercept), sample_weight=sample_weight,
             check_finite=check_finite, per_target=per_target,
         )
-        return self._store({**fitted, **self._coef(r)})
+        return self._store({**fitted, **self._coef(r, single_target_1d=y.ndim == 2 and y.shape[1] == 1)})
 
 
 class RidgeCV(LinearModelBase):
-    """Ridge with the penalty chosen by efficient leave-one-out cross-validation, as
-    scikit-learn's ``RidgeCV`` with ``cv=None`` (built on :func:`lsq_backends.ridge_cv`: every
-    penalty's errors from one factorization).
+    """Ridge with the penalty chosen by cross-validation, as scikit-learn's ``RidgeCV`` (built
+    on :func:`lsq_backends.ridge_cv`): efficient leave-one-out by default (every penalty's
+    errors from one factorization), or held-out folds (one factorization per fold).
 
     Parameters
     ----------
@@ -149,6 +149,11 @@ class RidgeCV(LinearModelBase):
         Keep the squared leave-one-out errors in ``cv_results_``.
     gcv_mode : {"auto", "eigen", "svd"}, default "auto"
         Factorization of :func:`lsq_backends.ridge_cv` (its ``mode``; scikit-learn's name).
+    cv : None, "gcv", int, splitter or iterable of (train, test), default None
+        ``None``: leave-one-out; otherwise as :func:`lsq_backends.ridge_cv`'s ``cv`` (an integer
+        k: ``KFold(k)``). Groups for a splitter go to ``fit(..., groups=...)``.
+    scoring : None, "neg_mean_squared_error", "r2" or callable, default None
+        Held-out folds only; ``None`` is scikit-learn's default there, R^2 averaged over folds.
     check_finite : bool, default True
         As in :class:`Ridge`.
 
@@ -160,10 +165,11 @@ class RidgeCV(LinearModelBase):
         The chosen penalty.
     best_score_ : array, same shape as ``alpha_``
         Minus the mean squared leave-one-out error at ``alpha_`` (weighted by
-        ``sample_weight``), averaged over targets unless ``alpha_per_target``.
+        ``sample_weight``), or with held-out folds the mean fold score, averaged over targets
+        unless ``alpha_per_target``.
     cv_results_ : array, shape (m, n_alphas) or (m, n_targets, n_alphas)
         Squared leave-one-out errors, ``sample_weight_i * (y_i - yhat_{-i})**2``; only with
-        ``store_cv_results=True``.
+        ``store_cv_results=True`` (leave-one-out only, as scikit-learn).
 
     Examples
     --------
@@ -180,27 +186,36 @@ class RidgeCV(LinearModelBase):
 
     def __init__(
         self, alphas=(0.1, 1.0, 10.0), *, fit_intercept=True, alpha_per_target=False, store_cv_results=False,
-        gcv_mode="auto", check_finite=True,
+        gcv_mode="auto", check_finite=True, cv=None, scoring=None,
     ):
         self.alphas = alphas
+        self.cv = cv
+        self.scoring = scoring
         self.fit_intercept = fit_intercept
         self.alpha_per_target = alpha_per_target
         self.store_cv_results = store_cv_results
         self.gcv_mode = gcv_mode
         self.check_finite = check_finite
 
-    def fit(self, X, y, sample_weight=None):
-        """Choose the penalty and fit on ``X`` (m, n_features), ``y`` (m,) or (m, n_targets)."""
+    def fit(self, X, y, sample_weight=None, groups=None):
+        """Choose the penalty and fit on ``X`` (m, n_features), ``y`` (m,) or (m, n_targets);
+        ``groups`` go to a ``cv`` splitter's ``split``."""
+        held_out = self.cv is not None and not (isinstance(self.cv, str) and self.cv == "gcv")
+        if self.store_cv_results and self.cv is not None:
+            msg = f"store_cv_results=True needs cv=None (the leave-one-out errors); got cv={self.cv!r}"
+            raise ValueError(msg)
         X, y, sample_weight, check_finite, fitted = self._validate_fit(X, y, sample_weight)
         if X.shape[0] is not None and X.shape[0] < 2:
-            msg = f"RidgeCV needs at least 2 samples for leave-one-out cross-validation; got {X.shape[0]} sample"
+            msg = f"RidgeCV needs at least 2 samples for cross-validation; got {X.shape[0]} sample"
             raise ValueError(msg)
+        scoring = "r2" if held_out and self.scoring is None else self.scoring
         r = ridge_cv(
             X, y, _alpha_arg(self.alphas, X, "alphas"), fit_intercept=bool(self.fit_intercept), sample_weight=sample_weight,
             alpha_per_target=bool(self.alpha_per_target), mode=self.gcv_mode, check_finite=check_finite,
+            cv=self.cv, scoring=scoring, groups=groups,
         )
         xp = _compat.array_namespace(r.coef)
-        fitted.update(self._coef(r), alpha_=r.alpha)
+        fitted.update(self._coef(r, single_target_1d=y.ndim == 2 and y.shape[1] == 1), alpha_=r.alpha)
         # Minus the mean error at the chosen penalty: the best score, per target or averaged.
         scores = r.scores if self.alpha_per_target or r.scores.ndim == 1 else xp.mean(r.scores, axis=-1)
         fitted["best_score_"] = xp.max(scores, axis=0)

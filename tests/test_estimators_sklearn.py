@@ -23,11 +23,13 @@ CHECKED = [
     lsq.Ridge(alpha=0.3, method="normal"),
     lsq.RidgeCV(),
     lsq.RidgeCV(alpha_per_target=True, fit_intercept=False, gcv_mode="svd"),
+    lsq.RidgeCV(cv=3),
+    lsq.RidgeCV(cv="gcv", alpha_per_target=True),
 ]
 
 
 def _expected_failures(estimator):
-    if isinstance(estimator, lsq.RidgeCV):
+    if isinstance(estimator, lsq.RidgeCV) and estimator.cv is None:
         # Leave-one-out is not invariant to repeating a sample (a repeat is left out alone),
         # so integer weights cannot equal repetition; scikit-learn's RidgeCV passes this check
         # only through its cv= splits, which this RidgeCV (leave-one-out only) does not have.

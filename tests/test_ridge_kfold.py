@@ -146,3 +146,44 @@ def test_bad_cv_arguments(kw, exc, match, numpy_reference):
     X, y = _data(rng)
     with pytest.raises(exc, match=match):
         lsq.ridge_cv(X, y, ALPHAS, **kw)
+
+
+def test_ridgecv_estimator_with_folds_matches_sklearn(numpy_reference):
+    from sklearn.linear_model import RidgeCV as SkRidgeCV
+    from sklearn.model_selection import GroupKFold
+
+    from lsq_backends import RidgeCV
+
+    rng = np.random.default_rng(6)
+    X, y = _data(rng, m=90)
+    sw = rng.random(90) + 0.5
+    for cv in (5, GroupKFold(3)):
+        groups = np.repeat(np.arange(9), 10)
+        ours = RidgeCV(alphas=ALPHAS, cv=cv).fit(X, y, groups=groups)
+        splits = cv if cv == 5 else list(cv.split(X, y, groups))  # scikit-learn routes groups only with metadata routing
+        theirs = SkRidgeCV(alphas=ALPHAS, cv=splits).fit(X, y)
+        assert float(ours.alpha_) == theirs.alpha_
+        np.testing.assert_allclose(ours.best_score_, theirs.best_score_, rtol=1e-10)
+        np.testing.assert_allclose(ours.coef_, theirs.coef_, rtol=1e-10)
+        np.testing.assert_allclose(ours.intercept_, theirs.intercept_, rtol=1e-10)
+    # Weighted folds: the weighted held-out error chooses the penalty (scored as mean squared error).
+    ours = RidgeCV(alphas=ALPHAS, cv=4, scoring="neg_mean_squared_error").fit(X, y, sample_weight=sw)
+    ref = _brute(X, y, ALPHAS, _kfold_pairs(90, 4), sw)
+    assert float(ours.alpha_) == ALPHAS[np.argmax(ref)]
+    with pytest.raises(ValueError, match="store_cv_results=True needs cv=None"):
+        RidgeCV(cv=3, store_cv_results=True).fit(X, y)
+
+
+def test_single_column_y_shapes_as_sklearn(numpy_reference):
+    """y of shape (m, 1): Ridge and RidgeCV give coef_ (n,) (scikit-learn 1.9), LinearRegression (1, n)."""
+    from sklearn import linear_model as sk
+
+    rng = np.random.default_rng(7)
+    X, y = _data(rng, m=30, n=3)
+    Y = y[:, None]
+    for name in ("Ridge", "RidgeCV", "LinearRegression"):
+        ours, theirs = getattr(lsq, name)().fit(X, Y), getattr(sk, name)().fit(X, Y)
+        assert ours.coef_.shape == theirs.coef_.shape, name
+        assert np.shape(ours.intercept_) == np.shape(theirs.intercept_), name
+        assert ours.predict(X).shape == theirs.predict(X).shape, name
+        np.testing.assert_allclose(ours.predict(X), theirs.predict(X), rtol=1e-9)
