@@ -52,6 +52,8 @@ TOL = {"float64": 1e-10, "float32": 2e-3}  # scores of cond-~10 centered data: e
 @pytest.mark.parametrize("scoring", [None, "r2"])
 @pytest.mark.parametrize("weighted", [False, True])
 def test_kfold_matches_brute_force(be, dtype, scoring, weighted):
+    if be.name == "jax" and (dtype == "float32" or scoring):
+        pytest.skip("JAX: float64 with the default scoring (each case compiles per fold shape; the rest is shared code)")
     rng = np.random.default_rng(0)
     X, y = _data(rng)
     sw = rng.random(60) + 0.5 if weighted else None
