@@ -7,6 +7,7 @@ from ._refine import refine as _refine
 from ._input import check_bool, check_method, prepare, validate
 from ._path import fit_path
 from ._result import LstsqResult
+from ._scaling import unscale
 from ._solvers import ITERATIVE, SOLVERS
 from ._solvers.lsqr import check_options
 from ._solvers._shared import dot, full_rank
@@ -28,7 +29,7 @@ def _fit(problem, method, rcond, fit_intercept, refine=0, options=None):
     with _compat.deferred(checks):
         result = _fit_deferred(problem, method, rcond, fit_intercept, refine, options)
         checks.read(problem.xp)
-    return result
+    return unscale(problem.xp, result, problem.scale, problem.y_was_vector)
 
 
 def _fit_deferred(problem, method, rcond, fit_intercept, refine=0, options=None):
@@ -169,7 +170,7 @@ def lstsq(
     defer = method in GRAM_CHECKED
     problem = prepare(
         X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, defer_x_check=defer,
-        keep_original=refine > 0, defer_checks=True,
+        keep_original=refine > 0, defer_checks=True, scale="per_target",
     )  # fmt: skip
     return _fit(problem, method, rcond, fit_intercept, refine, dict(atol=atol, btol=btol, max_iter=max_iter))
 
@@ -255,7 +256,7 @@ def ridge(
     problem = prepare(
         X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, alpha=alpha, ridge=True,
         per_target=per_target, eliminate=not path or method in ("svd", "qr"), defer_x_check=defer,
-        defer_checks=not path,
+        defer_checks=not path, scale="per_target",
     )
     if path:
         return fit_path(problem, method, fit_intercept)

@@ -6,6 +6,7 @@ from typing import Any, NamedTuple
 
 from . import _compat
 from ._input import check_bool, prepare
+from ._scaling import unscale_cv
 from ._solvers import spectral
 from ._solvers._shared import dot
 
@@ -120,7 +121,7 @@ def ridge_cv(
     check_bool(alpha_per_target, "alpha_per_target")
     problem = prepare(
         X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, alpha=alphas, ridge=True,
-        eliminate=False, keep_original=True,
+        eliminate=False, keep_original=True, scale="shared",
     )
     xp, Xc, Yc, alphas = problem.xp, problem.X, problem.Y, problem.alpha
     if not _compat.is_lazy(alphas) and not bool(xp.all(alphas > 0)):
@@ -163,6 +164,7 @@ def ridge_cv(
         intercept = (problem.y_offset - dot(xp, problem.x_offset, coef))[..., 0, :]
     else:
         intercept = xp.zeros(tuple(coef.shape[:-2]) + (coef.shape[-1],), dtype=coef.dtype, device=_compat.device(coef))
+    coef, intercept, alpha, cv, scores = unscale_cv(xp, problem.scale, best, coef, intercept, alpha, cv, scores)
     if problem.y_was_vector:
         coef, intercept, cv, scores = coef[..., 0], intercept[..., 0], cv[..., 0], scores[..., 0]
         if alpha_per_target:
