@@ -110,8 +110,11 @@ def lstsq(
         Paige and Saunders' iterative LSQR, X used only through products with vectors, to the
         accuracy ``atol``/``btol`` ask for (minimum-norm too; ``rank`` is -1: not estimated).
     rcond : float in [0, 1), optional
-        Relative cutoff for small singular values (and for the rank tests of normal/QR);
-        default ``eps * max(m, n)`` as ``numpy.linalg.lstsq``.
+        Relative cutoff for small singular values (and for the rank tests of normal/QR),
+        honoured exactly when given. Default: float64 ``eps * max(m, n)`` as
+        ``numpy.linalg.lstsq``; float32 ``eps * (sqrt(max(m, n)) + min(m, n))``, the probable
+        rounding noise of the factorization (the worst case dropped real directions of tall
+        data: 0.024 of s_max at m = 200000).
     fit_intercept : bool
         Fit an unpenalized intercept by centering X and y with their (weighted) means.
     sample_weight : array, shape (m,) or (..., m), optional

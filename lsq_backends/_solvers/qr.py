@@ -13,7 +13,7 @@ the first one), which is the QR of ``[X; sqrt(alpha) I]`` without touching X aga
 2mn^2 - 2n^3/3 flops: about twice the normal equations.
 
 Rank deficiency is suspected on the diagonal of the triangular factor that is solved: a
-pivot ``|R_jj|`` at most ``rcond * ||X[:, j]||`` (default ``rcond = eps * max(m, n)``;
+pivot ``|R_jj|`` at most ``rcond * ||X[:, j]||`` (default ``_shared.default_cutoff``: ``eps * max(m, n)`` in float64;
 the norm of the column as given, before centering) or at most ``rcond * max_i ||X[:, i]||``
 (the scale of NumPy's SVD cutoff); for wide X, where pivots belong to rows, at most
 ``sqrt(rcond)`` times the largest row or X's Frobenius norm. The SVD of R then decides the
