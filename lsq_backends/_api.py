@@ -8,6 +8,7 @@ from ._empty import pad_empty_batch
 from ._input import check_bool, check_method, prepare, validate
 from ._path import fit_path
 from ._result import LstsqResult
+from ._scaling import unscale
 from ._solvers import ITERATIVE, SOLVERS
 from ._solvers.lsqr import check_options
 from ._solvers._shared import dot, full_rank
@@ -29,7 +30,7 @@ def _fit(problem, method, rcond, fit_intercept, refine=0, options=None):
     with _compat.deferred(checks):
         result = _fit_deferred(problem, method, rcond, fit_intercept, refine, options)
         checks.read(problem.xp)
-    return result
+    return unscale(problem.xp, result, problem.scale, problem.y_was_vector)
 
 
 def _fit_deferred(problem, method, rcond, fit_intercept, refine=0, options=None):
@@ -139,8 +140,11 @@ def lstsq(
         Paige and Saunders' iterative LSQR, X used only through products with vectors, to the
         accuracy ``atol``/``btol`` ask for (minimum-norm too; ``rank`` is -1: not estimated).
     rcond : float in [0, 1), optional
-        Relative cutoff for small singular values (and for the rank tests of normal/QR);
-        default ``eps * max(m, n)`` as ``numpy.linalg.lstsq``.
+        Relative cutoff for small singular values (and for the rank tests of normal/QR),
+        honoured exactly when given. Default: float64 ``eps * max(m, n)`` as
+        ``numpy.linalg.lstsq``; float32 ``eps * (sqrt(max(m, n)) + min(m, n))``, the probable
+        rounding noise of the factorization (the worst case dropped real directions of tall
+        data: 0.024 of s_max at m = 200000).
     fit_intercept : bool
         Fit an unpenalized intercept by centering X and y with their (weighted) means.
     sample_weight : array, shape (m,) or (..., m), optional
@@ -199,7 +203,7 @@ def lstsq(
     defer = method in GRAM_CHECKED
     problem = prepare(
         X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, defer_x_check=defer,
-        keep_original=refine > 0, defer_checks=True,
+        keep_original=refine > 0, defer_checks=True, scale="per_target",
     )  # fmt: skip
     problem, cut = pad_empty_batch(problem)
     options = dict(atol=atol, btol=btol, max_iter=max_iter)
@@ -291,7 +295,7 @@ def ridge(
     problem = prepare(
         X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, alpha=alpha, ridge=True,
         per_target=per_target, eliminate=not path or method in ("svd", "qr"), defer_x_check=defer,
-        defer_checks=not path,
+        defer_checks=not path, scale="per_target",
     )
     problem, cut = pad_empty_batch(problem)
     no_targets = problem.Y.shape[-1] == 0

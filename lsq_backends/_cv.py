@@ -8,6 +8,7 @@ from . import _compat, _kfold
 from ._alpha import failure
 from ._empty import pad_empty_batch
 from ._input import check_bool, prepare
+from ._scaling import unscale_cv
 from ._solvers import spectral
 from ._solvers._shared import dot
 
@@ -152,7 +153,7 @@ def ridge_cv(
         raise ValueError(msg)
     problem = prepare(
         X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, alpha=alphas, ridge=True,
-        eliminate=False, keep_original=True, defer_checks=True, alpha_name="alphas",
+        eliminate=False, keep_original=True, defer_checks=True, alpha_name="alphas", scale="shared",
     )
     xp, Xc, Yc, alphas = problem.xp, problem.X, problem.Y, problem.alpha
     m = Xc.shape[-2]
@@ -209,6 +210,11 @@ def ridge_cv(
         intercept = (problem.y_offset - dot(xp, problem.x_offset, coef))[..., 0, :]
     else:
         intercept = xp.zeros(tuple(coef.shape[:-2]) + (coef.shape[-1],), dtype=coef.dtype, device=_compat.device(coef))
+    # Squared errors scale with y's factor squared; R^2 and a callable's scores are taken as they are.
+    squared = pairs is None or scoring in (None, "neg_mean_squared_error")
+    coef, intercept, alpha, values, scores = unscale_cv(
+        xp, problem.scale, best, coef, intercept, alpha, values, scores, squared=squared
+    )
     if problem.y_was_vector:
         coef, intercept, values, scores = coef[..., 0], intercept[..., 0], values[..., 0], scores[..., 0]
         if alpha_per_target:

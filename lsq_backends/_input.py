@@ -20,6 +20,7 @@ from . import _compat
 from ._alpha import failure, validate_alpha
 from ._center import eliminate_intercept
 from ._kinds import check_kind, check_known_shape
+from ._scaling import scale_problem
 
 METHODS = ("auto", "normal", "qr", "svd", "lsqr")
 
@@ -40,6 +41,7 @@ class Problem(NamedTuple):
     # None), kept for ``refine`` only; else None (with a cast input it would hold a copy of X)
     check: Any = None  # X's finiteness test deferred to the Gram matrix (``gram_check``), or None
     checks: Any = None  # the value checks not yet read (``_compat.Checks``), with ``defer_checks``
+    scale: Any = None  # ``_scaling.Scale``: X, Y (and alpha) were divided by powers of two, or None
 
 
 def as_array(xp, a, name, dev, like=None):
@@ -284,6 +286,7 @@ def prepare(
     keep_original=False,
     defer_checks=False,
     alpha_name="alpha",
+    scale=None,
 ) -> Problem:
     """Validate (:func:`validate`), cast, center and weight. Raises before any heavy work.
 
@@ -293,7 +296,9 @@ def prepare(
     (``Problem.check``, see :func:`gram_check`); ``keep_original`` keeps the validated inputs
     (for ``refine`` and leave-one-out). The value checks are read before this returns, or,
     with ``defer_checks``, left in ``Problem.checks`` for the fit to read with its first route
-    decision (see ``_compat.deferred``): one host read for the whole fit."""
+    decision (see ``_compat.deferred``): one host read for the whole fit. ``scale``
+    ("per_target" or "shared", see ``_scaling``) solves at unit scale: X, Y and alpha divided
+    by powers of two, recorded in ``Problem.scale`` for ``_scaling.unscale``."""
     xp, X, Y, sample_weight, alpha, y_was_vector, checks = validate(
         X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, alpha=alpha, ridge=ridge,
         per_target=per_target, defer_x_check=defer_x_check, alpha_name=alpha_name,
@@ -301,6 +306,9 @@ def prepare(
     if not defer_checks:
         checks.read(xp)
 
+    scaling = None
+    if scale is not None:
+        X, Y, alpha, scaling = scale_problem(xp, X, Y, alpha, shared_y=scale == "shared")
     check = gram_check(xp, X, check_finite, checks) if defer_x_check else None
     root = None if sample_weight is None else _compat.align_rows(xp, xp.sqrt(sample_weight[..., None]), X)  # (..., m, 1)
     original = (X, Y, root) if keep_original else None
@@ -311,5 +319,5 @@ def prepare(
         X, Y = root * X, root * Y
     return Problem(
         xp, X, Y, alpha, x_offset, y_offset, y_was_vector, offset_sq, original, check,
-        checks if defer_checks else None,
+        checks if defer_checks else None, scaling,
     )  # fmt: skip

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from . import _compat
 from ._result import LstsqResult
+from ._scaling import unscale
 from ._solvers._shared import dot, full_rank
 from ._solvers.spectral import over_alphas, solve_path
 
@@ -34,4 +35,4 @@ def fit_path(problem, method, fit_intercept):
         s = xp.broadcast_to(s, (a, *s.shape))
     if problem.y_was_vector:
         coef, intercept, rss = coef[..., 0], intercept[..., 0], rss[..., 0]
-    return LstsqResult(coef, intercept, rank, rss, s)
+    return unscale(xp, LstsqResult(coef, intercept, rank, rss, s), problem.scale, problem.y_was_vector)

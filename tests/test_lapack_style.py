@@ -49,18 +49,17 @@ together, as DQRT15 does, so W does not change):
 
 - ``lapack_big``/``lapack_small``: DQRT15's ``BIGNUM = 1/SMLNUM``, ``SMLNUM = tiny/u**2``
   (5.5e275 and 1.8e-276 in float64, 3.0e23 and 3.3e-24 in float32). Householder QR and the
-  SVD involve no squares of entries (LAPACK's norms are scaled), so both must work. ``X^T X``
-  is all inf or all 0 there: ``normal`` must see its Cholesky fail and fall back to the SVD,
-  so it is held to the SVD's bounds.
+  SVD involve no squares of entries (LAPACK's norms are scaled); the library divides X and B
+  by powers of two before any square is formed (``_scaling``), so every method, ``normal``
+  included, is held to its unit-scale bounds. (Unscaled, ``X^T X`` was all inf or all 0
+  there and ``normal`` relied on its Cholesky failing and the SVD fallback.)
 - ``gram_big``: ``sqrt(max) / (16 max(m, n))``: the largest scale at which ``X^T X`` and
   ``X^T B`` are finite; ``gram_small``: ``16 sqrt(max(m, n) tiny / u)``, the smallest at which
   the Gram matrix and its rounding-level Schur complements (the pivots of the rank test) are
   normal numbers. Every method must meet its unit-scale bounds.
-- ``gram_subnormal``: ``sqrt(tiny sqrt(u))``: the entries of ``X^T X`` are subnormal and carry
-  about half the bits (26 in float64, 11 in float32). QR and SVD are unaffected and tested;
-  for the normal equations this is outside their range (the library does not rescale X before
-  forming X^T X), so ``normal`` is only checked to return finite numbers, never NaN; ``auto``
-  promises QR's accuracy and is tested as everywhere.
+- ``gram_subnormal``: ``sqrt(tiny sqrt(u))``: unscaled, the entries of ``X^T X`` would be
+  subnormal and carry about half the bits (26 in float64, 11 in float32). With the scaling
+  every method, ``normal`` included, meets its unit-scale bounds here too.
 
 Items: ``test_lapack_ratios[method-part-dtype]``, part = ``full`` (every shape of SHAPES x
 NRHS x both kappas, plus the large-residual variant), ``deficient`` (the same at rank
@@ -282,7 +281,7 @@ def _growth(method, dtype, P, scale):
     """Growth factors (qrt16, qrt17, row space, forward) of the ratios; see the module doc."""
     kappa, eta, beta = P["kappa"], P["eta"], P["beta"]
     qr_fwd = kappa * (1 + kappa * eta)
-    if method in ("svd", "qr") or (method == "normal" and scale in ("lapack_big", "lapack_small")):
+    if method in ("svd", "qr"):
         return 1.0, 1.0, kappa, qr_fwd
     k_ne = kappa if method == "normal" else min(kappa, AUTO_SLACK * _kappa_limit(dtype))
     return k_ne, 1.0, kappa, max(qr_fwd, k_ne**2 * (1 + beta))
@@ -303,8 +302,6 @@ def _check(be, method, dtype, P, scale, *, has_residual):
         return [f"shapes coef {W.shape} rss {rss.shape}"], rank
     if not np.all(np.isfinite(W)) or np.any(np.isnan(rss)):
         return ["NaN or infinity in coef, or NaN in rss"], rank
-    if method == "normal" and scale == "gram_subnormal":
-        return [], rank  # outside the normal equations' range: finite numbers are all we ask
     if rank != P["rank"]:
         fails.append(f"rank {rank} != {P['rank']}")
     g16, g17, g14, gfw = _growth(method, dtype, P, scale)

@@ -87,7 +87,13 @@ class _State(NamedTuple):
 
 
 def _norm(xp, a):
-    return xp.sqrt(xp.sum(a * a, axis=-2, keepdims=True))
+    """Column norms (..., 1, k), scaled by the largest entry: the squares of a vector near the
+    underflow threshold (X^T u for ridge on X ~ 1e-200 next to sqrt(alpha) ~ 1, which the
+    problem's scaling leaves tiny) summed to 0, and a norm of 0 stops LSQR at once."""
+    big = xp.maximum(xp.max(a, axis=-2, keepdims=True), -xp.min(a, axis=-2, keepdims=True))
+    c = _safe(xp, big)
+    b = a / c
+    return c * xp.sqrt(xp.sum(b * b, axis=-2, keepdims=True))
 
 
 def _safe(xp, d):
@@ -120,7 +126,8 @@ def solve(xp, X, Y, alpha, *, atol=None, btol=None, max_iter=None):
         x=xp.zeros_like(v), u=u, v=v, w=v, alfa=alfa, rhobar=alfa, phibar=beta, anorm=zero, res2=zero,
         xxnorm=zero, z=zero, cs2=zero - 1, sn2=zero,
         n_iter=xp.zeros(tuple(beta.shape), dtype=int_dtype, device=_compat.device(X)),
-        done=alfa * beta == 0,  # y = 0 or X^T y = 0: W = 0 is the answer (SciPy's istop 0)
+        done=(alfa == 0) | (beta == 0),  # y = 0 or X^T y = 0: W = 0 is the answer (SciPy's istop 0;
+        # its test alfa * beta == 0 also stops where that product underflows)
     )  # fmt: skip
     tiny = float(xp.finfo(X.dtype).smallest_normal)
 

@@ -84,7 +84,7 @@ def full_rank_test(xp, fac, X, rcond, offset_sq, *, global_scale=False):
 
     A pivot against its own column's norm (dependence at the Gram matrix's precision,
     ``max(rcond, sqrt(gram_noise))``, see ``_shared.gram_noise``); against the column's norm before centering (noise
-    left by centering, ``rcond``, default eps * max(m, n)); with ``global_scale``, also against
+    left by centering, ``rcond``, default ``_shared.default_cutoff``); with ``global_scale``, also against
     the largest column (a dependence hidden by a small column). A failed factorization leaves
     a non-positive or NaN pivot, which fails every test.
     """

@@ -13,7 +13,7 @@ the first one), which is the QR of ``[X; sqrt(alpha) I]`` without touching X aga
 2mn^2 - 2n^3/3 flops: about twice the normal equations.
 
 Rank deficiency is suspected on the diagonal of the triangular factor that is solved: a
-pivot ``|R_jj|`` at most ``rcond * ||X[:, j]||`` (default ``rcond = eps * max(m, n)``;
+pivot ``|R_jj|`` at most ``rcond * ||X[:, j]||`` (default ``_shared.default_cutoff``: ``eps * max(m, n)`` in float64;
 the norm of the column as given, before centering) or at most ``rcond * max_i ||X[:, i]||``
 (the scale of NumPy's SVD cutoff); for wide X, where pivots belong to rows, at most
 ``sqrt(rcond)`` times the largest row or X's Frobenius norm. The SVD of R then decides the
@@ -52,14 +52,24 @@ def _relative_pivots(xp, R):
 
 
 def _penalized_r(xp, R, alpha):
-    """R factor of ``[R; sqrt(alpha) I]`` (per target when alpha is (k,))."""
+    """QR of ``[sqrt(alpha) I; R]`` (per target when alpha is (k,)): ``(Q2, T)`` with T the R
+    factor of ``[R; sqrt(alpha) I]`` too (row order does not change it), Q2's rows in this order.
+
+    The penalty rows come first. Householder QR perturbs each column by eps times its norm, and
+    in the order ``[R; sqrt(alpha) I]`` the first reflector of a column whose norm is nearly all
+    sqrt(alpha) (alpha >> ||R||**2) swaps R's row with the penalty row: R's entries then come
+    back as differences of numbers of size sqrt(alpha) (the Q2 block against R carried errors
+    ~eps, not ~eps ||R|| / sqrt(alpha), and ``qr`` ridge at X ~ 1e-20, alpha = 1 erred by 0.88).
+    With the large rows first (Powell and Reid's row sorting) each reflector adds to R's rows
+    only products of R's own entries, and the block of Q2 against R keeps its relative accuracy.
+    """
     p = R.shape[-1]
     root = xp.sqrt(alpha)[:, None, None] * eye_like(xp, R, p)  # (kα, p, p)
     if alpha.shape[0] == 1:
-        top, bottom = R, xp.broadcast_to(root[0, ...], tuple(R.shape))
+        top, bottom = xp.broadcast_to(root[0, ...], tuple(R.shape)), R
     else:
         shape = tuple(R.shape[:-2]) + (alpha.shape[0], p, p)
-        top, bottom = xp.broadcast_to(R[..., None, :, :], shape), xp.broadcast_to(root, shape)
+        top, bottom = xp.broadcast_to(root, shape), xp.broadcast_to(R[..., None, :, :], shape)
     stacked = xp.concat([top, bottom], axis=-2)
     return _compat.qr(xp, stacked)
 
@@ -195,9 +205,9 @@ def householder(xp, X, Y, alpha, rcond, offset_sq=None):
         Q2, T = _penalized_r(xp, R, alpha)
         Zs = split_targets(xp, Z, alpha)
         if not wide:
-            # [R; sqrt(a) I] = Q2 T, right-hand side [Z; 0]: T W = Q2[:p]^T Z.
+            # [sqrt(a) I; R] = Q2 T, right-hand side [0; Z]: T W = Q2[p:]^T Z.
             p = R.shape[-1]
-            Zs = dot(xp, mT(xp, Q2[..., :p, :]), Zs)
+            Zs = dot(xp, mT(xp, Q2[..., p:, :]), Zs)
     cutoff = default_cutoff(xp, X, m, n, rcond)
     # Wide X with an intercept: X's Frobenius norm before centering, the scale of its noise.
     frob = None

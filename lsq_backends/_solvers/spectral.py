@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from .. import _compat
-from ._shared import count, dot, eps, full_rank, gram_noise, mT
+from ._shared import count, default_cutoff, dot, full_rank, gram_noise, mT
 
 
 class Spectrum(NamedTuple):
@@ -41,14 +41,14 @@ class Spectrum(NamedTuple):
 
 
 def _cut(xp, X, lam, offset_sq, gram):
-    """Noise level of the eigenvalues: relative ``c = eps * max(m, n)`` on singular values
-    (NumPy's lstsq cutoff), so ``c**2`` on eigenvalues, against the largest one or, with an
+    """Noise level of the eigenvalues: relative ``c`` on singular values (the default cutoff of
+    ``lstsq``, ``_shared.default_cutoff``), so ``c**2`` on eigenvalues, against the largest one or, with an
     intercept, the largest column before centering (centering leaves noise at that scale).
     Eigenvalues of a formed Gram matrix carry absolute errors ~ eps * lam_max: at least
     ``gram_noise * lam_max`` there (``_shared.gram_noise``; the worst-case ``c * lam_max``
     dropped real directions of cond-100 float32 data at m = 2000)."""
     m, n = X.shape[-2:]
-    c = eps(xp, X) * max(m, n, 1)
+    c = default_cutoff(xp, X, m, n, None)
     ref = xp.max(lam, axis=-1, keepdims=True)
     cut = c * c * ref
     if offset_sq is not None:

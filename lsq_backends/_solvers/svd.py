@@ -1,8 +1,9 @@
 """SVD: the minimum-norm solution through the pseudo-inverse.
 
 Handles every problem: tall, wide, rank deficient. Singular values below
-``rcond * s_max`` are treated as zero (default ``rcond = eps * max(m, n)``, as
-``numpy.linalg.lstsq``), which gives the minimum-norm least-squares solution, the one
+``rcond * s_max`` are treated as zero (default ``rcond = eps * max(m, n)`` in float64, as
+``numpy.linalg.lstsq``; the factorization's probable noise in float32, see
+``_shared.default_cutoff``), which gives the minimum-norm least-squares solution, the one
 ``scipy.linalg.lstsq`` (gelsd) returns. Ridge uses the filter factors
 ``s / (s**2 + alpha)``. Error ~ eps * cond(X). Cost: a QR of X plus the SVD of its n x n
 factor (tall X), or a QR of X^T and the SVD of its m x m factor (wide X): the most
