@@ -53,26 +53,19 @@ class Checks:
         items, self.items = self.items, []
         if not items:
             return None if pred is None else bool(pred)
+        if len(items) > 30:
+            msg = f"{len(items)} value checks do not fit one int32 read"
+            raise RuntimeError(msg)
         flags = [ok for ok, _ in items] + ([] if pred is None else [pred])
-        like = flags[0]
-        _, int_dtype = _default_int(xp, like)
-        word = xp.zeros((), dtype=int_dtype, device=_aac.device(like))
+        # int32: in every array-API library (JAX without x64 included); a fit has few checks.
+        word = xp.zeros((), dtype=xp.int32, device=_aac.device(flags[0]))
         for i, ok in enumerate(flags):
-            word = word + xp.astype(xp.all(ok), int_dtype) * (1 << i)
+            word = word + xp.astype(xp.all(ok), xp.int32) * (1 << i)
         bits = int(word)  # the one host read
         for i, (_, on_fail) in enumerate(items):
             if not bits >> i & 1:
                 on_fail()
         return None if pred is None else bool(bits >> len(items) & 1)
-
-
-def _default_int(xp, like):
-    info = xp.__array_namespace_info__()
-    try:
-        d = info.default_dtypes(device=_aac.device(like))
-    except TypeError:
-        d = info.default_dtypes()
-    return d["real floating"], d["integral"]
 
 
 _PENDING = contextvars.ContextVar("lsq_backends_pending_checks", default=None)
