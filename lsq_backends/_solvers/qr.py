@@ -101,30 +101,17 @@ def solve(xp, X, Y, alpha, rcond, offset_sq=None):
     from . import normal
 
     fac = normal.Factored(xp, X, Y, None)
-    gate = _cholqr2_gate(xp, X, rcond, offset_sq, fac)
-    if _compat.is_lazy(gate):
-        # Traced (JAX) or lazy (Dask): a branch costs no host read; the CholeskyQR2 work is
-        # skipped where the gate fails.
-        coef, rank = _compat.cond(
-            xp,
-            gate,
-            lambda X, Y: _cholesky_qr2(xp, X, Y, fac, rcond, offset_sq),
-            lambda X, Y: householder(xp, X, Y, None, rcond, offset_sq)[:2],
-            (X, Y),
-        )
-        return coef, rank, None
-    # Eager: CholeskyQR2 runs before the gate is read, so that the gate and CholeskyQR2's own
-    # check are read together (one host read; wasted work only where Householder follows).
     n = X.shape[-1]
-    M, L2, Z, good = _cholqr2_factors(xp, X, Y, fac)
-    W = dot(xp, M, _compat.solve_triangular(xp, mT(xp, L2), Z, lower=False))
-    coef, rank = _compat.cond(
-        xp,
-        gate & good,
-        lambda X, Y: (W, full_rank(xp, X.shape[:-2], n, X)),
-        lambda X, Y: householder(xp, X, Y, None, rcond, offset_sq)[:2],
-        (X, Y),
-    )
+
+    def attempt(X, Y):
+        M, L2, Z, good = _cholqr2_factors(xp, X, Y, fac)
+        W = dot(xp, M, _compat.solve_triangular(xp, mT(xp, L2), Z, lower=False))
+        return (W, full_rank(xp, X.shape[:-2], n, X)), good
+
+    coef, rank = _gated(
+        xp, _cholqr2_gate(xp, X, rcond, offset_sq, fac), attempt,
+        lambda X, Y: householder(xp, X, Y, None, rcond, offset_sq)[:2], (X, Y),
+    )  # fmt: skip
     return coef, rank, None
 
 
@@ -137,19 +124,31 @@ def r_factor(xp, X, Y, rcond, offset_sq=None):
     from . import normal
 
     fac = normal.Factored(xp, X, Y, None)
-    gate = _cholqr2_gate(xp, X, rcond, offset_sq, fac)
 
-    def cholqr2(X, Y):
+    def attempt(X, Y):
         M, L2, Z, good = _cholqr2_factors(xp, X, Y, fac)
-        R = dot(xp, mT(xp, L2), mT(xp, fac.L))
-        return _compat.cond(xp, good, lambda X, Y: (R, Z), lambda X, Y: _compat.qr_apply(xp, X, Y), (X, Y))
+        return (dot(xp, mT(xp, L2), mT(xp, fac.L)), Z), good
 
+    gate = _cholqr2_gate(xp, X, rcond, offset_sq, fac)
+    return _gated(xp, gate, attempt, lambda X, Y: _compat.qr_apply(xp, X, Y), (X, Y))
+
+
+def _gated(xp, gate, attempt, fallback, operands):
+    """CholeskyQR2 (``attempt(X, Y) -> (result, good)``) where its ``gate`` passes and its own
+    check ``good`` holds, else ``fallback(X, Y)``.
+
+    Traced (JAX) or lazy (Dask): branches cost no host read, and the CholeskyQR2 work is skipped
+    where the gate fails. Eager: CholeskyQR2 runs before the gate is read, so that the gate and
+    its check are read together (one host read; wasted work only where the fallback follows)."""
     if _compat.is_lazy(gate):
-        return _compat.cond(xp, gate, cholqr2, lambda X, Y: _compat.qr_apply(xp, X, Y), (X, Y))
-    # Eager: one host read for the gate and CholeskyQR2's check together (see ``solve``).
-    M, L2, Z, good = _cholqr2_factors(xp, X, Y, fac)
-    R = dot(xp, mT(xp, L2), mT(xp, fac.L))
-    return _compat.cond(xp, gate & good, lambda X, Y: (R, Z), lambda X, Y: _compat.qr_apply(xp, X, Y), (X, Y))
+
+        def tried(*ops):
+            result, good = attempt(*ops)
+            return _compat.cond(xp, good, lambda *_: result, fallback, ops)
+
+        return _compat.cond(xp, gate, tried, fallback, operands)
+    result, good = attempt(*operands)
+    return _compat.cond(xp, gate & good, lambda *_: result, fallback, operands)
 
 
 def _cholqr2_factors(xp, X, Y, fac):
@@ -173,21 +172,6 @@ def _cholqr2_factors(xp, X, Y, fac):
     Z = _compat.solve_triangular(xp, L2, dot(xp, mT(xp, Q1), Y), lower=True)  # Q^T y
     good = all_true(xp, xp.abs(diagonal(xp, L2) - 1) < 0.5)
     return M, L2, Z, good
-
-
-def _cholesky_qr2(xp, X, Y, fac, rcond, offset_sq):
-    """Least squares by CholeskyQR2 (``_cholqr2_factors``): w = M L2^{-T} Q^T y, falling back
-    to Householder QR where L2 shows the condition estimate was fooled."""
-    n = X.shape[-1]
-    M, L2, Z, good = _cholqr2_factors(xp, X, Y, fac)
-    W = dot(xp, M, _compat.solve_triangular(xp, mT(xp, L2), Z, lower=False))
-    return _compat.cond(
-        xp,
-        good,
-        lambda X, Y: (W, full_rank(xp, X.shape[:-2], n, X)),
-        lambda X, Y: householder(xp, X, Y, None, rcond, offset_sq)[:2],
-        (X, Y),
-    )
 
 
 def householder(xp, X, Y, alpha, rcond, offset_sq=None):
