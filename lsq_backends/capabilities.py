@@ -1,0 +1,87 @@
+"""What each entry point supports on each backend, declared once as data.
+
+The documentation's table ("Backends and devices") is generated from `CAPABILITIES`
+by `markdown_table`, and ``tests/test_capabilities.py`` checks every "yes" it can run
+on the machine at hand (and that every "no" fails the way its note says), so the table and
+the code cannot drift apart.
+
+Examples
+--------
+>>> from lsq_backends.capabilities import CAPABILITIES, supports
+>>> supports("lstsq:lsqr", "dask_lazy")
+False
+>>> CAPABILITIES["lstsq:normal"]["host_reads"]
+'1 (2 on a rank fallback)'
+"""
+
+from __future__ import annotations
+
+# Columns, with the header the table gives them. Eager NumPy, CuPy, PyTorch (CPU and CUDA)
+# and array-api-strict run every entry: they are not columns.
+FEATURES = {
+    "jit": "`jax.jit`",
+    "vmap": "`jax.vmap`",
+    "jax_grad": "`jax.grad`",
+    "torch_autograd": "PyTorch autograd",
+    "dask_lazy": "lazy on Dask",
+    "sharded": "sharded JAX, X not gathered",
+    "host_reads": "host reads per eager call",
+}
+
+_DIRECT = {"jit": True, "vmap": True, "jax_grad": True, "torch_autograd": True, "dask_lazy": True, "sharded": False}
+
+CAPABILITIES = {
+    "lstsq:normal": {**_DIRECT, "sharded": True, "host_reads": "1 (2 on a rank fallback)"},
+    "lstsq:auto": {**_DIRECT, "host_reads": "1 (2 on the QR route)"},
+    "lstsq:qr": {**_DIRECT, "host_reads": "1 (2 on the Householder route)"},
+    "lstsq:svd": {**_DIRECT, "host_reads": "1 (2 on the Householder route)"},
+    "lstsq:lsqr": {
+        **_DIRECT,
+        "jax_grad": False,
+        "dask_lazy": False,
+        "host_reads": "1 per convergence test (every 10th iteration on a GPU)",
+    },
+    "ridge (path)": {**_DIRECT, "host_reads": "1-2"},
+    "ridge_cv": {**_DIRECT, "dask_lazy": True, "host_reads": "1"},
+    "diagnostics": {**_DIRECT, "host_reads": "1"},
+    "NormalAccumulator": {**_DIRECT, "host_reads": "1 per update"},
+    "QRAccumulator": {**_DIRECT, "torch_autograd": False, "host_reads": "1 per update"},
+}
+
+# Why a "no" is a no, shown under the table.
+NOTES = {
+    ("lstsq:lsqr", "jax_grad"): "`lax.while_loop` has no reverse-mode rule; forward mode (`jvp`) works.",
+    ("lstsq:qr", "torch_autograd"): "the Householder route (ill-conditioned X) stops at `geqrf`, which has no derivative in PyTorch; so does `auto`'s QR route.",
+    ("QRAccumulator", "torch_autograd"): "its updates call `geqrf`, which has no derivative in PyTorch.",
+    ("lstsq:lsqr", "dask_lazy"): "the iteration computes every 10 iterations (its convergence test is read).",
+    ("lstsq:auto", "sharded"): "the QR branch of a fit and every rank fallback all-gather X (XLA does not partition a QR).",
+}
+
+
+def supports(entry, feature):
+    """Whether ``entry`` (a key of `CAPABILITIES`) supports ``feature`` (a key of
+    `FEATURES` other than ``host_reads``)."""
+    if entry not in CAPABILITIES:
+        msg = f"entry must be one of {sorted(CAPABILITIES)}; got {entry!r}"
+        raise ValueError(msg)
+    if feature not in FEATURES or feature == "host_reads":
+        msg = f"feature must be one of {sorted(set(FEATURES) - {'host_reads'})}; got {feature!r}"
+        raise ValueError(msg)
+    return bool(CAPABILITIES[entry][feature])
+
+
+def markdown_table():
+    """The capability table as Markdown (the docs page embeds it)."""
+    head = "| entry | " + " | ".join(FEATURES.values()) + " |"
+    rows = [head, "|---" * (len(FEATURES) + 1) + "|"]
+    for entry, caps in CAPABILITIES.items():
+        cells = []
+        for feature in FEATURES:
+            value = caps[feature]
+            cell = value if isinstance(value, str) else ("yes" if value else "no")
+            if (entry, feature) in NOTES:
+                cell += "*"
+            cells.append(cell)
+        rows.append(f"| `{entry}` | " + " | ".join(cells) + " |")
+    notes = [f"- `{e}`, {FEATURES[f]}: {text}" for (e, f), text in NOTES.items()]
+    return "\n".join(rows) + "\n\n" + "\n".join(notes) + "\n"
