@@ -38,7 +38,7 @@ def _default_cutoff(xp, state, n, rcond):
     return eps(xp, state.mean) * xp.maximum(state.count, xp.asarray(float(n), dtype=state.count.dtype, device=_compat.device(state.count)))
 
 
-_SOLVES = {}
+_SOLVES: dict = {}
 
 
 class _Solvable(Accumulator):

@@ -86,7 +86,7 @@ def eager_jax(*arrays) -> bool:
     return found
 
 
-_COMPILED = {}
+_COMPILED: dict = {}
 
 
 def compiled(fn, static_argnames):

@@ -39,10 +39,10 @@ try:
 except ImportError:  # absent, or older than 1.6 (no validate_data, no __sklearn_tags__): duck-typed
     HAVE_SKLEARN = False
 
-    class NotFittedError(ValueError, AttributeError):
+    class NotFittedError(ValueError, AttributeError):  # type: ignore[no-redef]
         """Raised by ``predict``/``score`` before ``fit`` (scikit-learn's, when installed)."""
 
-    class BaseEstimator:
+    class BaseEstimator:  # type: ignore[no-redef]
         """Duck-typed stand-in for scikit-learn's ``BaseEstimator``: the parameters are the
         keyword arguments of ``__init__``, stored unchanged as attributes of the same name."""
 
@@ -78,7 +78,7 @@ except ImportError:  # absent, or older than 1.6 (no validate_data, no __sklearn
             ]
             return f"{type(self).__name__}({', '.join(changed)})"
 
-    class RegressorMixin:
+    class RegressorMixin:  # type: ignore[no-redef]
         """Stand-in for scikit-learn's ``RegressorMixin`` (``score`` is defined by the estimators)."""
 
         _estimator_type = "regressor"

@@ -105,7 +105,7 @@ def gram(xp, D):
     return dot(xp, mT(xp, D), D)
 
 
-_KERNELS = {}
+_KERNELS: dict = {}
 
 
 def _kernel(cls, xp):
