@@ -255,7 +255,8 @@ def test_constant_column_with_intercept(be, method):
 def test_refine_keeps_minimum_norm_and_wide_answers(be, method):
     """Refinement applies to tall full-rank problems only; the others come back unchanged."""
     rng = np.random.default_rng(10)
-    for X in (design(rng, 30, 6, cond=10.0, rank=4), design(rng, 5, 9, cond=10.0)):
+    zero_column = np.c_[design(rng, 30, 4, cond=10.0), np.zeros(30)]  # R has an exact 0 pivot
+    for X in (design(rng, 30, 6, cond=10.0, rank=4), design(rng, 5, 9, cond=10.0), zero_column):
         y = rng.standard_normal(X.shape[0])
         plain = lsq.lstsq(be.asarray(X), be.asarray(y), method=method)
         refined = lsq.lstsq(be.asarray(X), be.asarray(y), method=method, refine=2)
