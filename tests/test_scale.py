@@ -214,3 +214,23 @@ def test_ridge_cv_every_scale(be, sx, sy):
     scores = be.to_numpy(r.scores) / sy / sy
     if np.all(np.isfinite(scores)) and np.all(scores != 0):
         assert _rel(scores, be.to_numpy(base.scores)) <= 100 * EPS * 30
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_every_scale_of_sample_weight(be, method):
+    """Weights times c: the same least-squares fit, and the same ridge fit with alpha times c.
+    The rows are scaled after weighting, like X, so weights from 1e-300 to 1e300 are safe."""
+    _skip_lazy_lsqr(be, method)
+    X, y = _problem(20, 4)
+    w = np.random.default_rng(3).uniform(0.5, 2.0, 20)
+    Xc, Yc, _, _ = center(X, y, w, True)  # centered and scaled by sqrt(w)
+    kappa = float(np.linalg.cond(Xc))
+    opts = {"atol": TOL, "btol": TOL} if method == "lsqr" else {}
+    for alpha in (0.0, 2.0):
+        ref = lsq.ridge(X, y, alpha, sample_weight=w, method="svd").coef
+        eta = np.linalg.norm(Yc[:, 0] - Xc @ ref) / (np.linalg.norm(Xc, 2) * np.linalg.norm(ref))
+        tol = _bound(method, X, kappa, eta, Xc, Yc[:, 0], ref, alpha)
+        for c in _scales(be):
+            r = lsq.ridge(be.asarray(X), be.asarray(y), alpha * c, sample_weight=be.asarray(w * c), method=method, **opts)
+            err = _rel(be.to_numpy(r.coef), ref)
+            assert err <= tol, f"alpha {alpha}, weights * {c:g}: error {err:.3g} > {tol:.3g}"
