@@ -32,10 +32,17 @@ def _alpha(meta, alpha):
 
 
 def _default_cutoff(xp, state, n, rcond):
-    """``rcond``, or NumPy's ``eps * max(m, n)`` with m the rows seen (an array: no value read)."""
+    """``rcond``, or the default of :func:`lstsq` with m the rows seen (an array: no value
+    read): NumPy's ``eps * max(m, n)`` in float64, the probable rounding noise
+    ``eps * (sqrt(max(m, n)) + min(m, n))`` in float32 (the worst case dropped real
+    directions of tall float32 streams: 0.024 at 200000 rows)."""
     if rcond is not None:
         return rcond
-    return eps(xp, state.mean) * xp.maximum(state.count, xp.asarray(float(n), dtype=state.count.dtype, device=_compat.device(state.count)))
+    count = state.count
+    n_ = xp.asarray(float(n), dtype=count.dtype, device=_compat.device(count))
+    if xp.finfo(state.mean.dtype).bits >= 64:
+        return eps(xp, state.mean) * xp.maximum(count, n_)
+    return eps(xp, state.mean) * (xp.sqrt(xp.maximum(count, n_)) + xp.minimum(count, n_))
 
 
 _SOLVES: dict = {}
@@ -55,7 +62,8 @@ class _Solvable(Accumulator):
         fit_intercept : bool
             Fit an unpenalized intercept (the default, as :func:`ridge`).
         rcond : float in [0, 1), optional
-            Relative cutoff of the rank tests; default ``eps * max(rows, n_features)``.
+            Relative cutoff of the rank tests; default as :func:`lstsq`'s, with the rows seen
+            so far as m.
 
         Returns
         -------

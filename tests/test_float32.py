@@ -98,3 +98,22 @@ def test_float32_against_float64_reference(be, method, shape):
             assert int(be.to_numpy(r.rank)) == min(m - int(fit_intercept), n)
             tol = tolerance(method, np.float32, kappa, m, n, eta)
             assert rel_err(got, coef) <= tol, f"cond {cond} intercept {fit_intercept}"
+
+
+@pytest.mark.parametrize("cls, method", [("NormalAccumulator", "normal"), ("QRAccumulator", "qr")])
+def test_streamed_tall_float32_keeps_real_directions(be, cls, method):
+    """The accumulators' default cutoff is lstsq's, with the rows seen as m: the worst case
+    ``eps * rows`` (0.024 here) made both take this rank-2 stream for rank 1 (error 1.0)."""
+    m = 200_000
+    X, y = _correlated(m, 1e-2)
+    acc = getattr(lsq, cls)()
+    for i in range(0, m, 50_000):
+        acc.update(be.asarray(X[i : i + 50_000]), be.asarray(y[i : i + 50_000]))
+    r = acc.solve(fit_intercept=False)
+    X64, y64 = X.astype(np.float64), y.astype(np.float64)
+    ref = np.linalg.lstsq(X64, y64, rcond=None)[0]
+    s = np.linalg.svd(X64, compute_uv=False)
+    eta = np.linalg.norm(y64 - X64 @ ref) / (s[0] * np.linalg.norm(ref))
+    assert int(be.to_numpy(r.rank)) == 2
+    w = be.to_numpy(r.coef).astype(np.float64)
+    assert rel_err(w, ref) <= tolerance(method, np.float32, s[0] / s[1], m, 2, eta)
