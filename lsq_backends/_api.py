@@ -57,7 +57,7 @@ def _fit_deferred(problem, method, rcond, fit_intercept, refine=0, options=None)
         intercept = xp.zeros((*Y.shape[:-2], Y.shape[-1]), dtype=Y.dtype, device=_compat.device(Y))
     if refine and min(m, n) > 0:
         _compat.flush_checks(xp)  # refinement's QR of X must not meet NaN
-        coef, intercept, resid = _refined(problem, coef, intercept, rank, refine)
+        coef, intercept, resid = refined_solution(problem, coef, intercept, rank, refine)
     else:
         resid = Y - dot(xp, X, coef)
     rss = xp.sum(resid * resid, axis=-2)  # (..., k)
@@ -67,7 +67,7 @@ def _fit_deferred(problem, method, rcond, fit_intercept, refine=0, options=None)
     return LstsqResult(coef, intercept, rank, rss, s, n_iter)
 
 
-def _refined(problem, coef, intercept, rank, steps):
+def refined_solution(problem, coef, intercept, rank, steps):
     """Refine against the original data: the intercept column [1, X] rather than the centered
     X, whose centering rounded away digits that refinement could not then recover."""
     xp = problem.xp

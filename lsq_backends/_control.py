@@ -13,7 +13,7 @@ import contextvars
 
 import array_api_compat as _aac
 
-from ._dask_blocks import _dask_gate
+from ._dask_blocks import dask_gate
 
 __all__ = ["Checks", "cond", "deferred", "flush_checks", "is_lazy", "jit", "loop"]
 
@@ -141,8 +141,8 @@ def cond(xp, pred, true_fn, false_fn, operands):
         # the blocks of the branch not taken become zero-stride constants (no memory, no
         # copy), on which the one-pass QR below (the only pass over X inside a branch of a
         # 2-D problem) costs O(n^2) per chunk. The small-factor work of both branches runs.
-        ops_t = tuple(_dask_gate(a, pred) for a in operands)
-        ops_f = tuple(_dask_gate(a, ~pred) for a in operands)
+        ops_t = tuple(dask_gate(a, pred) for a in operands)
+        ops_f = tuple(dask_gate(a, ~pred) for a in operands)
         a, b = true_fn(*ops_t), false_fn(*ops_f)
         return tuple(xp.where(pred, x, y) for x, y in zip(a, b))
     if is_lazy(pred):

@@ -8,7 +8,7 @@ gates of a lazy branch). Nothing here imports Dask at module level.
 from __future__ import annotations
 
 
-def _numpy_safe_cholesky(a):
+def numpy_safe_cholesky(a):
     import numpy as np
 
     try:
@@ -17,7 +17,7 @@ def _numpy_safe_cholesky(a):
         return np.full_like(a, np.nan)
 
 
-def _dask_solve_triangular(a, b, lower):
+def dask_solve_triangular(a, b, lower):
     import functools
 
     import dask.array as da
@@ -68,7 +68,7 @@ def numpy_eigh(a):
     return tuple(np.linalg.eigh(a))
 
 
-def _dask_per_matrix(func, signature, x, n_out, p):
+def dask_per_matrix(func, signature, x, n_out, p):
     # Quirk: dask's qr/svd are 2-D only. A stack of small problems is solved one block of
     # whole matrices at a time with NumPy (the batch axes stay chunked).
     import dask.array as da
@@ -82,7 +82,7 @@ def _dask_per_matrix(func, signature, x, n_out, p):
 _TREE = 8  # R factors stacked and re-factored per node of the Dask TSQR tree
 
 
-def _dask_tsqr_apply(x, y):
+def dask_tsqr_apply(x, y):
     """(R, Q^T y) of a row-chunked Dask X (m, n) from the R factor of [X | y]: one QR per row
     chunk, then QRs of stacks of ``_TREE`` triangles up a tree; Q is never formed."""
     import dask.array as da
@@ -137,7 +137,7 @@ def _lapack_r(a):
     return np.triu(qr[: min(a.shape)])
 
 
-def _dask_gate(a, keep):
+def dask_gate(a, keep):
     """``a``, whose blocks become zero-stride zeros at compute time unless ``keep`` (0-d)."""
     import dask.array as da
 

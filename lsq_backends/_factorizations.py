@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import array_api_compat as _aac
 
-from ._dask_blocks import _dask_per_matrix, _dask_tsqr_apply, _numpy_safe_cholesky, numpy_eigh, numpy_qr, numpy_svd
+from ._dask_blocks import dask_per_matrix, dask_tsqr_apply, numpy_safe_cholesky, numpy_eigh, numpy_qr, numpy_svd
 from ._products import matmul
 from ._triangular import scipy_for
 
@@ -60,7 +60,7 @@ def cholesky(xp, a):
         # Quirk: dask's cholesky returns the UPPER factor, needs square chunks and raises inside
         # compute() on failure. The Gram matrix is small: factor it as one block with NumPy.
         a = a.rechunk({-2: -1, -1: -1})
-        return a.map_blocks(_numpy_safe_cholesky, dtype=a.dtype)
+        return a.map_blocks(numpy_safe_cholesky, dtype=a.dtype)
     if _aac.is_cupy_namespace(xp):
         # Quirk: under CuPy's default error state a failed factorization raises nothing and
         # returns the lower triangle of whatever cuSOLVER left, not NaN. Reading cuSOLVER's
@@ -82,7 +82,7 @@ def qr(xp, x):
         if x.ndim > 2 or x.numblocks[0] == 1:
             # Quirk: a one-block input goes through delayed in dask's qr/svd, which copies the
             # whole upstream graph under new keys (it was computed twice); small: one NumPy call.
-            return _dask_per_matrix(numpy_qr, "(m,n)->(m,p),(p,n)", x, 2, x.shape[-1])
+            return dask_per_matrix(numpy_qr, "(m,n)->(m,p),(p,n)", x, 2, x.shape[-1])
         # Quirk: dask's TSQR needs one chunk across the columns.
         x = x.rechunk({1: -1})
     q, r = xp.linalg.qr(x, mode="reduced")
@@ -142,7 +142,7 @@ def qr_apply(xp, x, y):
     if _aac.is_dask_namespace(xp) and x.ndim == 2:
         # Dask's TSQR forms Q (held in memory between its two stages) and Q^T y is one more
         # pass: the R factor of [X | y], reduced as a tree, has R and Q^T y in one pass.
-        return _dask_tsqr_apply(x, y)
+        return dask_tsqr_apply(x, y)
     if _aac.is_torch_namespace(xp):
         # torch.geqrf/ormqr: Householder vectors applied in place of an explicit Q.
         import torch
@@ -181,7 +181,7 @@ def svd(xp, x, *, after_qr_implicit=False):
         # The solvers take SVDs of small matrices only (the n x n factor R, or a wide X with
         # m < n rows): one NumPy call per matrix. (Dask's own svd of a one-block input goes
         # through delayed, which recomputed the whole upstream graph.)
-        return _dask_per_matrix(numpy_svd, "(m,n)->(m,p),(p),(p,n)", x, 3, p)
+        return dask_per_matrix(numpy_svd, "(m,n)->(m,p),(p),(p,n)", x, 3, p)
     if _aac.is_numpy_namespace(xp) and x.shape[-2] < x.shape[-1]:
         # Quirk: NumPy's gesdd on a wide C-order matrix measured ~2x slower than on its
         # transpose (a free view, F-order to LAPACK): 0.30 s against 0.16 s at 200 x 5000.
@@ -200,7 +200,7 @@ def eigh(xp, a):
     if _aac.is_dask_namespace(xp):
         # Quirk: dask.array has no eigh (none in array-api-compat 1.16 either). The matrix is
         # small: factor each one as a single block with NumPy, as for cholesky above.
-        return _dask_per_matrix(numpy_eigh, "(i,j)->(p),(i,p)", a, 2, a.shape[-1])
+        return dask_per_matrix(numpy_eigh, "(i,j)->(p),(i,p)", a, 2, a.shape[-1])
     if _aac.is_torch_namespace(xp) and a.device.type == "cuda":
         return retry_on_cpu(xp.linalg.eigh, a)
     w, v = xp.linalg.eigh(a)

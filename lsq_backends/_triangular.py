@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import array_api_compat as _aac
 
-from ._dask_blocks import _dask_solve_triangular
+from ._dask_blocks import dask_solve_triangular
 
 device = _aac.device
 
@@ -49,7 +49,7 @@ def solve_triangular(xp, a, b, *, lower: bool):
         # the triangle is small, so solve it as one block with SciPy.
         a = a.rechunk({-2: -1, -1: -1})
         b = b.rechunk({-2: -1, -1: -1})
-        return _dask_solve_triangular(a, b, lower)
+        return dask_solve_triangular(a, b, lower)
     sp = scipy_for(xp)
     if sp is not None and a.ndim > 2 and _aac.is_cupy_namespace(xp) and _cupy_batched_solve():
         # cupyx's solve_triangular takes stacks (one batched cuBLAS call) since CuPy 14.

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from . import _compat
-from ._api import _refined, check_refine
+from ._api import refined_solution, check_refine
 from ._input import check_bool, prepare
 from ._solvers._shared import all_true, count, dot, eps, mT
 
@@ -265,7 +265,7 @@ def diagnostics(
         # lstsq's refinement (against [1, X], residual summed in double-double): coefficients,
         # intercept and residuals, hence sigma, R² and t; the standard errors keep the R^{-1}
         # of the working-precision QR (their accuracy is eps * cond of the scaled design).
-        coef, intercept, resid = _refined(problem, coef, intercept, rank, refine)
+        coef, intercept, resid = refined_solution(problem, coef, intercept, rank, refine)
         resid = resid[..., 0]
     else:
         resid = (Yc - dot(xp, Xc, coef))[..., 0]  # (..., m)
