@@ -1,0 +1,97 @@
+"""The shape of the package, checked: no import circle (function-level imports included), no
+private name imported across modules, no module past ~400 lines. Static (ast): runs in the
+numpy session only."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "lsq_backends"
+MAX_LINES = 420  # "about 400": a little slack, so that the limit is a guide and not a trap
+
+pytestmark = pytest.mark.usefixtures("numpy_reference")
+
+
+def _modules():
+    out = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = path
+    return out
+
+
+def _imports(mods):
+    """module -> set of package modules it imports (anywhere in its body), and the private
+    names imported from other modules."""
+    graph, private = {m: set() for m in mods}, []
+    for mod, path in mods.items():
+        pkg = mod if path.name == "__init__.py" else mod.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.ImportFrom) and node.level):
+                continue
+            base = pkg.split(".")[: len(pkg.split(".")) - node.level + 1]
+            target = ".".join(base + ([node.module] if node.module else []))
+            for alias in node.names:
+                full = f"{target}.{alias.name}"
+                dep = full if full in mods else target
+                if dep in mods and dep != mod:
+                    graph[mod].add(dep)
+                if alias.name.startswith("_") and full not in mods:
+                    private.append(f"{mod} imports {target}.{alias.name}")
+    return graph, private
+
+
+def _cycles(graph):
+    """Strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_private_name_crosses_modules():
+    _, private = _imports(_modules())
+    assert not private, "\n".join(private)
+
+
+@pytest.mark.xfail(strict=True, reason="the solvers normal, qr and svd still import each other")
+def test_no_import_circle():
+    graph, _ = _imports(_modules())
+    assert not _cycles(graph)
+
+
+def test_the_checker_sees_a_circle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_no_module_past_about_400_lines():
+    long = {str(p.relative_to(PACKAGE.parent)): n for p in PACKAGE.rglob("*.py") if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert not long, long
