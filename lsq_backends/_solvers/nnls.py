@@ -78,7 +78,7 @@ def solve(xp, X, Y, alpha, *, max_iter=None, tol=None):
     b = mT(xp, dot(xp, Xt, Y))  # (..., k, n)
     alpha = xp.zeros((1,), dtype=X.dtype, device=_compat.device(X)) if alpha is None else alpha
     # The optimality test, scale-free: w_j <= tol ||x_j|| ||y|| (x_j a column of X).
-    col = xp.sqrt(xp.linalg.diagonal(A) + alpha[:, None])  # (k or 1, n)
+    col = xp.sqrt(xp.linalg.diagonal(A)[..., None, :] + alpha[:, None])  # (..., k or 1, n)
     ynorm = xp.sqrt(xp.sum(Y * Y, axis=-2))[..., None]  # (..., k, 1)
     thresh = tol * col * ynorm  # (..., k, n)
     _, int_dtype = _compat.default_dtypes(xp, _compat.device(X))
