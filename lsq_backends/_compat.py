@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import array_api_compat as _aac
 
-from ._control import Checks, cond, deferred, flush_checks, is_lazy, jit, loop
+from ._control import Checks, cond, deferred, flush_checks, is_lazy, jit, loop, over_columns
 from ._dask_blocks import numpy_argmin0
 from ._products import matmul
 from ._factorizations import checked_cholesky, cholesky, eigh, one_pass_qr, qr, qr_apply, qr_implicit, qr_r, svd
@@ -54,6 +54,7 @@ __all__ = [
     "loop",
     "matmul",
     "one_pass_qr",
+    "over_columns",
     "qr",
     "qr_apply",
     "qr_implicit",

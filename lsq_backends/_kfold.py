@@ -15,7 +15,7 @@ import numbers
 from . import _compat
 from ._center import eliminate_intercept
 from ._solvers import spectral
-from ._solvers._shared import dot
+from ._solvers._shared import dot, mT
 
 SCORINGS = ("neg_mean_squared_error", "r2")
 
@@ -121,10 +121,60 @@ def _callable_score(xp, y, pred, w, scoring):
     return xp.asarray(rows, dtype=y.dtype, device=_compat.device(y))
 
 
-def kfold_scores(xp, X, Y, root, alphas, pairs, fit_intercept, scoring, mode):
-    """Scores (a, ..., k), the mean over folds, and the per-fold scores (a, ..., f, k)."""
+def _center(xp, A, root):
+    """``(mean, centered)``: the (weighted) column means (..., 1, c) of ``A`` (..., m, c) and
+    ``A`` minus them, times ``root`` (sqrt of the weights) when given."""
+    w = xp.ones_like(A[..., :1]) if root is None else root * root
+    mean = dot(xp, mT(xp, w), A) / xp.sum(w, axis=-2, keepdims=True)
+    Ac = A - mean
+    return mean, Ac if root is None else root * Ac
+
+
+def _fold_scores_batched(xp, X, Y, root, alphas, train, test, fit_intercept, scoring, mode, batch):
+    """The held-out scores (a, ..., k) of one fold, ``batch`` targets and one penalty at a time:
+    the training rows are factorized once (without targets); each block of targets is
+    centered with the fold's weights and projected on the factors (``spectral.project``)."""
+    Xtr, rtr, Xte = _take(xp, X, train), _take(xp, root, train), _take(xp, X, test)
+    w_test = None if root is None else _take(xp, root * root, test)
+    x_off = offset_sq = None
+    if fit_intercept:
+        x_off, Xe = _center(xp, Xtr, rtr)
+        total = xp.sum(xp.ones_like(Xtr[..., :1]) if rtr is None else rtr * rtr, axis=-2, keepdims=True)
+        offset_sq = (total * x_off * x_off)[..., 0, :]
+    else:
+        Xe = Xtr if rtr is None else rtr * Xtr
+    route = spectral.svd if mode == "svd" else spectral.gram
+    spec = route(xp, Xe, Xe[..., :0], offset_sq, samples=True)
+
+    def block(Yb):
+        Ytr = _take(xp, Yb, train)
+        if fit_intercept:
+            y_off, Ye = _center(xp, Ytr, rtr)
+        else:
+            Ye = Ytr if rtr is None else rtr * Ytr
+        sb = spec._replace(P=spectral.project(xp, spec, Ye))
+        Yte, rows = _take(xp, Yb, test), []
+        for i in range(alphas.shape[0]):
+            coef, _ = spectral.path_coef(xp, sb, alphas[i : i + 1])  # (1, ..., n, b)
+            pred = spectral.over_alphas(xp, Xte, coef)
+            if fit_intercept:
+                pred = pred + (y_off - dot(xp, x_off, coef))
+            rows.append(_score(xp, Yte, pred, w_test, scoring))
+        return (xp.concat(rows, axis=0),)
+
+    return _compat.over_columns(xp, block, (Y,), batch)[0]
+
+
+def kfold_scores(xp, X, Y, root, alphas, pairs, fit_intercept, scoring, mode, batch=None):
+    """Scores (a, ..., k), the mean over folds, and the per-fold scores (a, ..., f, k); with
+    ``batch``, ``batch`` targets and one penalty at a time (working memory O(batch (m + a))
+    beyond the factors)."""
     per_fold = []
     for train, test in pairs:
+        if batch is not None:
+            args = (fit_intercept, scoring, mode, batch)
+            per_fold.append(_fold_scores_batched(xp, X, Y, root, alphas, train, test, *args))
+            continue
         pred = _fold_predictions(xp, X, Y, root, alphas, train, test, fit_intercept, mode)
         w_test = None if root is None else _take(xp, root * root, test)
         per_fold.append(_score(xp, _take(xp, Y, test), pred, w_test, scoring))

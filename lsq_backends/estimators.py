@@ -217,6 +217,9 @@ class RidgeCV(LinearModelBase):
         Held-out folds only; ``None`` is scikit-learn's default there, R^2 averaged over folds.
     check_finite : bool, default True
         As in :class:`Ridge`.
+    target_batch : int or None, default None
+        Score that many targets at a time (:func:`lsq_backends.ridge_cv`'s ``target_batch``):
+        memory bounded for y with many columns. Not with ``store_cv_results``.
 
     Attributes
     ----------
@@ -247,9 +250,10 @@ class RidgeCV(LinearModelBase):
 
     def __init__(
         self, alphas=(0.1, 1.0, 10.0), *, fit_intercept=True, alpha_per_target=False, store_cv_results=False,
-        gcv_mode="auto", check_finite=True, cv=None, scoring=None,
+        gcv_mode="auto", check_finite=True, cv=None, scoring=None, target_batch=None,
     ):
         self.alphas = alphas
+        self.target_batch = target_batch
         self.cv = cv
         self.scoring = scoring
         self.fit_intercept = fit_intercept
@@ -265,6 +269,9 @@ class RidgeCV(LinearModelBase):
         if self.store_cv_results and self.cv is not None:
             msg = f"store_cv_results=True needs cv=None (the leave-one-out errors); got cv={self.cv!r}"
             raise ValueError(msg)
+        if self.store_cv_results and self.target_batch is not None:
+            msg = f"store_cv_results=True keeps every sample's error: it needs target_batch=None; got {self.target_batch!r}"
+            raise ValueError(msg)
         X, y, sample_weight, check_finite, fitted = self._validate_fit(X, y, sample_weight)
         if X.shape[0] is not None and X.shape[0] < 2:
             msg = f"RidgeCV needs at least 2 samples for cross-validation; got {X.shape[0]} sample"
@@ -273,7 +280,7 @@ class RidgeCV(LinearModelBase):
         r = ridge_cv(
             X, y, _alpha_arg(self.alphas, X, "alphas"), fit_intercept=bool(self.fit_intercept), sample_weight=sample_weight,
             alpha_per_target=bool(self.alpha_per_target), mode=self.gcv_mode, check_finite=check_finite,
-            cv=self.cv, scoring=scoring, groups=groups,
+            cv=self.cv, scoring=scoring, groups=groups, target_batch=self.target_batch,
         )
         xp = _compat.array_namespace(r.coef)
         fitted.update(self._coef(r, single_target_1d=y.ndim == 2 and y.shape[1] == 1), alpha_=r.alpha)
