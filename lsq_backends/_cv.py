@@ -6,6 +6,7 @@ from typing import Any, NamedTuple
 
 from . import _compat, _kfold
 from ._alpha import failure
+from ._center import eliminate_intercept
 from ._empty import pad_empty_batch
 from ._input import check_bool, prepare
 from ._scaling import unscale_cv
@@ -122,6 +123,16 @@ def ridge_cv(
     ``r_i / (1 - H_ii)``, ``r`` the residual of the fit on all samples. Sample weights scale the
     squared errors by ``w_i`` and the score is their plain mean, exactly as scikit-learn does.
 
+    Precision: float32 data are validated and scaled in float32, then cast (exactly) to float64
+    where the library has float64 on X's device (NumPy, PyTorch, CuPy, Dask, JAX with x64
+    enabled, array-api-strict): centering, the factorization (Gram matrix and its
+    eigendecomposition, or QR and SVD), the per-sample leave-one-out and GCV terms, the fold
+    predictions and the refit all run in float64, as scikit-learn computes float32 input, and
+    the results are rounded to float32 once. This costs an X-sized float64 copy and float64
+    matrix products. Where float64 is missing (JAX without x64, or a device whose namespace
+    info lacks float64), everything runs in float32, with errors of order eps32 times the
+    condition number of the regularized Gram matrix.
+
     Parameters
     ----------
     X : array, shape (m, n) or (..., m, n)
@@ -213,7 +224,11 @@ def ridge_cv(
         checks.add(xp.all(alphas > 0), failure(ValueError, msg))
     checks.read(xp)
     problem, cut = pad_empty_batch(problem)  # Dask fails on a batch with no problems
-    Xc, Yc = problem.X, problem.Y
+    out_dtype = problem.X.dtype
+    wide = _compat.float64_for(xp, _compat.device(problem.X)) if out_dtype == xp.float32 else None
+    if wide is not None:
+        problem = _in_float64(xp, problem, fit_intercept, wide)
+    Xc, Yc, alphas = problem.X, problem.Y, problem.alpha
     lev0 = None
     if fit_intercept:
         root = problem.original[2]
@@ -275,4 +290,24 @@ def ridge_cv(
         values = None if values is None else values[..., 0]
         if alpha_per_target:
             alpha, best = alpha[..., 0], best[..., 0]
+    if wide is not None:
+        coef, intercept, alpha, values, scores = (
+            None if a is None else xp.astype(a, out_dtype) for a in (coef, intercept, alpha, values, scores)
+        )
     return RidgeCVResult(cut(coef), cut(intercept), cut(alpha), cut(best), cut(values, 1), cut(scores, 1))
+
+
+def _in_float64(xp, problem, fit_intercept, wide):
+    """The prepared float32 problem in the wider float ``wide``: the data cast (exactly) and
+    centered again, as :func:`prepare` centered them, so that centering, the factorization and
+    the per-sample errors carry float64 rounding, not float32's."""
+    X0, Y0, root = (None if a is None else xp.astype(a, wide) for a in problem.original)
+    x_off = y_off = offset_sq = None
+    if fit_intercept:
+        Xc, Yc, x_off, y_off, offset_sq = eliminate_intercept(xp, X0, Y0, root, False)
+    else:
+        Xc, Yc = (X0, Y0) if root is None else (root * X0, root * Y0)
+    return problem._replace(
+        X=Xc, Y=Yc, alpha=xp.astype(problem.alpha, wide), x_offset=x_off, y_offset=y_off, offset_sq=offset_sq,
+        original=(X0, Y0, root),
+    )  # fmt: skip
