@@ -85,11 +85,24 @@ def _fold_predictions(xp, X, Y, root, alphas, train, test, fit_intercept, mode):
     else:
         Xe, Ye, offset_sq = (Xtr, Ytr, None) if rtr is None else (rtr * Xtr, rtr * Ytr, None)
     route = spectral.svd if mode == "svd" else spectral.gram
-    coef, _ = spectral.path_coef(xp, route(xp, Xe, Ye, offset_sq), alphas)  # (a, ..., n, k)
-    pred = spectral.over_alphas(xp, _take(xp, X, test), coef)  # (a, ..., m_test, k)
-    if fit_intercept:
-        pred = pred + (y_off - dot(xp, x_off, coef))
-    return pred
+    spec = route(xp, Xe, Ye, offset_sq)
+    pred = _predict(xp, spec, _test_basis(xp, spec, _take(xp, X, test), x_off if fit_intercept else None), alphas)
+    return pred + y_off if fit_intercept else pred
+
+
+def _test_basis(xp, spec, Xte, x_off):
+    """``G = (X_test - x_off) V`` (..., m_test, p): the held-out rows (centered with the training
+    means) in the factorization's basis, so that every penalty's predictions are ONE product
+    ``G diag(f) P`` (rather than forming each penalty's coefficients, ``V diag(f) P``, and then
+    ``X_test`` times them: twice the work per penalty)."""
+    G = dot(xp, Xte, spec.V)
+    return G if x_off is None else G - dot(xp, x_off, spec.V)
+
+
+def _predict(xp, spec, G, alphas):
+    """Held-out predictions (a, ..., m_test, k), intercept aside: ``G diag(f) P`` per penalty."""
+    f = spectral.filters(xp, spec, alphas)  # (a, ..., p)
+    return spectral.over_alphas(xp, G, f[..., None] * spec.P)
 
 
 def _score(xp, y, pred, w, scoring):
@@ -146,6 +159,8 @@ def _fold_scores_batched(xp, X, Y, root, alphas, train, test, fit_intercept, sco
     route = spectral.svd if mode == "svd" else spectral.gram
     spec = route(xp, Xe, Xe[..., :0], offset_sq, samples=True)
 
+    G = _test_basis(xp, spec, Xte, x_off)
+
     def block(Yb):
         Ytr = _take(xp, Yb, train)
         if fit_intercept:
@@ -155,11 +170,8 @@ def _fold_scores_batched(xp, X, Y, root, alphas, train, test, fit_intercept, sco
         sb = spec._replace(P=spectral.project(xp, spec, Ye))
         Yte, rows = _take(xp, Yb, test), []
         for i in range(alphas.shape[0]):
-            coef, _ = spectral.path_coef(xp, sb, alphas[i : i + 1])  # (1, ..., n, b)
-            pred = spectral.over_alphas(xp, Xte, coef)
-            if fit_intercept:
-                pred = pred + (y_off - dot(xp, x_off, coef))
-            rows.append(_score(xp, Yte, pred, w_test, scoring))
+            pred = _predict(xp, sb, G, alphas[i : i + 1])  # (1, ..., m_test, b)
+            rows.append(_score(xp, Yte, pred + y_off if fit_intercept else pred, w_test, scoring))
         return (xp.concat(rows, axis=0),)
 
     return _compat.over_columns(xp, block, (Y,), batch)[0]
