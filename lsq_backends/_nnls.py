@@ -6,7 +6,7 @@ from typing import Any, NamedTuple
 
 from . import _compat
 from ._empty import pad_empty_batch
-from ._input import check_bool, prepare, validate
+from ._input import check_bool, prepare, validated_now
 from ._result import LstsqResult
 from ._scaling import unscale
 from ._solvers import nnls as _solver
@@ -104,14 +104,12 @@ def nnls(X, y, /, *, alpha=0.0, fit_intercept=False, sample_weight=None, max_ite
     check_finite = check_bool(check_finite, "check_finite")
     per_target = getattr(alpha, "ndim", 0) == 1 or isinstance(alpha, (list, tuple))
     if _compat.eager_jax(X, y, sample_weight, alpha):
-        v = validate(
+        v, y = validated_now(
             X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, alpha=alpha, ridge=True,
             per_target=per_target,
         )  # fmt: skip
-        v.checks.read(v.xp)
-        fit = _compat.compiled(nnls, NNLS_STATIC)
-        return fit(
-            v.X, v.Y[..., 0] if v.y_was_vector else v.Y, alpha=v.alpha if per_target else v.alpha[0],
+        return _compat.compiled(nnls, NNLS_STATIC)(
+            v.X, y, alpha=v.alpha if per_target else v.alpha[0],
             fit_intercept=fit_intercept, sample_weight=v.sample_weight, max_iter=max_iter, tol=tol, check_finite=False,
         )  # fmt: skip
     problem = prepare(
