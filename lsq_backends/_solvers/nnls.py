@@ -37,8 +37,8 @@ def default_max_iter(n):
 
 
 def default_tol(xp, dtype, m, n):
-    """Relative tolerance of the optimality test, ``10 max(m, n) eps`` (SciPy's ``nnls`` uses
-    that as an absolute one; here it is relative to ``||x_j|| ||y||``)."""
+    """Tolerance of the optimality test, ``10 max(m, n) eps``, relative to ``||x_j|| ||y||``
+    (scale-free: the same decisions for X and y in any units)."""
     return 10 * max(m, n, 1) * float(xp.finfo(dtype).eps)
 
 
