@@ -128,7 +128,7 @@ def ridge_cv(
     enabled, array-api-strict): centering, the factorization (Gram matrix and its
     eigendecomposition, or QR and SVD), the per-sample leave-one-out and GCV terms, the fold
     predictions and the refit all run in float64, as scikit-learn computes float32 input, and
-    the results are rounded to float32 once. This costs an X-sized float64 copy and float64
+    the results are rounded to float32 once. This costs float64 copies of X and y and float64
     matrix products. Where float64 is missing (JAX without x64, or a device whose namespace
     info lacks float64), everything runs in float32, with errors of order eps32 times the
     condition number of the regularized Gram matrix.
