@@ -7,6 +7,7 @@ PyTorch, Dask and array-api-strict; results stay in the caller's namespace, devi
 from ._accumulators import NormalAccumulator, QRAccumulator
 from ._api import lstsq, ridge
 from ._cv import RidgeCVResult, ridge_cv
+from ._nnls import NNLSResult, nnls
 from ._result import LstsqResult
 from .diagnostics import Diagnostics, diagnostics
 
@@ -14,6 +15,7 @@ __all__ = [
     "Diagnostics",
     "LinearRegression",
     "LstsqResult",
+    "NNLSResult",
     "NormalAccumulator",
     "QRAccumulator",
     "Ridge",
@@ -21,6 +23,7 @@ __all__ = [
     "RidgeCVResult",
     "diagnostics",
     "lstsq",
+    "nnls",
     "ridge",
     "ridge_cv",
 ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from . import _compat
 from ._refine import refine as _refine
 from ._empty import pad_empty_batch
-from ._input import check_bool, check_method, prepare, validate
+from ._input import check_bool, check_method, prepare, validated_now
 from ._path import fit_path
 from ._result import LstsqResult
 from ._scaling import unscale
@@ -193,11 +193,10 @@ def lstsq(
         raise ValueError(msg)
     if _compat.eager_jax(X, y, sample_weight):
         # Checked here, eagerly (one host read), then solved as one compiled call.
-        v = validate(X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite)
-        v.checks.read(v.xp)
+        v, y = validated_now(X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite)
         fit = _compat.compiled(lstsq, LSTSQ_STATIC)
         return fit(
-            v.X, v.Y[..., 0] if v.y_was_vector else v.Y, method=method, rcond=rcond, fit_intercept=fit_intercept,
+            v.X, y, method=method, rcond=rcond, fit_intercept=fit_intercept,
             sample_weight=v.sample_weight, check_finite=False, refine=refine, atol=atol, btol=btol, max_iter=max_iter,
         )  # fmt: skip
     defer = method in GRAM_CHECKED
@@ -276,15 +275,14 @@ def ridge(
         msg = "method='lsqr' fits one alpha (or one per target); a 1-D alpha path needs a direct method"
         raise ValueError(msg)
     if _compat.eager_jax(X, y, sample_weight, alpha):
-        v = validate(
+        v, y = validated_now(
             X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, alpha=alpha, ridge=True,
             per_target=per_target,
         )  # fmt: skip
-        v.checks.read(v.xp)
         fit = _compat.compiled(ridge, RIDGE_STATIC)
         alpha = v.alpha if per_target or path else v.alpha[0]
         return fit(
-            v.X, v.Y[..., 0] if v.y_was_vector else v.Y, alpha, method=method, fit_intercept=fit_intercept,
+            v.X, y, alpha, method=method, fit_intercept=fit_intercept,
             sample_weight=v.sample_weight, check_finite=False, per_target=per_target, atol=atol, btol=btol,
             max_iter=max_iter,
         )  # fmt: skip

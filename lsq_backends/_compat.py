@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import array_api_compat as _aac
 
-from ._control import Checks, cond, deferred, flush_checks, is_lazy, jit, loop
+from ._control import Checks, cond, deferred, flush_checks, is_lazy, jit, loop, over_columns
 from ._dask_blocks import numpy_argmin0
 from ._products import matmul
 from ._factorizations import checked_cholesky, cholesky, eigh, one_pass_qr, qr, qr_apply, qr_implicit, qr_r, svd
@@ -44,6 +44,7 @@ __all__ = [
     "deferred",
     "eager_jax",
     "flush_checks",
+    "float64_for",
     "diagonal",
     "gram",
     "device",
@@ -54,6 +55,7 @@ __all__ = [
     "loop",
     "matmul",
     "one_pass_qr",
+    "over_columns",
     "qr",
     "qr_apply",
     "qr_implicit",
@@ -151,6 +153,17 @@ def default_dtypes(xp, dev):
     except TypeError:  # some wrapped namespaces take no device argument
         d = info.default_dtypes()
     return d["real floating"], d["integral"]
+
+
+def float64_for(xp, dev):
+    """``xp.float64`` where the library has it on ``dev``, else None (JAX without x64, and
+    devices without double precision, whose namespace info leaves float64 out)."""
+    info = xp.__array_namespace_info__()
+    try:
+        floats = info.dtypes(device=dev, kind="real floating")
+    except TypeError:  # some wrapped namespaces take no device argument
+        floats = info.dtypes(kind="real floating")
+    return floats.get("float64")
 
 
 def diagonal(xp, a):

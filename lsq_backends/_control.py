@@ -15,7 +15,7 @@ import array_api_compat as _aac
 
 from ._dask_blocks import dask_gate
 
-__all__ = ["Checks", "cond", "deferred", "flush_checks", "is_lazy", "jit", "loop"]
+__all__ = ["Checks", "cond", "deferred", "flush_checks", "is_lazy", "jit", "loop", "over_columns"]
 
 
 def is_lazy(x) -> bool:
@@ -144,10 +144,10 @@ def cond(xp, pred, true_fn, false_fn, operands):
         ops_t = tuple(dask_gate(a, pred) for a in operands)
         ops_f = tuple(dask_gate(a, ~pred) for a in operands)
         a, b = true_fn(*ops_t), false_fn(*ops_f)
-        return tuple(xp.where(pred, x, y) for x, y in zip(a, b))
+        return tuple(None if x is None else xp.where(pred, x, y) for x, y in zip(a, b))
     if is_lazy(pred):
         a, b = true_fn(*operands), false_fn(*operands)
-        return tuple(xp.where(pred, x, y) for x, y in zip(a, b))
+        return tuple(None if x is None else xp.where(pred, x, y) for x, y in zip(a, b))
     return true_fn(*operands) if _read(pred, xp) else false_fn(*operands)
 
 
@@ -214,3 +214,41 @@ def loop(xp, body, state, max_iter, done, operands=()):
             state = body(state, *operands)
         i += every
     return state
+
+
+def over_columns(xp, fn, arrays, batch):
+    """``fn`` on consecutive blocks of ``batch`` columns (the last axis) of every array of
+    ``arrays`` (all with the same number of columns); its outputs (a tuple of arrays whose last
+    axis runs over the block's columns) joined along that axis. Peak memory is one block's.
+
+    - JAX, traced: ``lax.map`` over the blocks (each cut with ``dynamic_slice``; the columns
+      padded with zeros to a whole number of blocks, the padding cut from the outputs): one
+      compiled body, whatever the number of blocks, and one block live at a time.
+    - Elsewhere: a Python loop over slices (views on NumPy; lazy slices on Dask).
+    """
+    k = arrays[0].shape[-1]
+    batch = max(1, min(batch, k))
+    if _aac.is_jax_namespace(xp) and any(_is_tracer(a) for a in arrays):
+        import jax
+
+        blocks = -(-k // batch)
+        pad = blocks * batch - k
+
+        def padded(a):
+            if not pad:
+                return a
+            return xp.concat([a, xp.zeros((*a.shape[:-1], pad), dtype=a.dtype)], axis=-1)
+
+        full = [padded(a) for a in arrays]
+
+        def one(j):
+            return fn(*(jax.lax.dynamic_slice_in_dim(a, j * batch, batch, axis=a.ndim - 1) for a in full))
+
+        outs = jax.lax.map(one, xp.arange(blocks))  # each (blocks, ..., batch)
+        joined = []
+        for o in outs:
+            o = xp.moveaxis(o, 0, -2)  # (..., blocks, batch)
+            joined.append(xp.reshape(o, (*o.shape[:-2], blocks * batch))[..., :k])
+        return tuple(joined)
+    parts = [fn(*(a[..., j : min(j + batch, k)] for a in arrays)) for j in range(0, k, batch)]
+    return tuple(xp.concat(list(p), axis=-1) for p in zip(*parts))

@@ -6,6 +6,7 @@ from typing import Any, NamedTuple
 
 from . import _compat, _kfold
 from ._alpha import failure
+from ._center import eliminate_intercept
 from ._empty import pad_empty_batch
 from ._input import check_bool, prepare
 from ._scaling import unscale_cv
@@ -32,11 +33,11 @@ class RidgeCVResult(NamedTuple):
         The chosen penalty: ``alphas[best_index]``.
     best_index : integer array, same shape as ``alpha``
         Index of the chosen penalty in ``alphas`` (the first one on ties, as scikit-learn).
-    cv_values : array, shape (a, ..., m) or (a, ..., m, k); (a, ..., f) or (a, ..., f, k) for f folds
+    cv_values : array, shape (a, ..., m) or (a, ..., m, k); (a, ..., f) or (a, ..., f, k) for f folds; or None
         Leave-one-out: the squared errors, ``w_i * (y_i - yhat_{-i})**2`` with sample weights
         (as scikit-learn's ``cv_results_``, whose alpha axis is last). ``cv="gcv"``: the terms
         ``w_i r_i**2 / (1 - df/m)**2`` whose mean is the GCV criterion. Held-out folds: each
-        fold's score.
+        fold's score. None for leave-one-out and GCV with ``target_batch``.
     scores : array, shape (a, ...) or (a, ..., k)
         Per penalty and target, higher is better: minus the mean of ``cv_values`` (leave-one-out,
         GCV), or the mean over folds of the fold scores; the chosen penalty maximizes it
@@ -72,9 +73,46 @@ def _refit(xp, spec, alpha):
     return dot(xp, spec.V, f * spec.P)  # f: (..., p, kα)
 
 
+def _scores_batched(xp, spec, alphas, Y, lev0, gcv, batch):
+    """Leave-one-out (or, with ``gcv`` = (root, fit_intercept), GCV) scores (a, ..., k),
+    ``batch`` targets and one penalty at a time: working memory O(m batch) beyond the factors.
+    Each block's P comes from the sample-space factor (``spectral.project``)."""
+
+    def block(Yb):
+        sb = spec._replace(P=spectral.project(xp, spec, Yb))
+        rows = []
+        for i in range(alphas.shape[0]):
+            a = alphas[i : i + 1]
+            if gcv is None:
+                rows.append(-xp.mean(_loo(xp, sb, a, Yb, lev0), axis=-2))
+            else:
+                rows.append(_kfold.gcv_scores(xp, sb, a, Yb, *gcv)[0])
+        return (xp.concat(rows, axis=0),)
+
+    return _compat.over_columns(xp, block, (Y,), batch)[0]
+
+
+def _refit_batched(xp, spec, alpha, Y, batch):
+    """:func:`_refit` a block of ``batch`` targets at a time; ``alpha`` (..., k) or (..., 1)."""
+
+    def block(Yb, *ab):
+        return (_refit(xp, spec._replace(P=spectral.project(xp, spec, Yb)), ab[0] if ab else alpha),)
+
+    per_target = alpha.shape[-1] == Y.shape[-1] and alpha.shape[-1] > 1
+    return _compat.over_columns(xp, block, (Y, alpha) if per_target else (Y,), batch)[0]
+
+
+def check_target_batch(target_batch):
+    if target_batch is not None and (
+        isinstance(target_batch, bool) or not isinstance(target_batch, int) or target_batch < 1
+    ):
+        msg = f"target_batch must be None or a positive integer; got {target_batch!r}"
+        raise ValueError(msg)
+
+
 def ridge_cv(
     X, y, /, alphas, *, fit_intercept=True, sample_weight=None, alpha_per_target=False, mode="auto", check_finite=True,
-    cv=None, scoring=None, groups=None,
+    cv=None, scoring=None, groups=None, target_batch=None,
 ):  # fmt: skip
     """Ridge with the penalty chosen by cross-validation: efficient leave-one-out (default),
     generalized cross-validation, or held-out folds.
@@ -84,6 +122,16 @@ def ridge_cv(
     (intercept unpenalized) for penalty alpha, the error of sample i left out is
     ``r_i / (1 - H_ii)``, ``r`` the residual of the fit on all samples. Sample weights scale the
     squared errors by ``w_i`` and the score is their plain mean, exactly as scikit-learn does.
+
+    Precision: float32 data are validated and scaled in float32, then cast (exactly) to float64
+    where the library has float64 on X's device (NumPy, PyTorch, CuPy, Dask, JAX with x64
+    enabled, array-api-strict): centering, the factorization (Gram matrix and its
+    eigendecomposition, or QR and SVD), the per-sample leave-one-out and GCV terms, the fold
+    predictions and the refit all run in float64, as scikit-learn computes float32 input, and
+    the results are rounded to float32 once. This costs float64 copies of X and y and float64
+    matrix products. Where float64 is missing (JAX without x64, or a device whose namespace
+    info lacks float64), everything runs in float32, with errors of order eps32 times the
+    condition number of the regularized Gram matrix.
 
     Parameters
     ----------
@@ -120,6 +168,13 @@ def ridge_cv(
         ``scoring(y_true, y_pred, sample_weight)`` returns a number (2-D X, eager arrays).
     groups : array, optional
         Group labels passed to a splitter's ``split`` (``GroupKFold``).
+    target_batch : int, optional
+        Score ``target_batch`` columns of ``y`` at a time, one penalty at a time, for y with
+        many columns: beyond X and y, working memory O(n^2 + m n + target_batch (m + a))
+        rather than O(a m k) (the factorization's factors, made once, serve every block; the
+        coefficients are refitted block by block too). ``cv_values`` is then None for
+        leave-one-out and GCV (it is a (a, m, k) array); held-out folds still return their
+        per-fold scores. Static under ``jax.jit``, where the blocks run as one ``lax.map``.
 
     Returns
     -------
@@ -144,6 +199,7 @@ def ridge_cv(
     alpha_per_target = check_bool(alpha_per_target, "alpha_per_target")
     check_finite = check_bool(check_finite, "check_finite")
     _kfold.check_scoring(scoring)
+    check_target_batch(target_batch)
     held_out = cv is not None and not (isinstance(cv, str) and cv == "gcv")
     if isinstance(cv, str) and cv != "gcv":
         msg = f"cv must be None, 'gcv', an integer >= 2, a splitter or an iterable of (train, test); got {cv!r}"
@@ -168,33 +224,47 @@ def ridge_cv(
         checks.add(xp.all(alphas > 0), failure(ValueError, msg))
     checks.read(xp)
     problem, cut = pad_empty_batch(problem)  # Dask fails on a batch with no problems
-    Xc, Yc = problem.X, problem.Y
+    out_dtype = problem.X.dtype
+    wide = _compat.float64_for(xp, _compat.device(problem.X)) if out_dtype == xp.float32 else None
+    if wide is not None:
+        problem = _in_float64(xp, problem, fit_intercept, wide)
+    Xc, Yc, alphas = problem.X, problem.Y, problem.alpha
     lev0 = None
     if fit_intercept:
         root = problem.original[2]
         w = xp.ones_like(Xc[..., :1]) if root is None else root * root  # (..., m, 1)
         lev0 = (w / xp.sum(w, axis=-2, keepdims=True))[..., 0]
 
+    batch = target_batch
+    gcv = (problem.original[2], fit_intercept) if cv is not None else None
+
     def evaluate(spec):
         if pairs is not None:
             X0, Y0, root0 = problem.original
-            scores, values = _kfold.kfold_scores(xp, X0, Y0, root0, alphas, pairs, fit_intercept, scoring, mode)
-        elif cv is not None:  # "gcv"
-            scores, values = _kfold.gcv_scores(xp, spec, alphas, Yc, problem.original[2], fit_intercept)
+            args = (alphas, pairs, fit_intercept, scoring, mode, batch)
+            scores, values = _kfold.kfold_scores(xp, X0, Y0, root0, *args)
+        elif batch is not None:
+            scores, values = _scores_batched(xp, spec, alphas, Yc, lev0, gcv, batch), None
+        elif gcv is not None:
+            scores, values = _kfold.gcv_scores(xp, spec, alphas, Yc, *gcv)
         else:
             values = _loo(xp, spec, alphas, Yc, lev0)  # (a, ..., m, k)
             scores = -xp.mean(values, axis=-2)  # (a, ..., k)
         mse = -scores
         best = _compat.argmin0(xp, mse if alpha_per_target else xp.mean(mse, axis=-1))  # (..., k) or (...)
         alpha = xp.reshape(xp.take(alphas, xp.reshape(best, (-1,)), axis=0), tuple(best.shape))
-        coef = _refit(xp, spec, alpha if alpha_per_target else alpha[..., None])
+        chosen = alpha if alpha_per_target else alpha[..., None]
+        coef = _refit(xp, spec, chosen) if batch is None else _refit_batched(xp, spec, chosen, Yc, batch)
         return coef, alpha, best, values, scores
 
-    samples = pairs is None  # leave-one-out and GCV need the sample-space factors F, L
+    # Leave-one-out and GCV need the sample-space factors F, L; so does a batched refit (each
+    # block's P from F), whose factorization is made without targets.
+    samples = pairs is None or batch is not None
+    Yf = Yc if batch is None else Yc[..., :0]
     if mode == "svd":
-        out = evaluate(spectral.svd(xp, Xc, Yc, problem.offset_sq, samples=samples))
+        out = evaluate(spectral.svd(xp, Xc, Yf, problem.offset_sq, samples=samples))
     else:
-        spec = spectral.gram(xp, Xc, Yc, problem.offset_sq, samples=samples)
+        spec = spectral.gram(xp, Xc, Yf, problem.offset_sq, samples=samples)
         if mode == "eigen":
             out = evaluate(spec)
         else:
@@ -203,7 +273,7 @@ def ridge_cv(
                 spectral.auto_ok(xp, spec, alphas, Xc),
                 lambda X, Y: evaluate(spec),
                 lambda X, Y: evaluate(spectral.svd(xp, X, Y, problem.offset_sq, samples=samples)),
-                (Xc, Yc),
+                (Xc, Yf),
             )
     coef, alpha, best, values, scores = out
     if fit_intercept:
@@ -216,7 +286,28 @@ def ridge_cv(
         xp, problem.scale, best, coef, intercept, alpha, values, scores, squared=squared
     )
     if problem.y_was_vector:
-        coef, intercept, values, scores = coef[..., 0], intercept[..., 0], values[..., 0], scores[..., 0]
+        coef, intercept, scores = coef[..., 0], intercept[..., 0], scores[..., 0]
+        values = None if values is None else values[..., 0]
         if alpha_per_target:
             alpha, best = alpha[..., 0], best[..., 0]
+    if wide is not None:
+        coef, intercept, alpha, values, scores = (
+            None if a is None else xp.astype(a, out_dtype) for a in (coef, intercept, alpha, values, scores)
+        )
     return RidgeCVResult(cut(coef), cut(intercept), cut(alpha), cut(best), cut(values, 1), cut(scores, 1))
+
+
+def _in_float64(xp, problem, fit_intercept, wide):
+    """The prepared float32 problem in the wider float ``wide``: the data cast (exactly) and
+    centered again, as :func:`prepare` centered them, so that centering, the factorization and
+    the per-sample errors carry float64 rounding, not float32's."""
+    X0, Y0, root = (None if a is None else xp.astype(a, wide) for a in problem.original)
+    x_off = y_off = offset_sq = None
+    if fit_intercept:
+        Xc, Yc, x_off, y_off, offset_sq = eliminate_intercept(xp, X0, Y0, root, False)
+    else:
+        Xc, Yc = (X0, Y0) if root is None else (root * X0, root * Y0)
+    return problem._replace(
+        X=Xc, Y=Yc, alpha=xp.astype(problem.alpha, wide), x_offset=x_off, y_offset=y_off, offset_sq=offset_sq,
+        original=(X0, Y0, root),
+    )  # fmt: skip

@@ -271,6 +271,15 @@ def validate(
     return Validated(xp, X, Y, sample_weight, alpha if ridge else None, y_was_vector, checks)
 
 
+def validated_now(X, y, sample_weight, **kwargs):
+    """:func:`validate` with its value checks read at once (one host read), and ``y`` in the
+    caller's layout (a vector stays a vector): the checked arguments of an eager JAX call, which
+    then runs compiled with ``check_finite=False``. Returns ``(Validated, y)``."""
+    v = validate(X, y, sample_weight, **kwargs)
+    v.checks.read(v.xp)
+    return v, v.Y[..., 0] if v.y_was_vector else v.Y
+
+
 def prepare(
     X,
     y,

@@ -15,7 +15,7 @@ import numbers
 from . import _compat
 from ._center import eliminate_intercept
 from ._solvers import spectral
-from ._solvers._shared import dot
+from ._solvers._shared import dot, mT
 
 SCORINGS = ("neg_mean_squared_error", "r2")
 
@@ -85,11 +85,24 @@ def _fold_predictions(xp, X, Y, root, alphas, train, test, fit_intercept, mode):
     else:
         Xe, Ye, offset_sq = (Xtr, Ytr, None) if rtr is None else (rtr * Xtr, rtr * Ytr, None)
     route = spectral.svd if mode == "svd" else spectral.gram
-    coef, _ = spectral.path_coef(xp, route(xp, Xe, Ye, offset_sq), alphas)  # (a, ..., n, k)
-    pred = spectral.over_alphas(xp, _take(xp, X, test), coef)  # (a, ..., m_test, k)
-    if fit_intercept:
-        pred = pred + (y_off - dot(xp, x_off, coef))
-    return pred
+    spec = route(xp, Xe, Ye, offset_sq)
+    pred = _predict(xp, spec, _test_basis(xp, spec, _take(xp, X, test), x_off if fit_intercept else None), alphas)
+    return pred + y_off if fit_intercept else pred
+
+
+def _test_basis(xp, spec, Xte, x_off):
+    """``G = (X_test - x_off) V`` (..., m_test, p): the held-out rows (centered with the training
+    means) in the factorization's basis, so that every penalty's predictions are ONE product
+    ``G diag(f) P`` (rather than forming each penalty's coefficients, ``V diag(f) P``, and then
+    ``X_test`` times them: twice the work per penalty)."""
+    G = dot(xp, Xte, spec.V)
+    return G if x_off is None else G - dot(xp, x_off, spec.V)
+
+
+def _predict(xp, spec, G, alphas):
+    """Held-out predictions (a, ..., m_test, k), intercept aside: ``G diag(f) P`` per penalty."""
+    f = spectral.filters(xp, spec, alphas)  # (a, ..., p)
+    return spectral.over_alphas(xp, G, f[..., None] * spec.P)
 
 
 def _score(xp, y, pred, w, scoring):
@@ -121,10 +134,59 @@ def _callable_score(xp, y, pred, w, scoring):
     return xp.asarray(rows, dtype=y.dtype, device=_compat.device(y))
 
 
-def kfold_scores(xp, X, Y, root, alphas, pairs, fit_intercept, scoring, mode):
-    """Scores (a, ..., k), the mean over folds, and the per-fold scores (a, ..., f, k)."""
+def _center(xp, A, root):
+    """``(mean, centered)``: the (weighted) column means (..., 1, c) of ``A`` (..., m, c) and
+    ``A`` minus them, times ``root`` (sqrt of the weights) when given."""
+    w = xp.ones_like(A[..., :1]) if root is None else root * root
+    mean = dot(xp, mT(xp, w), A) / xp.sum(w, axis=-2, keepdims=True)
+    Ac = A - mean
+    return mean, Ac if root is None else root * Ac
+
+
+def _fold_scores_batched(xp, X, Y, root, alphas, train, test, fit_intercept, scoring, mode, batch):
+    """The held-out scores (a, ..., k) of one fold, ``batch`` targets and one penalty at a time:
+    the training rows are factorized once (without targets); each block of targets is
+    centered with the fold's weights and projected on the factors (``spectral.project``)."""
+    Xtr, rtr, Xte = _take(xp, X, train), _take(xp, root, train), _take(xp, X, test)
+    w_test = None if root is None else _take(xp, root * root, test)
+    x_off = offset_sq = None
+    if fit_intercept:
+        x_off, Xe = _center(xp, Xtr, rtr)
+        total = xp.sum(xp.ones_like(Xtr[..., :1]) if rtr is None else rtr * rtr, axis=-2, keepdims=True)
+        offset_sq = (total * x_off * x_off)[..., 0, :]
+    else:
+        Xe = Xtr if rtr is None else rtr * Xtr
+    route = spectral.svd if mode == "svd" else spectral.gram
+    spec = route(xp, Xe, Xe[..., :0], offset_sq, samples=True)
+
+    G = _test_basis(xp, spec, Xte, x_off)
+
+    def block(Yb):
+        Ytr = _take(xp, Yb, train)
+        if fit_intercept:
+            y_off, Ye = _center(xp, Ytr, rtr)
+        else:
+            Ye = Ytr if rtr is None else rtr * Ytr
+        sb = spec._replace(P=spectral.project(xp, spec, Ye))
+        Yte, rows = _take(xp, Yb, test), []
+        for i in range(alphas.shape[0]):
+            pred = _predict(xp, sb, G, alphas[i : i + 1])  # (1, ..., m_test, b)
+            rows.append(_score(xp, Yte, pred + y_off if fit_intercept else pred, w_test, scoring))
+        return (xp.concat(rows, axis=0),)
+
+    return _compat.over_columns(xp, block, (Y,), batch)[0]
+
+
+def kfold_scores(xp, X, Y, root, alphas, pairs, fit_intercept, scoring, mode, batch=None):
+    """Scores (a, ..., k), the mean over folds, and the per-fold scores (a, ..., f, k); with
+    ``batch``, ``batch`` targets and one penalty at a time (working memory O(batch (m + a))
+    beyond the factors)."""
     per_fold = []
     for train, test in pairs:
+        if batch is not None:
+            args = (fit_intercept, scoring, mode, batch)
+            per_fold.append(_fold_scores_batched(xp, X, Y, root, alphas, train, test, *args))
+            continue
         pred = _fold_predictions(xp, X, Y, root, alphas, train, test, fit_intercept, mode)
         w_test = None if root is None else _take(xp, root * root, test)
         per_fold.append(_score(xp, _take(xp, Y, test), pred, w_test, scoring))

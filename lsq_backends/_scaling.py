@@ -169,5 +169,6 @@ def unscale_cv(xp, scale, best, coef, intercept, alpha, cv, scores, *, squared=T
         return coef, intercept, alpha, cv, scores
     alpha = xp.reshape(xp.take(scale.alpha, xp.reshape(best, (-1,)), axis=0), tuple(best.shape))
     if squared:
-        cv, scores = _times(cv, scale.square), _times(scores, scale.square)
+        cv = None if cv is None else _times(cv, scale.square)
+        scores = _times(scores, scale.square)
     return _times(coef, scale.coef), _times(intercept, scale.target), alpha, cv, scores

@@ -3,8 +3,9 @@
 Eager only: the table needs the values on the host. They are read element by element with
 ``float()`` (part of the standard for 0-d arrays), which works on any device, including CuPy,
 CUDA tensors and array-api-strict's non-default devices, where ``numpy.asarray`` refuses.
-P-values and confidence intervals need Student's t distribution, which the standard lacks:
-SciPy supplies it when installed (an optional dependency); without it those columns read n/a.
+P-values and confidence intervals need Student's t (or the normal) distribution, which the
+standard lacks: SciPy supplies it when installed (an optional dependency); without it those
+columns read n/a.
 """
 
 from __future__ import annotations
@@ -22,6 +23,19 @@ def _t_dist():
     except ImportError:  # SciPy is optional
         return None
     return stats.t
+
+
+def _reference(use_t, df_resid):
+    """(survival function, quantile function) of the reference distribution, or None without
+    SciPy: Student's t with ``df_resid`` degrees of freedom, or the standard normal."""
+    t = _t_dist()
+    if t is None:
+        return None
+    if use_t:
+        return (lambda x: t.sf(x, df_resid)), (lambda q: t.ppf(q, df_resid))
+    from scipy import stats
+
+    return stats.norm.sf, stats.norm.ppf
 
 
 def _check(res):
@@ -50,18 +64,27 @@ def _fmt(v, width=10):
     return f"{v:>{width}.4f}"
 
 
-def summary(res, names=None, *, alpha=0.05, title=None):
+def summary(res, names=None, *, alpha=0.05, title=None, cov_type=None, use_t=None):
     """Text table of a single (unbatched, eager) :class:`Diagnostics` result.
 
     Parameters
     ----------
     res : Diagnostics
     names : sequence of str, optional
-        One name per column of X (default ``x1, x2, ...``); the intercept is ``const``.
+        One name per column of X; default the columns of a pandas DataFrame X (recorded by
+        :func:`diagnostics`), else ``x1, x2, ...``. The intercept is ``const``.
     alpha : float in (0, 1)
         Confidence intervals at level ``1 - alpha``.
     title : str, optional
         First line of the table.
+    cov_type : str, optional
+        The covariance type named in the header; default the one :func:`diagnostics` used
+        (a result rebuilt from its fields has none recorded: the header then says so).
+    use_t : bool, optional
+        P-values and intervals from Student's t with ``df_resid`` degrees of freedom (columns
+        ``t``, ``P>|t|``) or from the normal distribution (``z``, ``P>|z|``). Default as
+        statsmodels: t for ``"nonrobust"``, normal for the robust (HC) covariances, whose
+        justification is asymptotic.
 
     Returns
     -------
@@ -84,6 +107,14 @@ def summary(res, names=None, *, alpha=0.05, title=None):
         raise ValueError(msg)
     n = res.coef.shape[-1]
     intercept = res.cov.shape[-1] == n + 1  # p = n + fit_intercept (shape only)
+    cov_type = getattr(res, "cov_type", None) if cov_type is None else str(cov_type)
+    if use_t is None:
+        use_t = cov_type in (None, "nonrobust")
+    elif not isinstance(use_t, bool):
+        msg = f"use_t must be None or a bool; got {use_t!r}"
+        raise TypeError(msg)
+    if names is None:
+        names = getattr(res, "feature_names", None)
     if names is None:
         names = [f"x{j + 1}" for j in range(n)]
     names = [str(s) for s in names]
@@ -96,13 +127,16 @@ def summary(res, names=None, *, alpha=0.05, title=None):
         rows.insert(0, ("const", float(res.intercept), float(res.intercept_stderr), float(res.intercept_tvalue)))
     df_resid, rank = int(res.df_resid), int(res.rank)
     nobs = df_resid + rank
-    dist = _t_dist()
+    dist = _reference(use_t, df_resid)
 
     name_w = max(11, *(len(r[0]) for r in rows)) + 1
     lo, hi = f"[{alpha / 2:.3g}", f"{1 - alpha / 2:.3g}]"
-    head = f"{'':<{name_w}}" + "".join(f"{h:>11}" for h in ("coef", "std err", "t", "P>|t|", lo, hi))
+    stat = "t" if use_t else "z"
+    head = f"{'':<{name_w}}" + "".join(f"{h:>11}" for h in ("coef", "std err", stat, f"P>|{stat}|", lo, hi))
     width = max(_WIDTH, len(head))
+    target = getattr(res, "target_name", None)
     stats = [
+        ("Dep. Variable:", target or "y", "Covariance Type:", cov_type or "not recorded"),
         ("No. Observations:", str(nobs), "R-squared:", _fmt(float(res.r2)).strip()),
         ("Df Residuals:", str(df_resid), "Adj. R-squared:", _fmt(float(res.r2_adj)).strip()),
         ("Df Model:", str(rank - int(intercept)), "Residual std (sigma):", _fmt(float(res.sigma)).strip()),
@@ -117,8 +151,9 @@ def summary(res, names=None, *, alpha=0.05, title=None):
             p = lower = upper = float("nan")
             cells = [_fmt(c), _fmt(se), _fmt(t), f"{'n/a':>10}", f"{'n/a':>10}", f"{'n/a':>10}"]
         else:
-            p = float(2 * dist.sf(abs(t), df_resid))
-            q = float(dist.ppf(1 - alpha / 2, df_resid))
+            sf, ppf = dist
+            p = float(2 * sf(abs(t)))
+            q = float(ppf(1 - alpha / 2))
             lower, upper = c - q * se, c + q * se
             cells = [_fmt(c), _fmt(se), _fmt(t), _fmt(p), _fmt(lower), _fmt(upper)]
         lines.append(f"{nm:<{name_w}}" + "".join(f" {x}" for x in cells))
@@ -128,4 +163,8 @@ def summary(res, names=None, *, alpha=0.05, title=None):
         notes.append(f"The design has rank {rank} < {n + int(intercept)} parameters: estimates are not unique.")
     if dist is None:
         notes.append("P-values and confidence intervals need SciPy (not installed).")
+    elif not use_t:
+        notes.append("P-values and confidence intervals from the normal distribution (z), as for robust covariances.")
+    if cov_type is None:
+        notes.append("Covariance type not recorded (a result rebuilt from its fields): pass cov_type= to name it.")
     return "\n".join(lines + notes)

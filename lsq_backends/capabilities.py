@@ -44,6 +44,7 @@ CAPABILITIES = {
     "ridge (path)": {**_DIRECT, "host_reads": "1-2"},
     "ridge_cv": {**_DIRECT, "dask_lazy": True, "host_reads": "1"},
     "diagnostics": {**_DIRECT, "host_reads": "1"},
+    "nnls": {**_DIRECT, "jax_grad": False, "dask_lazy": False, "host_reads": "1 per convergence test (every 10th iteration on a GPU)"},
     "NormalAccumulator": {**_DIRECT, "host_reads": "1 per update"},
     "QRAccumulator": {**_DIRECT, "torch_autograd": False, "host_reads": "1 per update"},
 }
@@ -52,6 +53,8 @@ CAPABILITIES = {
 NOTES = {
     ("lstsq:lsqr", "jax_grad"): "`lax.while_loop` has no reverse-mode rule; forward mode (`jvp`) works.",
     ("lstsq:qr", "torch_autograd"): "the Householder route (ill-conditioned X) stops at `geqrf`, which has no derivative in PyTorch; so does `auto`'s QR route.",
+    ("nnls", "jax_grad"): "its active-set iteration is a `lax.while_loop`, which has no reverse-mode rule.",
+    ("nnls", "dask_lazy"): "the iteration computes every 10 iterations (its convergence test is read).",
     ("QRAccumulator", "torch_autograd"): "its updates call `geqrf`, which has no derivative in PyTorch.",
     ("lstsq:lsqr", "dask_lazy"): "the iteration computes every 10 iterations (its convergence test is read).",
     ("lstsq:auto", "sharded"): "the QR branch of a fit and every rank fallback all-gather X (XLA does not partition a QR).",

@@ -29,7 +29,24 @@ from ._solvers._shared import all_true, count, dot, eps, mT
 COV_TYPES = ("nonrobust", "HC0", "HC1", "HC2", "HC3")
 
 
-class Diagnostics(NamedTuple):
+class _Fields(NamedTuple):
+    coef: Any
+    intercept: Any
+    stderr: Any
+    intercept_stderr: Any
+    tvalues: Any
+    intercept_tvalue: Any
+    cov: Any
+    rss: Any
+    sigma: Any
+    r2: Any
+    r2_adj: Any
+    df_resid: Any
+    rank: Any
+    cond: Any
+
+
+class Diagnostics(_Fields):
     """Result of :func:`diagnostics` (a NamedTuple, hence a JAX pytree).
 
     Every field is an array of the caller's namespace, on the caller's device, in the fit's float
@@ -67,33 +84,41 @@ class Diagnostics(NamedTuple):
         2-norm condition number of the weighted design as statsmodels' ``condition_number``
         reports it (``[1, X]`` with an intercept, columns unscaled), from the singular values
         of its small R factor rather than the eigenvalues of the Gram matrix.
+
+    Besides the fields, a result made by :func:`diagnostics` records, for :meth:`summary`,
+    ``cov_type``, ``feature_names`` (the columns of a pandas DataFrame X, else None) and
+    ``target_name`` (the name of a pandas Series y, else None). They are plain attributes, not
+    fields: a result rebuilt from its fields (after ``jax.jit``, ``dask.compute`` or
+    ``_replace``) has them as None, and ``summary`` then takes them as arguments.
     """
 
-    coef: Any
-    intercept: Any
-    stderr: Any
-    intercept_stderr: Any
-    tvalues: Any
-    intercept_tvalue: Any
-    cov: Any
-    rss: Any
-    sigma: Any
-    r2: Any
-    r2_adj: Any
-    df_resid: Any
-    rank: Any
-    cond: Any
+    cov_type = None
+    feature_names = None
+    target_name = None
 
-    def summary(self, names=None, *, alpha=0.05, title=None):
+    def summary(self, names=None, *, alpha=0.05, title=None, cov_type=None, use_t=None):
         """A text table like statsmodels' ``summary()`` (eager, unbatched results only).
 
-        P-values and confidence intervals use Student's t distribution from SciPy (an optional
-        dependency; without it those columns read ``n/a``): the array API standard has no t CDF,
-        so they exist only here, not as fields. See :func:`lsq_backends._summary.summary`.
+        P-values and confidence intervals use Student's t distribution (``use_t``; default for
+        ``"nonrobust"``) or the normal distribution (default for the HC covariances, as
+        statsmodels), from SciPy (an optional dependency; without it those columns read
+        ``n/a``): the array API standard has no distribution functions, so they exist only here,
+        not as fields. See :func:`lsq_backends._summary.summary`.
         """
         from ._summary import summary
 
-        return summary(self, names, alpha=alpha, title=title)
+        return summary(self, names, alpha=alpha, title=title, cov_type=cov_type, use_t=use_t)
+
+
+def _labelled(result, cov_type, X, y):
+    """``result`` with the labels :meth:`Diagnostics.summary` reads: the covariance type and
+    pandas' column and series names, when X and y are pandas objects."""
+    result.cov_type = cov_type
+    if type(X).__module__.startswith("pandas") and hasattr(X, "columns"):
+        result.feature_names = [str(c) for c in X.columns]
+    if type(y).__module__.startswith("pandas") and getattr(y, "name", None) is not None:
+        result.target_name = str(y.name)
+    return result
 
 
 def _check_options(cov_type, refine):
@@ -318,7 +343,7 @@ def diagnostics(
         intercept_stderr = intercept_tvalue = intercept
     r2 = 1 - rss / tss
     r2_adj = 1 - (m - int(fit_intercept)) / df * (1 - r2)
-    return Diagnostics(
+    result = Diagnostics(
         coef=coef[..., 0],
         intercept=intercept,
         stderr=stderr,
@@ -334,6 +359,7 @@ def diagnostics(
         rank=rank,
         cond=cond,
     )
+    return _labelled(result, cov_type, X, y)
 
 
 __all__ = ["COV_TYPES", "Diagnostics", "diagnostics"]

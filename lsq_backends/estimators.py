@@ -8,6 +8,7 @@ Fitted attributes live in the namespace and on the device of the training data, 
 from __future__ import annotations
 
 import math
+import warnings
 
 import array_api_compat as _aac
 
@@ -16,7 +17,8 @@ from ._alpha import check_alpha_type
 from ._api import lstsq, ridge
 from ._cv import ridge_cv
 from ._estimator_base import LinearModelBase
-from ._input import check_method
+from ._input import check_bool, check_method
+from ._nnls import nnls
 
 __all__ = ["LinearRegression", "Ridge", "RidgeCV"]
 
@@ -35,6 +37,9 @@ class LinearRegression(LinearModelBase):
         Relative singular-value cutoff; default ``eps * max(m, n)``.
     check_finite : bool, default True
         Refuse NaN and infinity in ``X``, ``y`` and ``sample_weight`` (eager arrays only).
+    positive : bool, default False
+        Constrain the coefficients to be non-negative (the intercept stays free): solved by
+        :func:`lsq_backends.nnls`; ``method`` must then be ``"auto"`` and ``rcond`` None.
 
     Attributes
     ----------
@@ -42,10 +47,12 @@ class LinearRegression(LinearModelBase):
     intercept_ : array, shape () or (n_targets,)
         Zeros when ``fit_intercept=False``.
     rank_ : integer array, shape ()
-        Numerical rank of the centered, weighted X.
+        Numerical rank of the centered, weighted X (not with ``positive=True``).
     singular_ : array, shape (min(m', n_features),), or None
         Singular values of the centered, weighted X, for ``method="svd"`` only (``m' = m - 1``
         with an intercept).
+    n_iter_ : integer array, shape () or (n_targets,)
+        With ``positive=True`` only: the active-set iterations each target took.
     n_features_in_ : int
 
     Examples
@@ -60,21 +67,25 @@ class LinearRegression(LinearModelBase):
     [2.666667]
     """
 
-    def __init__(self, *, fit_intercept=True, method="auto", rcond=None, check_finite=True):
+    def __init__(self, *, fit_intercept=True, method="auto", rcond=None, check_finite=True, positive=False):
         self.fit_intercept = fit_intercept
         self.method = method
         self.rcond = rcond
         self.check_finite = check_finite
+        self.positive = positive
 
     def fit(self, X, y, sample_weight=None):
         """Fit on ``X`` (m, n_features) and ``y`` (m,) or (m, n_targets); returns ``self``."""
         check_method(self.method, self.rcond)
+        positive = _check_positive(self.positive, self.method, rcond=self.rcond)
         X, y, sample_weight, check_finite, fitted = self._validate_fit(X, y, sample_weight)
+        if positive:
+            return self._store({**fitted, **_positive_fit(self, X, y, sample_weight, 0.0, check_finite)}, _OPTIONAL)
         r = lstsq(
             X, y, method=self.method, rcond=self.rcond, fit_intercept=bool(self.fit_intercept),
             sample_weight=sample_weight, check_finite=check_finite,
         )
-        return self._store({**fitted, **self._coef(r), "rank_": r.rank, "singular_": r.singular_values})
+        return self._store({**fitted, **self._coef(r), "rank_": r.rank, "singular_": r.singular_values}, _OPTIONAL)
 
 
 class Ridge(LinearModelBase):
@@ -91,11 +102,16 @@ class Ridge(LinearModelBase):
         Solver of :func:`lsq_backends.ridge`.
     check_finite : bool, default True
         Refuse NaN and infinity in the inputs (eager arrays only).
+    positive : bool, default False
+        Constrain the coefficients to be non-negative (the intercept stays free): solved by
+        :func:`lsq_backends.nnls` with the penalty; ``method`` must then be ``"auto"``.
 
     Attributes
     ----------
     coef_ : array, shape (n_features,) or (n_targets, n_features)
     intercept_ : array, shape () or (n_targets,)
+    n_iter_ : integer array, shape () or (n_targets,)
+        With ``positive=True`` only: the active-set iterations each target took.
     n_features_in_ : int
 
     Examples
@@ -108,15 +124,17 @@ class Ridge(LinearModelBase):
     True
     """
 
-    def __init__(self, alpha=1.0, *, fit_intercept=True, method="auto", check_finite=True):
+    def __init__(self, alpha=1.0, *, fit_intercept=True, method="auto", check_finite=True, positive=False):
         self.alpha = alpha
         self.fit_intercept = fit_intercept
         self.method = method
         self.check_finite = check_finite
+        self.positive = positive
 
     def fit(self, X, y, sample_weight=None):
         """Fit on ``X`` (m, n_features) and ``y`` (m,) or (m, n_targets); returns ``self``."""
         check_method(self.method, None)
+        positive = _check_positive(self.positive, self.method)
         X, y, sample_weight, check_finite, fitted = self._validate_fit(X, y, sample_weight)
         alpha = _alpha_arg(self.alpha, X, "alpha")
         # A vector of penalties is one per target (a 1-D alpha alone would be a path for ridge);
@@ -124,11 +142,54 @@ class Ridge(LinearModelBase):
         per_target = _aac.is_array_api_obj(alpha) and alpha.ndim > 0
         if per_target and math.prod(alpha.shape) == 1:
             alpha, per_target = _compat.array_namespace(alpha).reshape(alpha, ()), False
+        if positive:
+            single = y.ndim == 2 and y.shape[1] == 1
+            fit = _positive_fit(self, X, y, sample_weight, alpha, check_finite, single_target_1d=single)
+            return self._store({**fitted, **fit}, _OPTIONAL)
         r = ridge(
             X, y, alpha, method=self.method, fit_intercept=bool(self.fit_intercept), sample_weight=sample_weight,
             check_finite=check_finite, per_target=per_target,
         )
-        return self._store({**fitted, **self._coef(r, single_target_1d=y.ndim == 2 and y.shape[1] == 1)})
+        return self._store({**fitted, **self._coef(r, single_target_1d=y.ndim == 2 and y.shape[1] == 1)}, _OPTIONAL)
+
+
+# Fitted attributes that only some fits produce (removed when a refit does not).
+_OPTIONAL = ("rank_", "singular_", "n_iter_")
+
+
+def _check_positive(positive, method, rcond=None):
+    """``positive`` as a bool; with it, the unconstrained solver's options are refused."""
+    positive = check_bool(positive, "positive")
+    if positive and method != "auto":
+        msg = f"positive=True is solved by the non-negative active-set method; method must be 'auto', got {method!r}"
+        raise ValueError(msg)
+    if positive and rcond is not None:
+        msg = f"rcond applies to positive=False; got rcond={rcond!r} with positive=True"
+        raise ValueError(msg)
+    return positive
+
+
+def _positive_fit(est, X, y, sample_weight, alpha, check_finite, single_target_1d=False):
+    """The fitted attributes of a non-negative fit (:func:`nnls`); warns where a target ran
+    out of iterations (eager arrays: one host read)."""
+    r = nnls(
+        X, y, alpha=alpha, fit_intercept=bool(est.fit_intercept), sample_weight=sample_weight,
+        check_finite=check_finite,
+    )  # fmt: skip
+    if not _compat.is_lazy(r.converged):
+        xp = _compat.array_namespace(r.coef)
+        if not bool(xp.all(r.converged)):
+            msg = f"{type(est).__name__}(positive=True): the active-set method did not converge within its iteration budget"
+            warnings.warn(msg, _convergence_warning(), stacklevel=3)
+    return {**est._coef(r, single_target_1d=single_target_1d), "n_iter_": r.n_iter}
+
+
+def _convergence_warning():
+    try:
+        from sklearn.exceptions import ConvergenceWarning
+    except ImportError:
+        return RuntimeWarning
+    return ConvergenceWarning
 
 
 class RidgeCV(LinearModelBase):
@@ -156,6 +217,9 @@ class RidgeCV(LinearModelBase):
         Held-out folds only; ``None`` is scikit-learn's default there, R^2 averaged over folds.
     check_finite : bool, default True
         As in :class:`Ridge`.
+    target_batch : int or None, default None
+        Score that many targets at a time (:func:`lsq_backends.ridge_cv`'s ``target_batch``):
+        memory bounded for y with many columns. Not with ``store_cv_results``.
 
     Attributes
     ----------
@@ -186,9 +250,10 @@ class RidgeCV(LinearModelBase):
 
     def __init__(
         self, alphas=(0.1, 1.0, 10.0), *, fit_intercept=True, alpha_per_target=False, store_cv_results=False,
-        gcv_mode="auto", check_finite=True, cv=None, scoring=None,
+        gcv_mode="auto", check_finite=True, cv=None, scoring=None, target_batch=None,
     ):
         self.alphas = alphas
+        self.target_batch = target_batch
         self.cv = cv
         self.scoring = scoring
         self.fit_intercept = fit_intercept
@@ -204,6 +269,9 @@ class RidgeCV(LinearModelBase):
         if self.store_cv_results and self.cv is not None:
             msg = f"store_cv_results=True needs cv=None (the leave-one-out errors); got cv={self.cv!r}"
             raise ValueError(msg)
+        if self.store_cv_results and self.target_batch is not None:
+            msg = f"store_cv_results=True keeps every sample's error: it needs target_batch=None; got {self.target_batch!r}"
+            raise ValueError(msg)
         X, y, sample_weight, check_finite, fitted = self._validate_fit(X, y, sample_weight)
         if X.shape[0] is not None and X.shape[0] < 2:
             msg = f"RidgeCV needs at least 2 samples for cross-validation; got {X.shape[0]} sample"
@@ -212,7 +280,7 @@ class RidgeCV(LinearModelBase):
         r = ridge_cv(
             X, y, _alpha_arg(self.alphas, X, "alphas"), fit_intercept=bool(self.fit_intercept), sample_weight=sample_weight,
             alpha_per_target=bool(self.alpha_per_target), mode=self.gcv_mode, check_finite=check_finite,
-            cv=self.cv, scoring=scoring, groups=groups,
+            cv=self.cv, scoring=scoring, groups=groups, target_batch=self.target_batch,
         )
         xp = _compat.array_namespace(r.coef)
         fitted.update(self._coef(r, single_target_1d=y.ndim == 2 and y.shape[1] == 1), alpha_=r.alpha)

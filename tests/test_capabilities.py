@@ -23,6 +23,8 @@ def _entry(name, xp):
         return lambda X, y: lsq.ridge(X, y, alphas).coef
     if name == "ridge_cv":
         return lambda X, y: lsq.ridge_cv(X, y, alphas).coef
+    if name == "nnls":
+        return lambda X, y: lsq.nnls(X, y, fit_intercept=True).coef
     if name == "diagnostics":
         return lambda X, y: lsq.diagnostics(X, y).stderr
     acc = getattr(lsq, name)

@@ -224,7 +224,7 @@ def test_summary(numpy_reference):
     pytest.importorskip("scipy")
     X, y, _ = _data(seed=12, m=30, n=2)
     d = lsq.diagnostics(X, y, cov_type="HC1")
-    text = d.summary(names=["height", "weight"], title="HC1 fit")
+    text = d.summary(names=["height", "weight"], title="HC1 fit", use_t=True)
     ref = sm.OLS(y, sm.add_constant(X)).fit(cov_type="HC1", use_t=True)
     rows = {line.split()[0]: line.split()[1:] for line in text.splitlines() if line.split()[:1] in (["const"], ["height"], ["weight"])}
     assert list(rows) == ["const", "height", "weight"] and text.splitlines()[0].strip() == "HC1 fit"
@@ -235,6 +235,35 @@ def test_summary(numpy_reference):
     assert f"{float(d.cond):.3g}" in text and f"{ref.rsquared:.4f}" in text
     with pytest.raises(ValueError, match="one name per column"):
         d.summary(names=["a"])
+
+
+def test_summary_pandas_names_cov_type_and_normal(numpy_reference):
+    """Column and series names from pandas, the covariance type in the header, and robust
+    covariances referred to the normal distribution by default (statsmodels' default)."""
+    pd = pytest.importorskip("pandas")
+    sm = pytest.importorskip("statsmodels.api")
+    pytest.importorskip("scipy")
+    X, y, _ = _data(seed=14, m=40, n=2)
+    Xf, ys = pd.DataFrame(X, columns=["height", "weight"]), pd.Series(y, name="score")
+    for cov_type in ("nonrobust", "HC3"):
+        text = lsq.diagnostics(Xf, ys, cov_type=cov_type).summary()
+        ref = sm.OLS(ys, sm.add_constant(Xf)).fit(cov_type=cov_type)  # use_t: statsmodels' default
+        lines = text.splitlines()
+        assert lines[2].split() == ["Dep.", "Variable:", "score", "Covariance", "Type:", cov_type]
+        stat = "t" if cov_type == "nonrobust" else "z"
+        assert f"P>|{stat}|" in text and (("normal distribution" in text) == (stat == "z"))
+        rows = {ln.split()[0]: ln.split()[1:] for ln in lines if ln.split()[:1] in (["const"], ["height"], ["weight"])}
+        assert list(rows) == ["const", "height", "weight"]
+        ci = np.asarray(ref.conf_int(0.05))
+        for j, name in enumerate(rows):
+            want = [ref.params.iloc[j], ref.bse.iloc[j], ref.tvalues.iloc[j], ref.pvalues.iloc[j], ci[j, 0], ci[j, 1]]
+            np.testing.assert_allclose([float(v) for v in rows[name]], want, rtol=5e-4, atol=5e-5)
+    d = lsq.diagnostics(X, y, cov_type="HC1")
+    assert "x1" in d.summary() and "HC1" in d.summary()
+    rebuilt = type(d)(*d)  # as after jax.jit or dask.compute: the labels are gone
+    assert "not recorded" in rebuilt.summary() and "HC1" in rebuilt.summary(cov_type="HC1")
+    with pytest.raises(TypeError, match="use_t"):
+        d.summary(use_t="yes")
 
 
 def test_summary_refuses_lazy_and_batches(be, monkeypatch):

@@ -21,6 +21,8 @@ CHECKED = [
     lsq.LinearRegression(fit_intercept=False, method="svd"),
     lsq.Ridge(),
     lsq.Ridge(alpha=0.3, method="normal"),
+    lsq.LinearRegression(positive=True),
+    lsq.Ridge(alpha=0.5, positive=True),
     lsq.RidgeCV(),
     lsq.RidgeCV(alpha_per_target=True, fit_intercept=False, gcv_mode="svd"),
     lsq.RidgeCV(cv=3),

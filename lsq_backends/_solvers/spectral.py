@@ -103,6 +103,21 @@ def svd(xp, X, Y, offset_sq=None, *, samples=False):
     return Spectrum(lam, _cut(xp, X, lam, offset_sq, False), mT(xp, vh), P, F, L, s)
 
 
+def project(xp, spec, Y):
+    """``P`` (..., p, k) for targets ``Y`` (..., m, k) of the factorized X, from the sample-space
+    factor ``F`` (``samples=True``): one product, so a factorization made without targets
+    serves any block of them. ``F^T Y`` is ``P`` on the ``svd`` route and the tall ``gram``
+    route (``F = X V``); on the wide ``gram`` route ``F = U diag(lam)`` gives ``diag(lam) P``,
+    divided out where ``lam > 0`` (a direction with ``lam = 0`` has zero columns in F and V
+    in exact arithmetic: its P never counts)."""
+    P = dot(xp, mT(xp, spec.F), Y)
+    n, p = spec.V.shape[-2:]
+    if spec.s is not None or n == p:
+        return P
+    lam = spec.lam[..., :, None]
+    return xp.where(lam > 0, P / xp.where(lam > 0, lam, xp.ones_like(lam)), xp.zeros_like(P))
+
+
 def filters(xp, spec, alpha):
     """Filter factors ``1 / (lam + alpha)`` (zero for dropped directions) for penalties of any
     shape ``alpha.shape``: the result has shape ``alpha.shape + lam.shape``."""
