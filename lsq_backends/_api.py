@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import _compat
+from . import _compat, _derivatives
 from ._refine import refine as _refine
 from ._empty import pad_empty_batch
 from ._input import check_bool, check_method, prepare, validate
@@ -45,6 +45,11 @@ def _fit_deferred(problem, method, rcond, fit_intercept, refine=0, options=None)
         rank = full_rank(xp, X.shape[:-2], 0, X)
         s = xp.zeros(tuple(X.shape[:-2]) + (0,), dtype=X.dtype, device=_compat.device(X))
         s = s if method == "svd" else None
+    elif _derivatives.wanted(xp, X, Y, alpha, method, refine):
+        # JAX, or PyTorch tensors that require grad: differentiated by the solution's rule.
+        kw = (problem.offset_sq, problem.check, options)
+        coef, rank, s, n_iter_rule = _derivatives.solve(xp, X, Y, alpha, method, rcond, *kw)
+        n_iter = n_iter_rule if method in ITERATIVE else None
     elif method in ITERATIVE:
         coef, rank, n_iter = ITERATIVE[method](xp, X, Y, alpha, **options)
         s = None
