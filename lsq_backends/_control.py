@@ -46,7 +46,10 @@ class Checks:
         self.items = []
 
     def add(self, ok, on_fail):
-        self.items.append((ok, on_fail))
+        # A concrete JAX array used inside a caller's ``jax.jit`` gives traced results
+        # (every operation is staged out): such a check cannot be read and is dropped.
+        if not is_lazy(ok):
+            self.items.append((ok, on_fail))
 
     def read(self, xp, pred=None):
         """Read the pending checks (raising the first that fails) and ``pred``, in one read."""
