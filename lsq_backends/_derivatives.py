@@ -69,14 +69,27 @@ def linearize(xp, fac, X, Y, W):
     return Linearization(fac.K, fac.N, X, W, Y - dot(xp, X, W), dot(xp, X, apply(xp, fac.K, W)))
 
 
+def _corrected(lin):
+    """Whether ``K X^T v`` is refined by one step (corrected seminormal equations, Bjorck):
+    ``x = K X^T v``, then ``x + K X^T (v - X x)``. A factor's ``K`` applied to ``X^T v`` errs
+    like eps * cond(X)**2 (the normal equations'); the step brings it to the eps * cond(X) of
+    the QR or SVD factor it came from, for two more products with X. Not for LSQR's ``K``
+    (each application is two LSQR solves; it is accurate to its tolerance anyway)."""
+    return not callable(lin.K)
+
+
 def tangent(xp, lin, dX, dY, dalpha):
     """``dw`` (..., n, k) for the tangents ``dX``, ``dY`` and ``dalpha`` (0-d, or None);
     linear in them through matrix products (and LSQR's symmetric solve) only."""
     Xt, dXt = mT(xp, lin.X), mT(xp, dX)
-    g = dot(xp, Xt, dY - dot(xp, dX, lin.W)) + dot(xp, dXt, lin.Res)
+    v = dY - dot(xp, dX, lin.W)
+    x = apply(xp, lin.K, dot(xp, Xt, v))
+    if _corrected(lin):
+        x = x + apply(xp, lin.K, dot(xp, Xt, v - dot(xp, lin.X, x)))
+    g = dot(xp, dXt, lin.Res)
     if dalpha is not None:
         g = g - dalpha * lin.W
-    return apply(xp, lin.K, g) + apply(xp, lin.N, dot(xp, dXt, lin.B))
+    return x + apply(xp, lin.K, g) + apply(xp, lin.N, dot(xp, dXt, lin.B))
 
 
 def cotangent(xp, lin, C):
@@ -84,6 +97,8 @@ def cotangent(xp, lin, C):
     of ``w`` (``alpha_bar`` summed over the stack, a 0-d array). K and N are symmetric."""
     a, b = apply(xp, lin.K, C), apply(xp, lin.N, C)
     Y_bar = dot(xp, lin.X, a)
+    if _corrected(lin):  # the transpose of x = 2 K X^T v - K X^T X K X^T v
+        Y_bar = 2 * Y_bar - dot(xp, lin.X, apply(xp, lin.K, dot(xp, mT(xp, lin.X), Y_bar)))
     X_bar = dot(xp, lin.Res, mT(xp, a)) - dot(xp, Y_bar, mT(xp, lin.W)) + dot(xp, lin.B, mT(xp, b))
     return X_bar, Y_bar, -xp.sum(a * lin.W)
 

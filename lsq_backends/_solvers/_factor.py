@@ -18,7 +18,7 @@ class Factor(NamedTuple):
     """``K = (X^T X + alpha I)^+`` and ``N = I - X^+ X`` as the solver resolved them (its rank
     decision: singular values it dropped count as zero), each (..., n, n); ``N`` is zero for a
     full-rank factor or a positive penalty. ``V`` (..., n, p): the right singular vectors of the
-    ``svd`` method (for the singular values' derivative), else None."""
+    ``svd`` method, the dropped ones zero (for the singular values' derivative), else None."""
 
     K: Any
     N: Any
@@ -54,4 +54,5 @@ def spectral_factor(xp, s, vh, keep, alpha, vectors=False):
         f = xp.where(keep, 1 / (safe * safe + a), rest)
         h = xp.where(keep | pos, zero, xp.ones_like(s))
     V = mT(xp, vh)
-    return Factor(dot(xp, V * f[..., None, :], vh), dot(xp, V * h[..., None, :], vh), V if vectors else None)
+    kept = xp.where(keep[..., None, :], V, xp.zeros_like(V)) if vectors else None
+    return Factor(dot(xp, V * f[..., None, :], vh), dot(xp, V * h[..., None, :], vh), kept)
