@@ -50,7 +50,8 @@ from ._solvers._shared import dot, eye_like, mT
 
 class Linearization(NamedTuple):
     """What the rule needs from the fit: its factor's ``K`` and ``N`` (matrices, or LSQR's
-    operators), X, the solution ``W``, its residual ``Res = Y - X W`` and ``B = X K W``."""
+    operators), X, the solution ``W``, its residual ``Res = Y - X W``, ``B = X K W`` and the
+    penalty (0-d, or None)."""
 
     K: Any
     N: Any
@@ -58,6 +59,7 @@ class Linearization(NamedTuple):
     W: Any
     Res: Any
     B: Any
+    alpha: Any
 
 
 def apply(xp, op, b):
@@ -65,13 +67,20 @@ def apply(xp, op, b):
     return op(b) if callable(op) else dot(xp, op, b)
 
 
-def linearize(xp, fac, X, Y, W):
-    return Linearization(fac.K, fac.N, X, W, Y - dot(xp, X, W), dot(xp, X, apply(xp, fac.K, W)))
+def linearize(xp, fac, X, Y, W, alpha):
+    a = None if alpha is None else alpha[0]
+    return Linearization(fac.K, fac.N, X, W, Y - dot(xp, X, W), dot(xp, X, apply(xp, fac.K, W)), a)
+
+
+def _gram(xp, lin, x):
+    """``(X^T X + alpha I) x``."""
+    g = dot(xp, mT(xp, lin.X), dot(xp, lin.X, x))
+    return g if lin.alpha is None else g + lin.alpha * x
 
 
 def _corrected(lin):
     """Whether ``K X^T v`` is refined by one step (corrected seminormal equations, Bjorck):
-    ``x = K X^T v``, then ``x + K X^T (v - X x)``. A factor's ``K`` applied to ``X^T v`` errs
+    ``x = K X^T v``, then ``x + K (X^T (v - X x) - alpha x)``. A factor's ``K`` applied to ``X^T v`` errs
     like eps * cond(X)**2 (the normal equations'); the step brings it to the eps * cond(X) of
     the QR or SVD factor it came from, for two more products with X. Not for LSQR's ``K``
     (each application is two LSQR solves; it is accurate to its tolerance anyway)."""
@@ -85,7 +94,8 @@ def tangent(xp, lin, dX, dY, dalpha):
     v = dY - dot(xp, dX, lin.W)
     x = apply(xp, lin.K, dot(xp, Xt, v))
     if _corrected(lin):
-        x = x + apply(xp, lin.K, dot(xp, Xt, v - dot(xp, lin.X, x)))
+        r = dot(xp, Xt, v - dot(xp, lin.X, x))
+        x = x + apply(xp, lin.K, r if lin.alpha is None else r - lin.alpha * x)
     g = dot(xp, dXt, lin.Res)
     if dalpha is not None:
         g = g - dalpha * lin.W
@@ -97,8 +107,8 @@ def cotangent(xp, lin, C):
     of ``w`` (``alpha_bar`` summed over the stack, a 0-d array). K and N are symmetric."""
     a, b = apply(xp, lin.K, C), apply(xp, lin.N, C)
     Y_bar = dot(xp, lin.X, a)
-    if _corrected(lin):  # the transpose of x = 2 K X^T v - K X^T X K X^T v
-        Y_bar = 2 * Y_bar - dot(xp, lin.X, apply(xp, lin.K, dot(xp, mT(xp, lin.X), Y_bar)))
+    if _corrected(lin):  # the transpose of x = 2 K X^T v - K (X^T X + alpha I) K X^T v
+        Y_bar = 2 * Y_bar - dot(xp, lin.X, apply(xp, lin.K, _gram(xp, lin, a)))
     X_bar = dot(xp, lin.Res, mT(xp, a)) - dot(xp, Y_bar, mT(xp, lin.W)) + dot(xp, lin.B, mT(xp, b))
     return X_bar, Y_bar, -xp.sum(a * lin.W)
 
@@ -203,7 +213,7 @@ def _jax_fit(xp, X, Y, alpha, method, rcond, offset_sq, check, options):
         X, Y, alpha, offset_sq = primals
         dX, dY, dalpha, _ = tangents
         coef, rank, s, n_iter, fac = run(X, Y, alpha, offset_sq, True)
-        lin = linearize(xp, fac, X, Y, coef)
+        lin = linearize(xp, fac, X, Y, coef, alpha)
         dcoef = tangent(xp, lin, dX, dY, None if alpha is None else dalpha[0])
         ds = None if s is None else singular_tangent(xp, fac.V, s, X, dX)
 

@@ -20,7 +20,7 @@ def _function():
         def forward(ctx, X, Y, alpha, run, xp):
             coef, rank, s, n_iter, fac = run(X, Y, alpha, True)
             ctx.xp, ctx.fac, ctx.s, ctx.has_alpha = xp, fac, s, alpha is not None
-            ctx.lin = linearize(xp, fac, X, Y, coef)
+            ctx.lin = linearize(xp, fac, X, Y, coef, alpha)
             outputs = tuple(a for a in (coef, rank, s, n_iter) if a is not None)
             ctx.mark_non_differentiable(*(a for a in (rank, n_iter) if a is not None))
             ctx.layout = tuple(a is not None for a in (coef, rank, s, n_iter))
