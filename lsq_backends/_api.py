@@ -176,6 +176,18 @@ def lstsq(
         ``coef``, ``intercept``, ``rank``, ``rss``, ``singular_values`` (``"svd"`` only) and
         ``n_iter`` (``"lsqr"`` only), in the namespace, on the device and in the float dtype of the inputs.
 
+    Notes
+    -----
+    Differentiable with JAX (``jvp``, ``grad``, ``jacfwd``, ``jacrev``, ``vmap``, ``jit``) and
+    PyTorch autograd with respect to X, y and sample_weight, by the derivative of the solution,
+    computed from the fit's own factorization (tall X, every method, ``refine=0``): for
+    rank-deficient X, the derivative of the minimum-norm solution where the numerical rank is
+    locally constant. Along a direction dX that would change the rank (with X = U S V^T of rank
+    r and U0, V0 the complements, the block ``U0^T dX V0``) the solution jumps and has no
+    derivative; that block is ignored, which gives the derivative on the rank-r matrices
+    (``dw = 0`` at X = 0). Never NaN. ``ridge`` with a positive penalty is smooth: its derivative
+    (alpha included) is exact.
+
     Examples
     --------
     >>> import numpy as np
