@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from problems import rel_err, tolerance
 
 import lsq_backends as lsq
-from problems import rel_err, tolerance
 
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
@@ -183,11 +183,11 @@ def test_lstsq_grad_wrt_sample_weight(method):
     X = jnp.asarray(X_of(0.0))
     sw0 = np.random.default_rng(6).uniform(0.5, 2.0, M)
 
-    def loss(sw, X=X, y=jnp.asarray(y), c=jnp.asarray(c)):
+    def loss(sw, X, y, c):
         r = lsq.lstsq(X, y, method=method, sample_weight=sw, fit_intercept=True, **_options(method))
         return r.coef @ c + r.intercept
 
-    g = jax.jit(jax.grad(loss))(jnp.asarray(sw0))
+    g = jax.jit(jax.grad(loss))(jnp.asarray(sw0), X, jnp.asarray(y), jnp.asarray(c))
     e = np.zeros(M)
     e[7] = 1.0
     fd = (float(loss(sw0 + H * e, np.asarray(X), y, c)) - float(loss(sw0 - H * e, np.asarray(X), y, c))) / (2 * H)

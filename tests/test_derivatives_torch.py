@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from problems import rel_err
 
 import lsq_backends as lsq
-from problems import rel_err
 
 torch = pytest.importorskip("torch")
 
@@ -98,7 +98,7 @@ def test_zero_X_backward_is_finite(method):
 
 
 def test_singular_values_backward():
-    X_of, dX, y, _ = _curve(3)
+    X_of, _, y, _ = _curve(3)
     X = _t(X_of(0.0), grad=True)
     s = lsq.lstsq(X, _t(y), method="svd").singular_values
     torch.sum(s[:RANK]).backward()
