@@ -32,7 +32,8 @@ factor: ``K`` is applied by the same iteration (two LSQR solves: ``X_a^+ (X_a^+)
 ``X_a = [X; sqrt(alpha) I]``), implicitly, never by unrolling; under JAX inside
 ``lax.custom_linear_solve``, so that reverse mode transposes it as the symmetric solve it is.
 
-Where the rule applies: tall X (m >= n) and one penalty (or none), every method. Wide X,
+Where the rule applies: tall X (m >= n), every method, one penalty or none, or one per target
+(direct methods: the operators are then stacks, one per target). Wide X, ``lsqr`` with
 per-target penalties, penalty paths and ``refine`` are differentiated through the solver's
 steps as before.
 """
@@ -63,12 +64,17 @@ class Linearization(NamedTuple):
 
 
 def apply(xp, op, b):
-    """``op @ b`` for a factor's matrix, ``op(b)`` for an operator (LSQR's)."""
-    return op(b) if callable(op) else dot(xp, op, b)
+    """``op @ b`` for a factor's matrix (a stack (..., k, n, n) per target: column j of ``b``
+    (..., n, k) to matrix j), ``op(b)`` for an operator (LSQR's)."""
+    if callable(op):
+        return op(b)
+    if op.ndim == b.ndim + 1:
+        return xp.moveaxis(dot(xp, op, xp.moveaxis(b, -1, -2)[..., None])[..., 0], -2, -1)
+    return dot(xp, op, b)
 
 
 def linearize(xp, fac, X, Y, W, alpha):
-    a = None if alpha is None else alpha[0]
+    a = None if alpha is None else (alpha[0] if alpha.shape[0] == 1 else alpha)  # 0-d, or (k,)
     return Linearization(fac.K, fac.N, X, W, Y - dot(xp, X, W), dot(xp, X, apply(xp, fac.K, W)), a)
 
 
@@ -104,12 +110,15 @@ def tangent(xp, lin, dX, dY, dalpha):
 
 def cotangent(xp, lin, C):
     """The transpose of :func:`tangent`: ``(X_bar, Y_bar, alpha_bar)`` for the cotangent ``C``
-    of ``w`` (``alpha_bar`` summed over the stack, a 0-d array). K and N are symmetric."""
+    of ``w`` (``alpha_bar`` summed over the stack: 0-d, or (k,) per target). K and N are
+    symmetric."""
     a, b = apply(xp, lin.K, C), apply(xp, lin.N, C)
     Y_bar = dot(xp, lin.X, a)
     if _corrected(lin):  # the transpose of x = 2 K X^T v - K (X^T X + alpha I) K X^T v
         Y_bar = 2 * Y_bar - dot(xp, lin.X, apply(xp, lin.K, _gram(xp, lin, a)))
     X_bar = dot(xp, lin.Res, mT(xp, a)) - dot(xp, Y_bar, mT(xp, lin.W)) + dot(xp, lin.B, mT(xp, b))
+    if lin.alpha is not None and lin.alpha.ndim == 1:
+        return X_bar, Y_bar, -xp.sum(xp.reshape(a * lin.W, (-1, a.shape[-1])), axis=0)
     return X_bar, Y_bar, -xp.sum(a * lin.W)
 
 
@@ -173,7 +182,8 @@ def wanted(xp, X, Y, alpha, method, refine):
     (the rule costs nothing until something differentiates), PyTorch tensors that require
     grad. Never elsewhere (NumPy's path is unchanged)."""
     m, n = X.shape[-2:]
-    if refine or m < n or n == 0 or (alpha is not None and alpha.shape[0] != 1):
+    per_target = alpha is not None and alpha.shape[0] != 1
+    if refine or m < n or n == 0 or (per_target and method in ITERATIVE):
         return False
     if _aac.is_jax_namespace(xp):
         return True
@@ -214,7 +224,7 @@ def _jax_fit(xp, X, Y, alpha, method, rcond, offset_sq, check, options):
         dX, dY, dalpha, _ = tangents
         coef, rank, s, n_iter, fac = run(X, Y, alpha, offset_sq, True)
         lin = linearize(xp, fac, X, Y, coef, alpha)
-        dcoef = tangent(xp, lin, dX, dY, None if alpha is None else dalpha[0])
+        dcoef = tangent(xp, lin, dX, dY, None if alpha is None else (dalpha[0] if alpha.shape[0] == 1 else dalpha))
         ds = None if s is None else singular_tangent(xp, fac.V, s, X, dX)
 
         def integer(a):

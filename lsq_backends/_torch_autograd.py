@@ -34,7 +34,7 @@ def _function():
             X_bar, Y_bar, a_bar = cotangent(xp, lin, g_coef)
             if g_s is not None:
                 X_bar = X_bar + singular_cotangent(xp, ctx.fac.V, ctx.s, lin.X, g_s)
-            a_bar = xp.reshape(a_bar, (1,)) if ctx.has_alpha else None
+            a_bar = xp.reshape(a_bar, (-1,)) if ctx.has_alpha else None
             return X_bar, Y_bar, a_bar, None, None
 
     _FUNCTION.append(Fit)

@@ -231,3 +231,28 @@ def test_singular_values_tangent():
     u, _, vh = np.linalg.svd(X)
     np.testing.assert_allclose(ds[:RANK], np.einsum("ij,ik,kj->j", u[:, :RANK], dX, vh[:RANK].T), rtol=1e-9)
     assert np.all(ds[RANK:] == 0)
+
+
+@pytest.mark.parametrize("method", ["normal", "svd"])
+def test_per_target_alphas(method):
+    """One penalty per target (one of them 0: a minimum-norm least-squares target on
+    rank-deficient X): the alpha gradient and the X tangent against central differences."""
+    X_of, dX, _, _ = _curve(9)
+    rng = np.random.default_rng(9)
+    Y, C, a0 = rng.standard_normal((M, 3)), rng.standard_normal((N, 3)), np.array([0.3, 1.0, 0.0])
+
+    def loss(X, alpha, Y, C):
+        r = lsq.ridge(X, Y, alpha, method=method, per_target=True)
+        return (r.coef * C).sum() + r.intercept.sum()
+
+    def both(X, alpha, dX):
+        ga = jax.grad(loss, argnums=1)(X, alpha, jnp.asarray(Y), jnp.asarray(C))
+        tan = jax.jvp(lambda X: loss(X, alpha, jnp.asarray(Y), jnp.asarray(C)), (X,), (dX,))[1]
+        return ga, tan
+
+    ga, tan = jax.jit(both)(jnp.asarray(X_of(0.0)), jnp.asarray(a0), jnp.asarray(dX))
+    e = np.array([0.0, 1.0, 0.0])
+    fa = (float(loss(X_of(0.0), a0 + H * e, Y, C)) - float(loss(X_of(0.0), a0 - H * e, Y, C))) / (2 * H)
+    fx = (float(loss(X_of(H), a0, Y, C)) - float(loss(X_of(-H), a0, Y, C))) / (2 * H)
+    assert abs(float(ga[1]) - fa) < 1e-6 * max(abs(fa), 1.0)
+    assert abs(float(tan) - fx) < 1e-6 * max(abs(fx), 1.0)

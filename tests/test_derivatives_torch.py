@@ -132,3 +132,25 @@ def test_agrees_with_jax(method):
 
     g = jax.jit(jax.grad(loss))(jnp.asarray(X_of(0.0)))
     np.testing.assert_allclose(X.grad.numpy(), np.asarray(g), rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("method", METHODS[:4])
+def test_per_target_alphas(method):
+    """One penalty per target (one of them 0 on rank-deficient X: that target is a minimum-norm
+    least-squares fit): X and alpha gradients against central differences."""
+    X_of, dX, _, _ = _curve(6)
+    rng = np.random.default_rng(6)
+    Y, C, a0 = rng.standard_normal((M, 3)), rng.standard_normal((N, 3)), np.array([0.3, 1.0, 0.0])
+
+    def loss(X, alpha):
+        r = lsq.ridge(X, _t(Y), alpha, method=method, per_target=True)
+        return torch.sum(r.coef * _t(C)) + torch.sum(r.intercept)
+
+    X, alpha = _t(X_of(0.0), True), _t(a0, True)
+    loss(X, alpha).backward()
+    e = np.array([0.0, 1.0, 0.0])
+    with torch.no_grad():
+        fx = (float(loss(_t(X_of(H)), _t(a0))) - float(loss(_t(X_of(-H)), _t(a0)))) / (2 * H)
+        fa = (float(loss(_t(X_of(0.0)), _t(a0 + H * e))) - float(loss(_t(X_of(0.0)), _t(a0 - H * e)))) / (2 * H)
+    assert abs(float(torch.sum(X.grad * _t(dX))) - fx) < 1e-6 * max(abs(fx), 1.0)
+    assert abs(float(alpha.grad[1]) - fa) < 1e-6 * max(abs(fa), 1.0)

@@ -4,7 +4,8 @@ the derivative of the solution needs. No solver logic here, and no new factoriza
 operator is made from the factor the solve already has (a triangular inverse, or products
 of singular vectors), O(p**3) on the p x p factor.
 
-Tall X (m >= n) with one penalty (or none) only; the solvers return ``None`` elsewhere."""
+Tall X (m >= n) only; the solvers return ``None`` for wide X. With per-target penalties
+(``alpha`` of shape (k,)) each operator is a stack (..., k, n, n), one per target."""
 
 from __future__ import annotations
 
@@ -39,20 +40,23 @@ def triangular_inverse(xp, T, lower):
 
 def spectral_factor(xp, s, vh, keep, alpha, vectors=False):
     """Factor from the SVD ``u diag(s) vh`` of X (or of its R factor) with the directions ``keep``
-    (..., p); ``alpha`` None or (1,). A dropped direction is a zero singular value: with a
-    positive penalty ``K`` is ``1 / alpha`` there, without one it is outside X's row space
-    (``N``)."""
+    (..., p); ``alpha`` None, (1,) or (k,) (per target: stacks (..., k, n, n)). A dropped
+    direction is a zero singular value: with a positive penalty ``K`` is ``1 / alpha`` there,
+    without one it is outside X's row space (``N``)."""
+    V = mT(xp, vh)
+    kept = xp.where(keep[..., None, :], V, xp.zeros_like(V)) if vectors else None
+    if alpha is not None and alpha.shape[0] > 1:
+        s, keep, V, vh = s[..., None, :], keep[..., None, :], V[..., None, :, :], vh[..., None, :, :]
+        alpha = alpha[:, None]  # (k, 1) against (..., k, p)
     safe = xp.where(keep, s, xp.ones_like(s))
     zero = xp.zeros_like(s)
     if alpha is None:
         f = xp.where(keep, 1 / (safe * safe), zero)
         h = xp.where(keep, zero, xp.ones_like(s))
     else:
-        a = alpha[0]
+        a = alpha[0] if alpha.shape[0] == 1 else alpha
         pos = a > 0
         rest = xp.where(pos, 1 / xp.where(pos, a, xp.ones_like(a)), zero)
         f = xp.where(keep, 1 / (safe * safe + a), rest)
         h = xp.where(keep | pos, zero, xp.ones_like(s))
-    V = mT(xp, vh)
-    kept = xp.where(keep[..., None, :], V, xp.zeros_like(V)) if vectors else None
     return Factor(dot(xp, V * f[..., None, :], vh), dot(xp, V * h[..., None, :], vh), kept)
