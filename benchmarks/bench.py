@@ -25,6 +25,7 @@ import scipy.linalg
 import lsq_backends as lsq
 
 from .backends import Backend
+from .grad import grad_specs
 
 METHODS = ("auto", "normal", "qr", "svd", "lsqr")
 DTYPES = ("float64", "float32")
@@ -61,6 +62,8 @@ class Case:
     eager : bool
         Call every solver as a user would outside ``jax.jit`` (JAX: un-jitted calls of
         ``lsq.lstsq`` and ``jnp.linalg.lstsq``, each after its first, compiling, call).
+    grad : bool
+        Also time the gradient of ``c^T coef`` with respect to X (``benchmarks.grad``).
     """
 
     name: str
@@ -71,6 +74,7 @@ class Case:
     alphas: int = 0
     sweep: str = ""
     eager: bool = False
+    grad: bool = False
 
     def quick(self) -> Case:
         """The same case about 100x smaller: batch / 100, or m / 10 and n / 10 (and alphas / 20)."""
@@ -99,6 +103,7 @@ GRID = (
     Case("multi_100000x200x10", 100_000, 200, k=10),
     Case("ridgepath_20000x200x50", 20_000, 200, alphas=50),
     Case("eager_2000x20", 2000, 20, eager=True),
+    Case("grad_20000x50", 20_000, 50, grad=True),
 )
 SWEEPS = tuple(Case(f"sweep_m_{m}x50", m, 50, sweep="m") for m in (2_000, 10_000, 50_000, 200_000)) + tuple(
     Case(f"sweep_n_20000x{n}", 20_000, n, sweep="n") for n in (25, 50, 100, 200, 400)
@@ -210,10 +215,11 @@ def lsq_specs(case, be, methods):
         methods = [m for m in methods if m != "lsqr"]
     if not case.alphas:
         fit = lsq.lstsq if case.eager else be.jit(lsq.lstsq, static_argnames=JAX_STATIC)
-        return [
+        fits = [
             Spec("lsq.lstsq", m, be.name, "lsq", lambda X, y, a, m=m: lambda: tuple(fit(X, y, method=m)), jitted=jitted)
             for m in methods
         ]
+        return grad_specs(case, be, methods, Spec, fits) if case.grad else fits
     ridge, mid = be.jit(lsq.ridge, static_argnames=JAX_STATIC[:1] + JAX_STATIC[2:]), case.alphas // 2
     put = lambda a, X: be.put(a.astype(str(X.dtype).split(".")[-1]))  # noqa: E731 -- alphas in X's dtype
     specs = []

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import _compat
+from . import _compat, _derivatives
 from ._refine import refine as _refine
 from ._empty import pad_empty_batch
 from ._input import check_bool, check_method, prepare, validated_now
@@ -45,6 +45,11 @@ def _fit_deferred(problem, method, rcond, fit_intercept, refine=0, options=None)
         rank = full_rank(xp, X.shape[:-2], 0, X)
         s = xp.zeros(tuple(X.shape[:-2]) + (0,), dtype=X.dtype, device=_compat.device(X))
         s = s if method == "svd" else None
+    elif _derivatives.wanted(xp, X, Y, alpha, method, refine):
+        # JAX, or PyTorch tensors that require grad: differentiated by the solution's rule.
+        kw = (problem.offset_sq, problem.check, options)
+        coef, rank, s, n_iter_rule = _derivatives.solve(xp, X, Y, alpha, method, rcond, *kw)
+        n_iter = n_iter_rule if method in ITERATIVE else None
     elif method in ITERATIVE:
         coef, rank, n_iter = ITERATIVE[method](xp, X, Y, alpha, **options)
         s = None
@@ -170,6 +175,18 @@ def lstsq(
     LstsqResult
         ``coef``, ``intercept``, ``rank``, ``rss``, ``singular_values`` (``"svd"`` only) and
         ``n_iter`` (``"lsqr"`` only), in the namespace, on the device and in the float dtype of the inputs.
+
+    Notes
+    -----
+    Differentiable with JAX (``jvp``, ``grad``, ``jacfwd``, ``jacrev``, ``vmap``, ``jit``) and
+    PyTorch autograd with respect to X, y and sample_weight, by the derivative of the solution,
+    computed from the fit's own factorization (tall X, every method, ``refine=0``): for
+    rank-deficient X, the derivative of the minimum-norm solution where the numerical rank is
+    locally constant. Along a direction dX that would change the rank (with X = U S V^T of rank
+    r and U0, V0 the complements, the block ``U0^T dX V0``) the solution jumps and has no
+    derivative; that block is ignored, which gives the derivative on the rank-r matrices
+    (``dw = 0`` at X = 0). Never NaN. ``ridge`` with a positive penalty is smooth: its derivative
+    (alpha included) is exact.
 
     Examples
     --------

@@ -37,7 +37,6 @@ CAPABILITIES = {
     "lstsq:svd": {**_DIRECT, "host_reads": "1 (2 on the Householder route)"},
     "lstsq:lsqr": {
         **_DIRECT,
-        "jax_grad": False,
         "dask_lazy": False,
         "host_reads": "1 per convergence test (every 10th iteration on a GPU)",
     },
@@ -51,8 +50,7 @@ CAPABILITIES = {
 
 # Why a "no" is a no, shown under the table.
 NOTES = {
-    ("lstsq:lsqr", "jax_grad"): "`lax.while_loop` has no reverse-mode rule; forward mode (`jvp`) works.",
-    ("lstsq:qr", "torch_autograd"): "the Householder route (ill-conditioned X) stops at `geqrf`, which has no derivative in PyTorch; so does `auto`'s QR route.",
+    ("lstsq:lsqr", "jax_grad"): "by implicit differentiation: K is applied by two more LSQR solves inside `lax.custom_linear_solve`, not by unrolling the loop.",
     ("nnls", "jax_grad"): "its active-set iteration is a `lax.while_loop`, which has no reverse-mode rule.",
     ("nnls", "dask_lazy"): "the iteration computes every 10 iterations (its convergence test is read).",
     ("QRAccumulator", "torch_autograd"): "its updates call `geqrf`, which has no derivative in PyTorch.",

@@ -21,7 +21,7 @@ def kappa_limit(xp, X):
     return eps(xp, X) ** -0.25 / 8
 
 
-def solve(xp, X, Y, alpha, rcond, offset_sq=None, *, check=None):
+def solve(xp, X, Y, alpha, rcond, offset_sq=None, *, check=None, factor=False):
     fac = normal.Factored(xp, X, Y, alpha, check)
     kappa = fac.condition(xp)
     # NaN (a failed factorization) compares False and goes to QR.
@@ -29,4 +29,4 @@ def solve(xp, X, Y, alpha, rcond, offset_sq=None, *, check=None):
     # A Gram matrix in the subnormal range has lost bits however well conditioned X is.
     d = xp.min(diagonal(xp, fac.A), axis=-1)
     ok = all_true(xp, ok & (d >= xp.finfo(X.dtype).smallest_normal / eps(xp, X)))
-    return fac.solve_or(xp, X, Y, ok, qr.householder, rcond, offset_sq)
+    return fac.solve_or(xp, X, Y, ok, qr.householder, rcond, offset_sq, factor)

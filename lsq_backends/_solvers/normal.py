@@ -18,6 +18,7 @@ import math
 
 from .. import _compat
 from . import svd
+from ._factor import inverse_factor, triangular_inverse
 from .condest import condition_estimate
 from ._shared import (
     add_penalty,
@@ -59,9 +60,19 @@ class Factored:
             self.Lt = _compat.batch_last(xp, self.L)  # shared with the solve
         return condition_estimate(xp, self.L, self.A, self.Lt)
 
-    def solve_or(self, xp, X, Y, ok, fallback, rcond, offset_sq):
+    def solve_or(self, xp, X, Y, ok, fallback, rcond, offset_sq, factor=False):
         """The Cholesky solution where the scalar ``ok`` holds, else ``fallback``'s solution
-        (a traced branch under ``jax.jit``; see ``_compat.cond``). Returns (coef, rank, None)."""
+        (a traced branch under ``jax.jit``; see ``_compat.cond``). Returns (coef, rank, None),
+        and with ``factor`` (tall X, one penalty or none) the ``_factor.Factor`` solved with."""
+        if factor:
+            coef, rank, fac = _compat.cond(
+                xp,
+                ok,
+                lambda X, Y: (*self.solve(xp, X), inverse_factor(xp, mT(xp, triangular_inverse(xp, self.L, True)))),
+                lambda X, Y: _without_vectors(fallback(xp, X, Y, self.alpha, rcond, offset_sq, factor=True)),
+                (X, Y),
+            )
+            return coef, rank, None, fac
         coef, rank = _compat.cond(
             xp,
             ok,
@@ -77,6 +88,11 @@ class Factored:
             W = dot(xp, mT(xp, X), W)
         rank = full_rank(xp, X.shape[:-2], self.n if self.alpha is not None else min(self.m, self.n), X)
         return W, rank
+
+
+def _without_vectors(solved):
+    coef, rank, _, fac = solved
+    return coef, rank, fac._replace(V=None)
 
 
 def full_rank_test(xp, fac, X, rcond, offset_sq, *, global_scale=False):
@@ -108,9 +124,10 @@ def full_rank_test(xp, fac, X, rcond, offset_sq, *, global_scale=False):
     return xp.all(ok, axis=-1)
 
 
-def solve(xp, X, Y, alpha, rcond, offset_sq=None, *, check=None):
+def solve(xp, X, Y, alpha, rcond, offset_sq=None, *, check=None, factor=False):
     """Normal-equation solution, falling back to the SVD path on a singular Gram matrix.
-    ``check(A)``, if given, validates the Gram matrix before it is factorized."""
+    ``check(A)``, if given, validates the Gram matrix before it is factorized; ``factor``: see
+    :meth:`Factored.solve_or`."""
     fac = Factored(xp, X, Y, alpha, check)
     ok = full_rank_test(xp, fac, X, rcond, offset_sq)
-    return fac.solve_or(xp, X, Y, all_true(xp, ok), svd.solve, rcond, offset_sq)
+    return fac.solve_or(xp, X, Y, all_true(xp, ok), svd.solve, rcond, offset_sq, factor)

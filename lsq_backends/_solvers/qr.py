@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from .. import _compat
 from . import svd
+from ._factor import inverse_factor, triangular_inverse
 from ._shared import (
     all_true,
     default_cutoff,
@@ -93,11 +94,12 @@ def _uses_cholqr2(xp, X, alpha):
     return m >= n and alpha is None and n > 0 and not _compat.one_pass_qr(xp)
 
 
-def solve(xp, X, Y, alpha, rcond, offset_sq=None):
+def solve(xp, X, Y, alpha, rcond, offset_sq=None, *, factor=False):
     """QR solution (CholeskyQR2 where safe, else Householder), falling back to the SVD of R on
-    a numerically singular factor."""
+    a numerically singular factor. ``factor``: also the ``_factor.Factor`` solved with (tall
+    X, one penalty or none), as a fourth value."""
     if not _uses_cholqr2(xp, X, alpha):
-        return householder(xp, X, Y, alpha, rcond, offset_sq)
+        return householder(xp, X, Y, alpha, rcond, offset_sq, factor)
     from . import normal
 
     fac = normal.Factored(xp, X, Y, None)
@@ -106,13 +108,21 @@ def solve(xp, X, Y, alpha, rcond, offset_sq=None):
     def attempt(X, Y):
         M, L2, Z, good = _cholqr2_factors(xp, X, Y, fac)
         W = dot(xp, M, _compat.solve_triangular(xp, mT(xp, L2), Z, lower=False))
+        if factor:  # X = Q L2^T L^T with Q = X M L2^-T: R^-1 = M L2^-T
+            Rinv = dot(xp, M, triangular_inverse(xp, mT(xp, L2), False))
+            return (W, full_rank(xp, X.shape[:-2], n, X), inverse_factor(xp, Rinv)), good
         return (W, full_rank(xp, X.shape[:-2], n, X)), good
 
-    coef, rank = _gated(
+    solved = _gated(
         xp, _cholqr2_gate(xp, X, rcond, offset_sq, fac), attempt,
-        lambda X, Y: householder(xp, X, Y, None, rcond, offset_sq)[:2], (X, Y),
+        lambda X, Y: _dropped_none(householder(xp, X, Y, None, rcond, offset_sq, factor)), (X, Y),
     )  # fmt: skip
-    return coef, rank, None
+    return (solved[0], solved[1], None, solved[2]) if factor else (*solved, None)
+
+
+def _dropped_none(solved):
+    """(coef, rank, Factor) or (coef, rank) of a solve's result: without its singular values."""
+    return tuple(a for i, a in enumerate(solved) if i != 2)
 
 
 def r_factor(xp, X, Y, rcond, offset_sq=None):
@@ -174,8 +184,9 @@ def _cholqr2_factors(xp, X, Y, fac):
     return M, L2, Z, good
 
 
-def householder(xp, X, Y, alpha, rcond, offset_sq=None):
-    """Householder QR solution, falling back to the SVD of R on a numerically singular factor."""
+def householder(xp, X, Y, alpha, rcond, offset_sq=None, factor=False):
+    """Householder QR solution, falling back to the SVD of R on a numerically singular factor
+    (``factor``: see :func:`solve`)."""
     m, n = X.shape[-2:]
     wide = m < n
     if wide:
@@ -219,6 +230,10 @@ def householder(xp, X, Y, alpha, rcond, offset_sq=None):
     ok = all_true(xp, ok)
 
     def triangular(X, Y):
+        W, rank = _triangular(X, Y)
+        return (W, rank, inverse_factor(xp, triangular_inverse(xp, T, False))) if factor else (W, rank)
+
+    def _triangular(X, Y):
         if alpha is None:
             if wide:
                 W = q_times(_compat.solve_triangular(xp, mT(xp, R), Y, lower=True))
@@ -242,7 +257,7 @@ def householder(xp, X, Y, alpha, rcond, offset_sq=None):
             return q_times(W), rank
         u, s, vh = _compat.svd(xp, R)  # X = (Q U) S V^T, and (Q U)^T y = U^T Z
         scale = svd.uncentered_scale(xp, xp.sum(R * R, axis=-2), offset_sq)
-        return svd.filtered_solve(xp, u, s, vh, Z, alpha, cutoff, n, scale)
+        return svd.filtered_solve(xp, u, s, vh, Z, alpha, cutoff, n, scale, factor)
 
-    coef, rank = _compat.cond(xp, ok, triangular, from_svd_of_r, (X, Y))
-    return coef, rank, None
+    solved = _compat.cond(xp, ok, triangular, from_svd_of_r, (X, Y))
+    return (solved[0], solved[1], None, solved[2]) if factor else (*solved, None)

@@ -15,6 +15,7 @@ BLAS-2 panels), Householder otherwise.
 from __future__ import annotations
 
 from .. import _compat
+from ._factor import spectral_factor
 from ._shared import count, default_cutoff, dot, full_rank, mT
 
 
@@ -27,7 +28,7 @@ def uncentered_scale(xp, colsq, offset_sq):
     return xp.sqrt(xp.max(colsq + offset_sq, axis=-1))
 
 
-def filtered_solve(xp, u, s, vh, y, alpha, cutoff, n, scale=None):
+def filtered_solve(xp, u, s, vh, y, alpha, cutoff, n, scale=None, factor=None):
     """Solve with the factors ``u @ diag(s) @ vh`` of a matrix with ``n`` columns.
 
     ``y`` (..., m, k) is the right-hand side in the range space of ``u``; singular values at
@@ -50,11 +51,15 @@ def filtered_solve(xp, u, s, vh, y, alpha, cutoff, n, scale=None):
         f = xp.where(keep[..., None], ss / (ss * ss + alpha), xp.zeros_like(ss))
         r = count(xp, keep, s)
         rank = xp.where(xp.all(alpha > 0), full_rank(xp, r.shape, n, s), r)
-    return dot(xp, mT(xp, vh), f * uty), rank
+    coef = dot(xp, mT(xp, vh), f * uty)
+    if factor:
+        return coef, rank, spectral_factor(xp, s, vh, keep, alpha, vectors=factor == "vectors")
+    return coef, rank
 
 
-def solve(xp, X, Y, alpha, rcond, offset_sq=None):
-    """Minimum-norm solution of X @ W = Y (or ridge); returns (coef, rank, singular values).
+def solve(xp, X, Y, alpha, rcond, offset_sq=None, *, factor=False):
+    """Minimum-norm solution of X @ W = Y (or ridge); returns (coef, rank, singular values),
+    and with ``factor`` (tall X, one penalty or none) the ``_factor.Factor`` of the SVD.
     The cutoff is relative to the largest singular value, as NumPy's, or with an intercept to
     the largest column norm before centering if that is larger (``offset_sq``).
 
@@ -73,6 +78,9 @@ def solve(xp, X, Y, alpha, rcond, offset_sq=None):
         _compat.flush_checks(xp)  # LAPACK's SVD raises on NaN: the value checks come first
         u, s, vh = _compat.svd(xp, R)
         scale = uncentered_scale(xp, xp.sum(R * R, axis=-2), offset_sq)
+        if factor:
+            coef, rank, fac = filtered_solve(xp, u, s, vh, Z, alpha, cutoff, n, scale, "vectors")
+            return coef, rank, s, fac
         coef, rank = filtered_solve(xp, u, s, vh, Z, alpha, cutoff, n, scale)
     else:
         # X^T = Q R, so X = R^T Q^T; with R^T = U S V^T, X = U S (Q V)^T: the SVD of an m x m
@@ -84,4 +92,4 @@ def solve(xp, X, Y, alpha, rcond, offset_sq=None):
         scale = uncentered_scale(xp, xp.sum(X * X, axis=-2), offset_sq)
         W, rank = filtered_solve(xp, u, s, vh, Y, alpha, cutoff, n, scale)
         coef = q_times(W)
-    return coef, rank, s
+    return (coef, rank, s, None) if factor else (coef, rank, s)

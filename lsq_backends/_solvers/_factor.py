@@ -1,0 +1,62 @@
+"""What a direct solver hands back, with ``factor=True``, for the derivative rules
+(``lsq_backends._derivatives``): the factorization it solved with, as the two small operators
+the derivative of the solution needs. No solver logic here, and no new factorization: each
+operator is made from the factor the solve already has (a triangular inverse, or products
+of singular vectors), O(p**3) on the p x p factor.
+
+Tall X (m >= n) only; the solvers return ``None`` for wide X. With per-target penalties
+(``alpha`` of shape (k,)) each operator is a stack (..., k, n, n), one per target."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from .. import _compat
+from ._shared import dot, eye_like, mT
+
+
+class Factor(NamedTuple):
+    """``K = (X^T X + alpha I)^+`` and ``N = I - X^+ X`` as the solver resolved them (its rank
+    decision: singular values it dropped count as zero), each (..., n, n); ``N`` is zero for a
+    full-rank factor or a positive penalty. ``V`` (..., n, p): the right singular vectors of the
+    ``svd`` method, the dropped ones zero (for the singular values' derivative), else None."""
+
+    K: Any
+    N: Any
+    V: Any = None
+
+
+def inverse_factor(xp, Tinv):
+    """Full-rank factor from ``Tinv`` (..., n, n) with ``Tinv Tinv^T = (X^T X + alpha I)^-1``
+    (the inverse of the upper triangular R or T, or the transposed inverse of a Cholesky L)."""
+    return Factor(dot(xp, Tinv, mT(xp, Tinv)), xp.zeros_like(Tinv))
+
+
+def triangular_inverse(xp, T, lower):
+    """``T^-1`` of a triangular stack (a solve with the identity: no factorization)."""
+    eye = xp.broadcast_to(eye_like(xp, T, T.shape[-1]), tuple(T.shape))
+    return _compat.solve_triangular(xp, T, eye, lower=lower)
+
+
+def spectral_factor(xp, s, vh, keep, alpha, vectors=False):
+    """Factor from the SVD ``u diag(s) vh`` of X (or of its R factor) with the directions ``keep``
+    (..., p); ``alpha`` None, (1,) or (k,) (per target: stacks (..., k, n, n)). A dropped
+    direction is a zero singular value: with a positive penalty ``K`` is ``1 / alpha`` there,
+    without one it is outside X's row space (``N``)."""
+    V = mT(xp, vh)
+    kept = xp.where(keep[..., None, :], V, xp.zeros_like(V)) if vectors else None
+    if alpha is not None and alpha.shape[0] > 1:
+        s, keep, V, vh = s[..., None, :], keep[..., None, :], V[..., None, :, :], vh[..., None, :, :]
+        alpha = alpha[:, None]  # (k, 1) against (..., k, p)
+    safe = xp.where(keep, s, xp.ones_like(s))
+    zero = xp.zeros_like(s)
+    if alpha is None:
+        f = xp.where(keep, 1 / (safe * safe), zero)
+        h = xp.where(keep, zero, xp.ones_like(s))
+    else:
+        a = alpha[0] if alpha.shape[0] == 1 else alpha
+        pos = a > 0
+        rest = xp.where(pos, 1 / xp.where(pos, a, xp.ones_like(a)), zero)
+        f = xp.where(keep, 1 / (safe * safe + a), rest)
+        h = xp.where(keep | pos, zero, xp.ones_like(s))
+    return Factor(dot(xp, V * f[..., None, :], vh), dot(xp, V * h[..., None, :], vh), kept)
