@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from . import _compat, _derivatives
+import array_api_compat
+
+from . import _compat, _derivatives, _torch_autograd
 from ._refine import refine as _refine
 from ._empty import pad_empty_batch
 from ._input import check_bool, check_method, prepare, validated_now
@@ -48,7 +50,8 @@ def _fit_deferred(problem, method, rcond, fit_intercept, refine=0, options=None)
     elif _derivatives.wanted(xp, X, Y, alpha, method, refine):
         # JAX, or PyTorch tensors that require grad: differentiated by the solution's rule.
         kw = (problem.offset_sq, problem.check, options)
-        coef, rank, s, n_iter_rule = _derivatives.solve(xp, X, Y, alpha, method, rcond, *kw)
+        rule = _torch_autograd if array_api_compat.is_torch_namespace(xp) else _derivatives
+        coef, rank, s, n_iter_rule = rule.solve(xp, X, Y, alpha, method, rcond, *kw)
         n_iter = n_iter_rule if method in ITERATIVE else None
     elif method in ITERATIVE:
         coef, rank, n_iter = ITERATIVE[method](xp, X, Y, alpha, **options)

@@ -195,14 +195,8 @@ def wanted(xp, X, Y, alpha, method, refine):
 
 
 def solve(xp, X, Y, alpha, method, rcond, offset_sq, check, options):
-    """``(coef, rank, s, n_iter)`` as the solver gives them, differentiated by the rule."""
-    if _aac.is_torch_namespace(xp):
-        from ._torch_autograd import torch_fit
-
-        def run(X, Y, alpha, factor):
-            return fit(xp, X, Y, alpha, method, rcond, offset_sq, check, options, factor)
-
-        return torch_fit(xp, X, Y, alpha, run, (True, True, method == "svd", method in ITERATIVE))
+    """``(coef, rank, s, n_iter)`` as the solver gives them, differentiated by the rule in
+    JAX (a ``custom_jvp``). PyTorch's twin is ``_torch_autograd.solve``."""
     return _jax_fit(xp, X, Y, alpha, method, rcond, offset_sq, check, options)
 
 

@@ -4,7 +4,7 @@ it. The same code serves CPU and CUDA tensors."""
 
 from __future__ import annotations
 
-from ._derivatives import cotangent, linearize, singular_cotangent
+from ._derivatives import cotangent, fit, linearize, singular_cotangent
 
 _FUNCTION = []
 
@@ -47,3 +47,13 @@ def torch_fit(xp, X, Y, alpha, run, layout):
     not None (``s`` for the svd method, ``n_iter`` for lsqr)."""
     it = iter(_function().apply(X, Y, alpha, run, xp))
     return tuple(next(it) if present else None for present in layout)
+
+
+def solve(xp, X, Y, alpha, method, rcond, offset_sq, check, options):
+    """``(coef, rank, s, n_iter)`` as the solver gives them, differentiated by the rule in
+    PyTorch's autograd (``_derivatives.solve`` for JAX)."""
+
+    def run(X, Y, alpha, factor):
+        return fit(xp, X, Y, alpha, method, rcond, offset_sq, check, options, factor)
+
+    return torch_fit(xp, X, Y, alpha, run, (True, True, method == "svd", method == "lsqr"))
