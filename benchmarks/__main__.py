@@ -43,8 +43,16 @@ def parse_args(argv=None):
     p.add_argument("--quick", action="store_true", help="every shape ~100x smaller, one timed call: a smoke test")
     p.add_argument("--json", metavar="PATH", help="write all rows and run metadata as JSON")
     p.add_argument("--plots", metavar="DIR", help="also run the scaling sweeps and write PNG plots there")
-    p.add_argument("--markdown", metavar="PATH", help="also write the tables as a Markdown page headed by the machine, versions, load and command")
-    p.add_argument("--threads", type=int, help="limit every library to this many threads (1: stable on a busy machine; --quick's default)")
+    p.add_argument(
+        "--markdown",
+        metavar="PATH",
+        help="also write the tables as a Markdown page headed by the machine, versions, load and command",
+    )
+    p.add_argument(
+        "--threads",
+        type=int,
+        help="limit every library to this many threads (1: stable on a busy machine; --quick's default)",
+    )
     p.add_argument("--no-memory", action="store_true", help="skip the tracemalloc peak-memory call")
     p.add_argument("--list", action="store_true", help="list the cases and exit")
     args = p.parse_args(argv)
@@ -136,20 +144,22 @@ def page_header(meta):
     """The header of a ``--markdown`` page: what ran, where, on what, under what load."""
     versions = ", ".join(f"{k} {v}" for k, v in meta["versions"].items())
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
-    return "\n".join([
-        "# Benchmark results",
-        "",
-        f"Machine: {meta['platform']}, {meta['cpu_count']} CPUs ({meta['processor'] or 'processor not reported'}); "
-        f"Python {meta['python']}; {versions}. Threads per library: {meta['threads'] or 'library default'}. "
-        f"Load average at the end of the run (1, 5, 15 min): {load}. Only ratios measured in one run compare.",
-        "",
-        "Command:",
-        "",
-        "```bash",
-        "python -m benchmarks " + " ".join(meta["argv"]),
-        "```",
-        "",
-    ])
+    return "\n".join(
+        [
+            "# Benchmark results",
+            "",
+            f"Machine: {meta['platform']}, {meta['cpu_count']} CPUs ({meta['processor'] or 'processor not reported'}); "
+            f"Python {meta['python']}; {versions}. Threads per library: {meta['threads'] or 'library default'}. "
+            f"Load average at the end of the run (1, 5, 15 min): {load}. Only ratios measured in one run compare.",
+            "",
+            "Command:",
+            "",
+            "```bash",
+            "python -m benchmarks " + " ".join(meta["argv"]),
+            "```",
+            "",
+        ]
+    )
 
 
 if __name__ == "__main__":

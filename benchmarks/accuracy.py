@@ -90,6 +90,7 @@ def _fit_one(lsq, X, y, spec, fit_intercept):
 @functools.cache
 def _jitted(fit_intercept, methods):
     import jax
+
     import lsq_backends
 
     def fit(X, y):

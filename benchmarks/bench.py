@@ -15,9 +15,10 @@ import statistics
 import sys
 import time
 import tracemalloc
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from operator import itemgetter
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import scipy.linalg
@@ -240,7 +241,9 @@ def lsq_specs(case, be, methods):
         return run
 
     if be.name != "jax":  # ridge_cv reads values (eager only): unjitted JAX would time dispatch
-        specs.append(Spec(f"lsq.ridge_cv({case.alphas} alphas)", "loo", be.name, "lsq", cv, pick=lambda ref, o: ref[o[1]]))
+        specs.append(
+            Spec(f"lsq.ridge_cv({case.alphas} alphas)", "loo", be.name, "lsq", cv, pick=lambda ref, o: ref[o[1]])
+        )
     return specs
 
 
@@ -272,7 +275,7 @@ def peer_specs(case, backends):
     """Peers of ``case``: NumPy, SciPy and scikit-learn always (on the NumPy data), the JAX,
     PyTorch, CuPy and Dask solvers when that backend is selected. Sweeps get numpy only."""
     if case.batch:
-        loop = lambda X, y, a: lambda: (np.stack([np.linalg.lstsq(Xi, yi)[0] for Xi, yi in zip(X, y)]),)  # noqa: E731
+        loop = lambda X, y, a: lambda: (np.stack([np.linalg.lstsq(Xi, yi)[0] for Xi, yi in zip(X, y, strict=False)]),)  # noqa: E731
         specs = [Spec("numpy.linalg.lstsq", "python loop", "numpy", "peer", loop)]
     else:
         fit = lambda X, y, a: lambda: np.linalg.lstsq(X, y)  # noqa: E731
@@ -294,7 +297,11 @@ def peer_specs(case, backends):
             solve = jax.vmap(mod.linalg.lstsq) if case.batch else mod.linalg.lstsq
             solve = solve if case.eager else jax.jit(solve)
             make = lambda X, y, a, f=solve: lambda: f(X, y)  # noqa: E731
-            specs.append(Spec("jax.numpy.linalg.lstsq", "eager" if case.eager else "", "jax", "peer", make, jitted=not case.eager))
+            specs.append(
+                Spec(
+                    "jax.numpy.linalg.lstsq", "eager" if case.eager else "", "jax", "peer", make, jitted=not case.eager
+                )
+            )
         elif be.name == "torch":
             make = lambda X, y, a, mod=mod: lambda: tuple(mod.linalg.lstsq(X, _vec(case, y)))  # noqa: E731
             specs.append(Spec("torch.linalg.lstsq", "gels" if be.cuda else "gelsy", "torch", "peer", make))

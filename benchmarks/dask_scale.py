@@ -79,12 +79,18 @@ def run(rows, n, chunk, workers, methods):
     t_ref, (ref_coef, ref_icpt) = _time(lambda: reference(rows, n, chunk))
     print(f"X: {rows} x {n} float64 ({rows * n * 8 / 1e9:.2f} GB), {rows // chunk} row chunks of {chunk}")
     print(f"NumPy reference (chunks regenerated on the client, Gram accumulated): {t_ref:.1f} s\n")
-    print("| workers | generate + persist (s) | X.T@X (s) | dask lstsq (s) | method | fit (s) | x X.T@X | x dask lstsq | rel. error vs NumPy |")
+    print(
+        "| workers | generate + persist (s) | X.T@X (s) | dask lstsq (s) | method | fit (s) | x X.T@X | x dask lstsq "
+        "| rel. error vs NumPy |"
+    )
     print("|---:|---:|---:|---:|---|---:|---:|---:|---:|")
     for w in workers:
-        with distributed.LocalCluster(
-            n_workers=w, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=40
-        ) as cluster, distributed.Client(cluster) as client:
+        with (
+            distributed.LocalCluster(
+                n_workers=w, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=40
+            ) as cluster,
+            distributed.Client(cluster) as client,
+        ):
             X, y = data(rows, n, chunk)
             t0 = time.perf_counter()
             X, y = dask.persist(X, y)
@@ -93,13 +99,16 @@ def run(rows, n, chunk, workers, methods):
             t_gram, _ = _time(lambda: (X.T @ X).compute())
             t_dask, _ = _time(lambda: da.linalg.lstsq(X, y[:, None])[0].compute())
             for method in methods:
+
                 def fit(method=method):
                     with dask.config.set(scheduler=_fail):
                         res = lsq.lstsq(X, y, method=method, fit_intercept=True)
                     return client.compute([res.coef, res.intercept], sync=True)
 
                 t_fit, (coef, icpt) = _time(fit)
-                err = np.linalg.norm(np.r_[coef - ref_coef, icpt - ref_icpt]) / np.linalg.norm(np.r_[ref_coef, ref_icpt])
+                err = np.linalg.norm(np.r_[coef - ref_coef, icpt - ref_icpt]) / np.linalg.norm(
+                    np.r_[ref_coef, ref_icpt]
+                )
                 print(
                     f"| {w} | {t_gen:.1f} | {t_gram:.2f} | {t_dask:.2f} | {method} | {t_fit:.2f} | "
                     f"{t_fit / t_gram:.2f} | {t_fit / t_dask:.2f} | {err:.1e} |"

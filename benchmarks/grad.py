@@ -20,7 +20,9 @@ def grad_specs(case, be, methods, spec_type, fit_specs):
     if be.name not in ("jax", "torch"):
         return specs
     for m in methods:
-        specs.append(spec_type("grad d(c^T coef)/dX", m, be.name, "lsq", _maker(be, m), coef=None, jitted=be.name == "jax"))
+        specs.append(
+            spec_type("grad d(c^T coef)/dX", m, be.name, "lsq", _maker(be, m), coef=None, jitted=be.name == "jax")
+        )
     return specs
 
 

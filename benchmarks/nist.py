@@ -170,7 +170,7 @@ def _from_bundle(name):
 def _read_dat(name, directory):
     path = Path(directory) / f"{name}.dat"
     lines = path.read_text(encoding="ascii").splitlines()  # CRLF or LF
-    header = "\n".join(lines[:_CERTIFIED_START - 1])
+    header = "\n".join(lines[: _CERTIFIED_START - 1])
     c0, c1 = _line_range(header, "Certified Values", _CERTIFIED_START)
     d0, d1 = _line_range(header, "Data", _DATA_START)
     params, resid_sd, r2 = _parse_certified(lines[c0 - 1 : c1 or d0 - 1], name)

@@ -52,7 +52,9 @@ def _many_targets_data(m, n, k, seed=0):
     amp = np.geomspace(0.02, 2.0, k)
     for j in range(0, k, 1000):
         b = slice(j, min(j + 1000, k))
-        Y[:, b] = X @ (rng.standard_normal((n, b.stop - j)) * amp[b] / np.sqrt(n)) + rng.standard_normal((m, b.stop - j))
+        Y[:, b] = X @ (rng.standard_normal((n, b.stop - j)) * amp[b] / np.sqrt(n)) + rng.standard_normal(
+            (m, b.stop - j)
+        )
     return X, Y
 
 
@@ -87,7 +89,9 @@ def _child(lib, backend, m, n, k, a, folds, batch, out):
     else:
 
         def fit():
-            return lsq.ridge_cv(X, Y, alphas, cv=folds, alpha_per_target=True, fit_intercept=False, target_batch=batch).alpha
+            return lsq.ridge_cv(
+                X, Y, alphas, cv=folds, alpha_per_target=True, fit_intercept=False, target_batch=batch
+            ).alpha
 
     base = _status_kib("VmRSS")
     try:
@@ -111,19 +115,36 @@ def many_targets(args):
     import tempfile
 
     load = os.getloadavg()[0]
-    print(f"X {args.m}x{args.n}, {args.targets} targets, {args.alphas} alphas, {args.folds} folds, per-target "
-          f"penalties, target batch {args.target_batch}, float64 CPU, threads {args.threads or 'default'}; one fit each, "
-          f"fresh process; load average {load:.1f}")
+    print(
+        f"X {args.m}x{args.n}, {args.targets} targets, {args.alphas} alphas, {args.folds} folds, per-target "
+        f"penalties, target batch {args.target_batch}, float64 CPU, threads {args.threads or 'default'}; one fit each, "
+        f"fresh process; load average {load:.1f}"
+    )
     for backend in args.backends.split(","):
         res = {}
         with tempfile.TemporaryDirectory() as tmp:
             for lib in ("lsq", "himalaya"):
                 out = os.path.join(tmp, f"{lib}.npy")
-                cmd = [sys.executable, "-m", "benchmarks.ridge_cv", "--child", lib, backend, str(args.m), str(args.n),
-                       str(args.targets), str(args.alphas), str(args.folds), str(args.target_batch), out]
+                cmd = [
+                    sys.executable,
+                    "-m",
+                    "benchmarks.ridge_cv",
+                    "--child",
+                    lib,
+                    backend,
+                    str(args.m),
+                    str(args.n),
+                    str(args.targets),
+                    str(args.alphas),
+                    str(args.folds),
+                    str(args.target_batch),
+                    out,
+                ]
                 env = dict(os.environ)
                 if args.threads:
-                    env.update({v: str(args.threads) for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")})
+                    env.update(
+                        {v: str(args.threads) for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
+                    )
                 proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
                 if proc.returncode:
                     print(f"  {backend} {lib}: failed\n{proc.stderr[-2000:]}")
@@ -133,9 +154,11 @@ def many_targets(args):
             continue
         (a, pa), (b, pb) = res["lsq"], res["himalaya"]
         same = float(np.mean(np.isclose(pa, pb, rtol=1e-6)))
-        print(f"  {backend:6s} lsq.ridge_cv {a['time']:8.2f} s {a['peak_mib']:8.0f} MiB | himalaya RidgeCV "
-              f"{b['time']:8.2f} s {b['peak_mib']:8.0f} MiB | himalaya / lsq {b['time'] / a['time']:.2f}x; "
-              f"same penalty for {100 * same:.2f}% of targets ({len(np.unique(pa))} distinct chosen)")
+        print(
+            f"  {backend:6s} lsq.ridge_cv {a['time']:8.2f} s {a['peak_mib']:8.0f} MiB | himalaya RidgeCV "
+            f"{b['time']:8.2f} s {b['peak_mib']:8.0f} MiB | himalaya / lsq {b['time'] / a['time']:.2f}x; "
+            f"same penalty for {100 * same:.2f}% of targets ({len(np.unique(pa))} distinct chosen)"
+        )
 
 
 def main(argv=None):
@@ -153,7 +176,9 @@ def main(argv=None):
     p.add_argument("--himalaya", action="store_true", help="many targets against himalaya (defaults below)")
     p.add_argument("--target-batch", type=int, default=1000)
     p.add_argument("--backends", default="numpy,torch")
-    p.add_argument("--threads", type=int, default=0, help="BLAS/torch threads of the --himalaya fits (0: library default)")
+    p.add_argument(
+        "--threads", type=int, default=0, help="BLAS/torch threads of the --himalaya fits (0: library default)"
+    )
     args = p.parse_args(argv)
     if args.himalaya:
         given = set(argv)
@@ -174,12 +199,16 @@ def main(argv=None):
     }
     times, chosen = median_times(fns, args.repeat)
     load = os.getloadavg()[0]
-    print(f"X {args.m}x{args.n}, {args.targets} target(s), {args.alphas} alphas, {args.folds} folds; "
-          f"median of {args.repeat}; load average {load:.1f}")
+    print(
+        f"X {args.m}x{args.n}, {args.targets} target(s), {args.alphas} alphas, {args.folds} folds; "
+        f"median of {args.repeat}; load average {load:.1f}"
+    )
     for name, t in times.items():
         print(f"  {name:16s} {t * 1e3:10.1f} ms   alpha {chosen[name]:.4g}")
-    print(f"  sklearn / lsq: {times['sklearn RidgeCV'] / times['lsq.ridge_cv']:.1f}x; same alpha: "
-          f"{np.isclose(chosen['lsq.ridge_cv'], chosen['sklearn RidgeCV'])}")
+    print(
+        f"  sklearn / lsq: {times['sklearn RidgeCV'] / times['lsq.ridge_cv']:.1f}x; same alpha: "
+        f"{np.isclose(chosen['lsq.ridge_cv'], chosen['sklearn RidgeCV'])}"
+    )
 
 
 if __name__ == "__main__":

@@ -78,7 +78,9 @@ def main(argv=None):
     cv, sk = lsq.ridge_cv(X, y, alphas), RidgeCV(alphas=alphas).fit(X, y)
     assert float(cv.alpha) == sk.alpha_, (cv.alpha, sk.alpha_)
     times = best_of(t, args.repeat)
-    print(f"# ridge path and LOO-CV, NumPy float64, X {m}x{n}, {len(alphas)} alphas, best of {args.repeat} interleaved rounds")
+    print(
+        f"# ridge path and LOO-CV, NumPy float64, X {m}x{n}, {len(alphas)} alphas, best of {args.repeat} interleaved rounds"
+    )
     print(f"# path vs sklearn Ridge coef: max rel diff {err:.1e}; ridge_cv alpha == RidgeCV alpha_")
     print("| timing | ms |")
     print("|---|---:|")

@@ -34,7 +34,9 @@ def main(m=200_000, n=50, seed=0):
             return abs(float((np.longdouble(v) - ref) / ref))
 
         gram_full, gram_short = yy - 2 * b @ w + w @ A @ w, yy - b @ w
-        print(f"| {noise:.0e} | {float(ref / yy):.1e} | {err(r @ r):.1e} | {err(gram_full):.1e} | {err(gram_short):.1e} |")
+        print(
+            f"| {noise:.0e} | {float(ref / yy):.1e} | {err(r @ r):.1e} | {err(gram_full):.1e} | {err(gram_short):.1e} |"
+        )
 
 
 if __name__ == "__main__":

@@ -128,17 +128,29 @@ def worker(spec):
     _, traced_peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     rss = _status_kb("VmHWM")
-    print(json.dumps({
-        "kind": kind, "rows": rows, "fit_s": t_fit, "total_s": elapsed,
-        "tracemalloc_mb": traced_peak / 2**20, "rss_increase_mb": (rss - rss0) / 1024,
-        "coef": np.asarray(res.coef).tolist(), "intercept": float(res.intercept), "rss": float(res.rss),
-    }))
+    print(
+        json.dumps(
+            {
+                "kind": kind,
+                "rows": rows,
+                "fit_s": t_fit,
+                "total_s": elapsed,
+                "tracemalloc_mb": traced_peak / 2**20,
+                "rss_increase_mb": (rss - rss0) / 1024,
+                "coef": np.asarray(res.coef).tolist(),
+                "intercept": float(res.intercept),
+                "rss": float(res.rss),
+            }
+        )
+    )
 
 
 def run_worker(spec):
     out = subprocess.run(
         [sys.executable, "-m", "benchmarks.stream", "--worker", json.dumps(spec)],
-        check=True, capture_output=True, text=True,
+        check=True,
+        capture_output=True,
+        text=True,
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -153,7 +165,9 @@ def main(argv=None):
     p.add_argument("--rows", type=int, default=10_000_000)
     p.add_argument("--cols", type=int, default=20)
     p.add_argument("--chunk", type=int, default=100_000, help="rows per chunk")
-    p.add_argument("--subset", type=int, default=1_000_000, help="rows fitted both in memory and streamed (accuracy and time peer)")
+    p.add_argument(
+        "--subset", type=int, default=1_000_000, help="rows fitted both in memory and streamed (accuracy and time peer)"
+    )
     p.add_argument("--dir", default="/tmp")
     p.add_argument("--keep", action="store_true", help="keep the .npy file")
     p.add_argument("--no-madvise", action="store_true", help="do not release the map's pages after each chunk")
@@ -178,20 +192,33 @@ def main(argv=None):
         if not args.keep and os.path.exists(path):
             os.remove(path)
     p_state = args.cols + 1
-    print(f"\nstate: (p + 1)^2 = {(p_state + 1) ** 2} float64 numbers, {(p_state + 1) ** 2 * 8 / 1024:.1f} KiB; "
-          f"chunk buffer {args.chunk * p_state * 8 / 2**20:.1f} MiB; madvise={'off' if args.no_madvise else 'on'}")
+    print(
+        f"\nstate: (p + 1)^2 = {(p_state + 1) ** 2} float64 numbers, {(p_state + 1) ** 2 * 8 / 1024:.1f} KiB; "
+        f"chunk buffer {args.chunk * p_state * 8 / 2**20:.1f} MiB; madvise={'off' if args.no_madvise else 'on'}"
+    )
     print(f"\nAll {args.rows} rows streamed ({size_gb:.2f} GB file):\n")
-    print("| accumulator | time (s) | rows/s | tracemalloc peak (MiB) | peak RSS increase (MiB) | rel. diff coef vs other accumulator |")
+    print(
+        "| accumulator | time (s) | rows/s | tracemalloc peak (MiB) | peak RSS increase (MiB) | rel. diff coef vs other accumulator |"
+    )
     print("|---|---:|---:|---:|---:|---:|")
-    for r, other in zip(rows, rows[::-1]):
-        print(f"| {r['kind']} | {r['fit_s']:.1f} | {r['rows'] / r['fit_s']:.3g} | {r['tracemalloc_mb']:.1f} | {r['rss_increase_mb']:.1f} | {_rel(r['coef'], other['coef']):.1e} |")
+    for r, other in zip(rows, rows[::-1], strict=False):
+        print(
+            f"| {r['kind']} | {r['fit_s']:.1f} | {r['rows'] / r['fit_s']:.3g} | {r['tracemalloc_mb']:.1f} | "
+            f"{r['rss_increase_mb']:.1f} | {_rel(r['coef'], other['coef']):.1e} |"
+        )
     print(f"\nFirst {subset} rows, streamed vs in memory (lsq_backends.lstsq, fit_intercept=True, same method):\n")
-    print("| method | stream (s) | in memory (s) | stream / in memory | rel. diff coef | rel. diff intercept | rel. diff rss | in-memory peak RSS increase (MiB) | stream peak RSS increase (MiB) |")
+    print(
+        "| method | stream (s) | in memory (s) | stream / in memory | rel. diff coef | rel. diff intercept | rel. diff rss "
+        "| in-memory peak RSS increase (MiB) | stream peak RSS increase (MiB) |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for kind in KINDS:
         s, m = sub[kind], mem[kind]
-        print(f"| {kind} | {s['fit_s']:.2f} | {m['fit_s']:.2f} | {s['fit_s'] / m['fit_s']:.2f} | {_rel(s['coef'], m['coef']):.1e} | "
-              f"{_rel(s['intercept'], m['intercept']):.1e} | {_rel(s['rss'], m['rss']):.1e} | {m['rss_increase_mb']:.0f} | {s['rss_increase_mb']:.0f} |")
+        print(
+            f"| {kind} | {s['fit_s']:.2f} | {m['fit_s']:.2f} | {s['fit_s'] / m['fit_s']:.2f} | {_rel(s['coef'], m['coef']):.1e} | "
+            f"{_rel(s['intercept'], m['intercept']):.1e} | {_rel(s['rss'], m['rss']):.1e} | "
+            f"{m['rss_increase_mb']:.0f} | {s['rss_increase_mb']:.0f} |"
+        )
 
 
 if __name__ == "__main__":

@@ -60,7 +60,11 @@ def run(m, n, ridge, repeat, dtype):
         ref = np.asarray(results["lsq svd"][1][0], np.float64)
         for name, (t, out) in results.items():
             coef = np.asarray(out[0], np.float64)
-            err = np.linalg.norm(coef - ref) / np.linalg.norm(ref) if problem == "lstsq" or name != "numpy.linalg.lstsq" else None
+            err = (
+                np.linalg.norm(coef - ref) / np.linalg.norm(ref)
+                if problem == "lstsq" or name != "numpy.linalg.lstsq"
+                else None
+            )
             n_iter = getattr(out, "n_iter", None)
             rows.append((problem, name, t, t / results["lsq normal"][0], err, None if n_iter is None else int(n_iter)))
     return rows

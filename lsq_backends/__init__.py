@@ -44,4 +44,6 @@ def __getattr__(name):
 
 def __dir__():
     return sorted(set(globals()) | set(_ESTIMATORS))
+
+
 __version__ = "0.1.0"

@@ -17,8 +17,18 @@ from ._input import check_bool, check_method
 from ._result import LstsqResult
 from ._solvers import qr as _qr
 from ._solvers import svd as _svd
-from ._solvers._shared import add_penalty, all_true, diagonal, dot, eps, full_rank
-from ._solvers._shared import merge_targets, mT, pivot_ratios, split_targets
+from ._solvers._shared import (
+    add_penalty,
+    all_true,
+    diagonal,
+    dot,
+    eps,
+    full_rank,
+    merge_targets,
+    mT,
+    pivot_ratios,
+    split_targets,
+)
 from ._stream import Accumulator, gram
 
 
@@ -172,7 +182,10 @@ class NormalAccumulator(_Solvable):
         cutoff = _default_cutoff(xp, state, n, rcond)
         # As normal.full_rank_test: each pivot against its own column at the Gram matrix's
         # precision (sqrt(eps * rows)), and against the column before centering (cutoff).
-        tol = xp.maximum(xp.sqrt(_default_cutoff(xp, state, n, None)), xp.asarray(rcond or 0.0, dtype=S.dtype, device=_compat.device(S)))
+        tol = xp.maximum(
+            xp.sqrt(_default_cutoff(xp, state, n, None)),
+            xp.asarray(rcond or 0.0, dtype=S.dtype, device=_compat.device(S)),
+        )
         pivots, d = diagonal(xp, L), diagonal(xp, A)
         ok = pivots / xp.sqrt(xp.where(d > 0, d, xp.ones_like(d))) > tol
         ok = all_true(xp, ok & (pivot_ratios(xp, pivots, d, offset_sq) > cutoff))

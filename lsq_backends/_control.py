@@ -144,10 +144,10 @@ def cond(xp, pred, true_fn, false_fn, operands):
         ops_t = tuple(dask_gate(a, pred) for a in operands)
         ops_f = tuple(dask_gate(a, ~pred) for a in operands)
         a, b = true_fn(*ops_t), false_fn(*ops_f)
-        return tuple(None if x is None else xp.where(pred, x, y) for x, y in zip(a, b))
+        return tuple(None if x is None else xp.where(pred, x, y) for x, y in zip(a, b, strict=False))
     if is_lazy(pred):
         a, b = true_fn(*operands), false_fn(*operands)
-        return tuple(None if x is None else xp.where(pred, x, y) for x, y in zip(a, b))
+        return tuple(None if x is None else xp.where(pred, x, y) for x, y in zip(a, b, strict=False))
     return true_fn(*operands) if _read(pred, xp) else false_fn(*operands)
 
 
@@ -251,4 +251,4 @@ def over_columns(xp, fn, arrays, batch):
             joined.append(xp.reshape(o, (*o.shape[:-2], blocks * batch))[..., :k])
         return tuple(joined)
     parts = [fn(*(a[..., j : min(j + batch, k)] for a in arrays)) for j in range(0, k, batch)]
-    return tuple(xp.concat(list(p), axis=-1) for p in zip(*parts))
+    return tuple(xp.concat(list(p), axis=-1) for p in zip(*parts, strict=False))

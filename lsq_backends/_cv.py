@@ -208,8 +208,18 @@ def ridge_cv(
         msg = "scoring applies to held-out folds (cv=k, a splitter or index pairs); leave-one-out and 'gcv' score the squared error"
         raise ValueError(msg)
     problem = prepare(
-        X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, alpha=alphas, ridge=True,
-        eliminate=False, keep_original=True, defer_checks=True, alpha_name="alphas", scale="shared",
+        X,
+        y,
+        sample_weight,
+        fit_intercept=fit_intercept,
+        check_finite=check_finite,
+        alpha=alphas,
+        ridge=True,
+        eliminate=False,
+        keep_original=True,
+        defer_checks=True,
+        alpha_name="alphas",
+        scale="shared",
     )
     xp, Xc, Yc, alphas = problem.xp, problem.X, problem.Y, problem.alpha
     m = Xc.shape[-2]

@@ -26,9 +26,7 @@ def dask_solve_triangular(a, b, lower):
     # A module-level function (not a closure): the graph, kept by fitted estimators' lazy
     # attributes, must pickle with plain pickle.
     block = functools.partial(solve_triangular_block, lower=lower)
-    return da.blockwise(
-        block, batch + "ik", a, batch + "ij", b, batch + "jk", dtype=b.dtype, concatenate=True
-    )
+    return da.blockwise(block, batch + "ik", a, batch + "ij", b, batch + "jk", dtype=b.dtype, concatenate=True)
 
 
 def solve_triangular_block(a_blk, b_blk, lower):
@@ -74,9 +72,7 @@ def dask_per_matrix(func, signature, x, n_out, p):
     import dask.array as da
 
     x = x.rechunk({-2: -1, -1: -1})
-    return da.apply_gufunc(
-        func, signature, x, output_sizes={"p": p}, output_dtypes=(x.dtype,) * n_out
-    )
+    return da.apply_gufunc(func, signature, x, output_sizes={"p": p}, output_dtypes=(x.dtype,) * n_out)
 
 
 _TREE = 8  # R factors stacked and re-factored per node of the Dask TSQR tree

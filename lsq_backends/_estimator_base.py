@@ -73,8 +73,7 @@ except ImportError:  # absent, or older than 1.6 (no validate_data, no __sklearn
             # As scikit-learn prints by default: only the parameters that differ from their default.
             sig = inspect.signature(type(self).__init__).parameters
             changed = [
-                f"{k}={v!r}" for k, v in self.get_params(deep=False).items()
-                if not _same_default(v, sig[k].default)
+                f"{k}={v!r}" for k, v in self.get_params(deep=False).items() if not _same_default(v, sig[k].default)
             ]
             return f"{type(self).__name__}({', '.join(changed)})"
 
@@ -149,8 +148,14 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
             # it is given (the names before it checks the values): give it a shallow copy.
             probe = copy.copy(self)
             X, y = validate_data(
-                probe, X, y, accept_sparse=False, dtype=[np.float64, np.float32], multi_output=True,
-                y_numeric=True, ensure_all_finite=bool(self.check_finite),
+                probe,
+                X,
+                y,
+                accept_sparse=False,
+                dtype=[np.float64, np.float32],
+                multi_output=True,
+                y_numeric=True,
+                ensure_all_finite=bool(self.check_finite),
             )
             if sample_weight is not None:
                 sample_weight = _check_sample_weight(sample_weight, X, dtype=X.dtype, ensure_non_negative=True)
@@ -185,7 +190,11 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
             import numpy as np
 
             return validate_data(
-                self, X, reset=False, accept_sparse=False, dtype=[np.float64, np.float32],
+                self,
+                X,
+                reset=False,
+                accept_sparse=False,
+                dtype=[np.float64, np.float32],
                 ensure_all_finite=bool(self.check_finite),
             )
         xp = _compat.array_namespace(coef)

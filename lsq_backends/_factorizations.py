@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import array_api_compat as _aac
 
-from ._dask_blocks import dask_per_matrix, dask_tsqr_apply, numpy_safe_cholesky, numpy_eigh, numpy_qr, numpy_svd
+from ._dask_blocks import dask_per_matrix, dask_tsqr_apply, numpy_eigh, numpy_qr, numpy_safe_cholesky, numpy_svd
 from ._products import matmul
 from ._triangular import scipy_for
 

@@ -41,7 +41,9 @@ def folds(cv, m, groups=None):
         sizes[: m % k] += 1
         edges = np.concatenate([[0], np.cumsum(sizes)])
         idx = np.arange(m)
-        return [(np.concatenate([idx[: edges[i]], idx[edges[i + 1] :]]), idx[edges[i] : edges[i + 1]]) for i in range(k)]
+        return [
+            (np.concatenate([idx[: edges[i]], idx[edges[i + 1] :]]), idx[edges[i] : edges[i + 1]]) for i in range(k)
+        ]
     if hasattr(cv, "split"):
         pairs = cv.split(np.zeros((m, 1)), np.zeros(m), groups)
     else:

@@ -159,9 +159,7 @@ class Accumulator:
         if getattr(X, "ndim", 2) != 2:
             msg = f"X must be one chunk of rows of shape (m, n_features); got shape {tuple(X.shape)}"
             raise ValueError(msg)
-        problem = prepare(
-            X, y, sample_weight, fit_intercept=False, check_finite=check_finite, keep_original=True
-        )
+        problem = prepare(X, y, sample_weight, fit_intercept=False, check_finite=check_finite, keep_original=True)
         xp = problem.xp
         Xv, Y, root = problem.original
         meta = Meta(xp, _compat.device(Xv), Xv.dtype, Xv.shape[1], Y.shape[1], problem.y_was_vector)

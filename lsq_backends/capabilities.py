@@ -43,19 +43,30 @@ CAPABILITIES = {
     "ridge (path)": {**_DIRECT, "host_reads": "1-2"},
     "ridge_cv": {**_DIRECT, "dask_lazy": True, "host_reads": "1"},
     "diagnostics": {**_DIRECT, "host_reads": "1"},
-    "nnls": {**_DIRECT, "jax_grad": False, "dask_lazy": False, "host_reads": "1 per convergence test (every 10th iteration on a GPU)"},
+    "nnls": {
+        **_DIRECT,
+        "jax_grad": False,
+        "dask_lazy": False,
+        "host_reads": "1 per convergence test (every 10th iteration on a GPU)",
+    },
     "NormalAccumulator": {**_DIRECT, "host_reads": "1 per update"},
     "QRAccumulator": {**_DIRECT, "torch_autograd": False, "host_reads": "1 per update"},
 }
 
 # Why a "no" is a no, shown under the table.
 NOTES = {
-    ("lstsq:lsqr", "jax_grad"): "by implicit differentiation: K is applied by two more LSQR solves inside `lax.custom_linear_solve`, not by unrolling the loop.",
+    (
+        "lstsq:lsqr",
+        "jax_grad",
+    ): "by implicit differentiation: K is applied by two more LSQR solves inside `lax.custom_linear_solve`, not by unrolling the loop.",
     ("nnls", "jax_grad"): "its active-set iteration is a `lax.while_loop`, which has no reverse-mode rule.",
     ("nnls", "dask_lazy"): "the iteration computes every 10 iterations (its convergence test is read).",
     ("QRAccumulator", "torch_autograd"): "its updates call `geqrf`, which has no derivative in PyTorch.",
     ("lstsq:lsqr", "dask_lazy"): "the iteration computes every 10 iterations (its convergence test is read).",
-    ("lstsq:auto", "sharded"): "the QR branch of a fit and every rank fallback all-gather X (XLA does not partition a QR).",
+    (
+        "lstsq:auto",
+        "sharded",
+    ): "the QR branch of a fit and every rank fallback all-gather X (XLA does not partition a QR).",
 }
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from . import _compat
-from ._api import refined_solution, check_refine
+from ._api import check_refine, refined_solution
 from ._input import check_bool, prepare
 from ._solvers._shared import all_true, count, dot, eps, mT
 
@@ -198,9 +198,7 @@ def _ratio(xp, a, b):
     return xp.where(pos, q, xp.where(a == 0, xp.zeros_like(q), xp.where(a > 0, inf, -inf)))
 
 
-def diagnostics(
-    X, y, /, *, fit_intercept=True, sample_weight=None, cov_type="nonrobust", check_finite=True, refine=0
-):
+def diagnostics(X, y, /, *, fit_intercept=True, sample_weight=None, cov_type="nonrobust", check_finite=True, refine=0):
     """Standard errors, t statistics, R² and robust covariances of a least-squares fit.
 
     Ordinary (or, with ``sample_weight``, weighted) least squares of ``y`` on ``X``, with the

@@ -82,8 +82,13 @@ class LinearRegression(LinearModelBase):
         if positive:
             return self._store({**fitted, **_positive_fit(self, X, y, sample_weight, 0.0, check_finite)}, _OPTIONAL)
         r = lstsq(
-            X, y, method=self.method, rcond=self.rcond, fit_intercept=bool(self.fit_intercept),
-            sample_weight=sample_weight, check_finite=check_finite,
+            X,
+            y,
+            method=self.method,
+            rcond=self.rcond,
+            fit_intercept=bool(self.fit_intercept),
+            sample_weight=sample_weight,
+            check_finite=check_finite,
         )
         return self._store({**fitted, **self._coef(r), "rank_": r.rank, "singular_": r.singular_values}, _OPTIONAL)
 
@@ -147,8 +152,14 @@ class Ridge(LinearModelBase):
             fit = _positive_fit(self, X, y, sample_weight, alpha, check_finite, single_target_1d=single)
             return self._store({**fitted, **fit}, _OPTIONAL)
         r = ridge(
-            X, y, alpha, method=self.method, fit_intercept=bool(self.fit_intercept), sample_weight=sample_weight,
-            check_finite=check_finite, per_target=per_target,
+            X,
+            y,
+            alpha,
+            method=self.method,
+            fit_intercept=bool(self.fit_intercept),
+            sample_weight=sample_weight,
+            check_finite=check_finite,
+            per_target=per_target,
         )
         return self._store({**fitted, **self._coef(r, single_target_1d=y.ndim == 2 and y.shape[1] == 1)}, _OPTIONAL)
 
@@ -249,8 +260,17 @@ class RidgeCV(LinearModelBase):
     """
 
     def __init__(
-        self, alphas=(0.1, 1.0, 10.0), *, fit_intercept=True, alpha_per_target=False, store_cv_results=False,
-        gcv_mode="auto", check_finite=True, cv=None, scoring=None, target_batch=None,
+        self,
+        alphas=(0.1, 1.0, 10.0),
+        *,
+        fit_intercept=True,
+        alpha_per_target=False,
+        store_cv_results=False,
+        gcv_mode="auto",
+        check_finite=True,
+        cv=None,
+        scoring=None,
+        target_batch=None,
     ):
         self.alphas = alphas
         self.target_batch = target_batch
@@ -278,9 +298,18 @@ class RidgeCV(LinearModelBase):
             raise ValueError(msg)
         scoring = "r2" if held_out and self.scoring is None else self.scoring
         r = ridge_cv(
-            X, y, _alpha_arg(self.alphas, X, "alphas"), fit_intercept=bool(self.fit_intercept), sample_weight=sample_weight,
-            alpha_per_target=bool(self.alpha_per_target), mode=self.gcv_mode, check_finite=check_finite,
-            cv=self.cv, scoring=scoring, groups=groups, target_batch=self.target_batch,
+            X,
+            y,
+            _alpha_arg(self.alphas, X, "alphas"),
+            fit_intercept=bool(self.fit_intercept),
+            sample_weight=sample_weight,
+            alpha_per_target=bool(self.alpha_per_target),
+            mode=self.gcv_mode,
+            check_finite=check_finite,
+            cv=self.cv,
+            scoring=scoring,
+            groups=groups,
+            target_batch=self.target_batch,
         )
         xp = _compat.array_namespace(r.coef)
         fitted.update(self._coef(r, single_target_1d=y.ndim == 2 and y.shape[1] == 1), alpha_=r.alpha)

@@ -40,7 +40,12 @@ def reference(X, y, *, alpha=None, sw=None, fit_intercept=False):
     Xc, Yc, xo, yo = center(X, y, sw, fit_intercept)
     if alpha is None:
         solve = lambda A, B: np.linalg.lstsq(A, B, rcond=None)[0]  # noqa: E731
-        coef = np.stack([solve(A, B) for A, B in zip(Xc.reshape((-1,) + Xc.shape[-2:]), Yc.reshape((-1,) + Yc.shape[-2:]))])
+        coef = np.stack(
+            [
+                solve(A, B)
+                for A, B in zip(Xc.reshape((-1,) + Xc.shape[-2:]), Yc.reshape((-1,) + Yc.shape[-2:]), strict=False)
+            ]
+        )
         coef = coef.reshape(Xc.shape[:-2] + coef.shape[-2:])
     else:
         a = np.broadcast_to(np.atleast_1d(np.asarray(alpha, np.float64)), (Yc.shape[-1],))

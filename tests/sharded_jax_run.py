@@ -18,7 +18,8 @@ import numpy as np
 
 jax.config.update("jax_enable_x64", True)
 
-from jax.sharding import Mesh, NamedSharding, PartitionSpec as P  # noqa: E402
+from jax.sharding import Mesh, NamedSharding  # noqa: E402
+from jax.sharding import PartitionSpec as P  # noqa: E402
 
 import lsq_backends as lsq  # noqa: E402
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from problems import cond, design, reference, rel_err, tolerance
 
 import lsq_backends as lsq
-from problems import cond, design, reference, rel_err, tolerance
 
 ACCUMULATORS = {"normal": lsq.NormalAccumulator, "qr": lsq.QRAccumulator}
 
@@ -72,8 +72,8 @@ def _fields(be, res):
     if be.lazy:
         import dask
 
-        return {name: np.asarray(v) for name, v in zip(names, dask.compute(*values))}
-    return {name: be.to_numpy(v) for name, v in zip(names, values)}
+        return {name: np.asarray(v) for name, v in zip(names, dask.compute(*values), strict=False)}
+    return {name: be.to_numpy(v) for name, v in zip(names, values, strict=False)}
 
 
 def _check(be, res, ref, tol, alpha, dtype="float64"):
@@ -98,7 +98,11 @@ def _check(be, res, ref, tol, alpha, dtype="float64"):
 
 # Each case with two chunkings, each chunking with several cases (any chunking of every case:
 # the hypothesis test below, in the numpy session; JAX compiles an update per chunk shape).
-PAIRS = [(case, chunking) for i, case in enumerate(sorted(CASES)) for chunking in (sorted(CHUNKINGS)[i % 4], sorted(CHUNKINGS)[(i + 2) % 4])]
+PAIRS = [
+    (case, chunking)
+    for i, case in enumerate(sorted(CASES))
+    for chunking in (sorted(CHUNKINGS)[i % 4], sorted(CHUNKINGS)[(i + 2) % 4])
+]
 
 
 @pytest.mark.parametrize(("case", "chunking"), PAIRS)
@@ -138,7 +142,9 @@ def test_agrees_with_lstsq_and_ridge(be, kind):
         for res, mem in pairs:
             assert res.coef.dtype == mem.coef.dtype
             assert rel_err(be.to_numpy(res.coef), be.to_numpy(mem.coef)) <= 2 * tol
-            np.testing.assert_allclose(be.to_numpy(res.intercept), be.to_numpy(mem.intercept), rtol=2 * tol, atol=2 * tol)
+            np.testing.assert_allclose(
+                be.to_numpy(res.intercept), be.to_numpy(mem.intercept), rtol=2 * tol, atol=2 * tol
+            )
 
 
 @pytest.mark.parametrize("kind", sorted(ACCUMULATORS))
@@ -180,7 +186,7 @@ def test_merge_is_order_invariant(be, kind):
         # Same data, different rounding only: the two agree far inside the error bound.
         np.testing.assert_allclose(be.to_numpy(res.coef), be.to_numpy(sequential.coef), rtol=tol, atol=tol)
     # The merged-in operands and the originals of the copies are left alone.
-    assert all(acc.state is state for acc, state in zip(accs, states))
+    assert all(acc.state is state for acc, state in zip(accs, states, strict=False))
     np.testing.assert_array_equal(be.to_numpy(accs[0].state.stat), before)
     assert lsq.NormalAccumulator().merge(lsq.NormalAccumulator()).state is None
 
@@ -261,7 +267,9 @@ def test_no_features_and_errors(be):
             acc.update(be.asarray(np.full((3, 2), np.nan)), be.asarray(np.ones(3)))
         with pytest.raises(ValueError, match="non-negative"):
             acc.update(be.asarray(np.ones((3, 2))), be.asarray(np.ones(3)), sample_weight=be.asarray(-np.ones(3)))
-        zero = lsq.NormalAccumulator().update(be.asarray(np.ones((3, 2))), be.asarray(np.ones(3)), sample_weight=be.asarray(np.zeros(3)))
+        zero = lsq.NormalAccumulator().update(
+            be.asarray(np.ones((3, 2))), be.asarray(np.ones(3)), sample_weight=be.asarray(np.zeros(3))
+        )
         with pytest.raises(ValueError, match="positive total weight"):
             zero.solve()
     # Integer chunks take the accumulator's dtype; the failed updates above changed nothing.
@@ -283,7 +291,11 @@ def test_strict_device(strict_device):
     for kind in ACCUMULATORS:
         acc = _accumulate(be, kind, X, y, sw, [10, 0, 50])
         other = _accumulate(be, kind, X, y, sw, [1, 59])
-        for res in (acc.solve(), acc.copy().merge(other).solve(0.5, fit_intercept=False), acc.solve(fit_intercept=False)):
+        for res in (
+            acc.solve(),
+            acc.copy().merge(other).solve(0.5, fit_intercept=False),
+            acc.solve(fit_intercept=False),
+        ):
             for field in (res.coef, res.intercept, res.rss, res.rank):
                 assert field.device == be.device
         with pytest.raises(ValueError, match="device"):
@@ -304,7 +316,7 @@ def test_jax_jit_step_and_scan(request, kind):
     state = step(acc.state, jnp.asarray(X[12:36]), jnp.asarray(y[12:36]), jnp.asarray(sw[12:36]))
     state = step(state, jnp.asarray(X[36:]), jnp.asarray(y[36:]), jnp.asarray(sw[36:]))
     eager = _accumulate_jax(kind, X, y, sw)
-    for a, b in zip(state, eager.state):
+    for a, b in zip(state, eager.state, strict=False):
         if kind == "normal":  # the QR factor is unique only up to the signs of its rows
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-12, atol=1e-12)
     # lax.scan over equal chunks, then a jitted solve.
@@ -327,7 +339,7 @@ def _accumulate_jax(kind, X, y, sw):
 
 def _chunk_sizes(draw_cuts, m):
     cuts = sorted(draw_cuts)
-    return [b - a for a, b in zip([0, *cuts], [*cuts, m])]
+    return [b - a for a, b in zip([0, *cuts], [*cuts, m], strict=False)]
 
 
 try:
@@ -337,10 +349,13 @@ except ImportError:  # pragma: no cover - hypothesis is in the test extra
     given = None
 
 if given is not None:
-
     # numpy_reference only decides whether this runs (numpy session): safe to share.
     @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-    @given(cuts=st.lists(st.integers(0, M), max_size=8), kind=st.sampled_from(sorted(ACCUMULATORS)), case=st.sampled_from(sorted(CASES)))
+    @given(
+        cuts=st.lists(st.integers(0, M), max_size=8),
+        kind=st.sampled_from(sorted(ACCUMULATORS)),
+        case=st.sampled_from(sorted(CASES)),
+    )
     def test_any_chunking_numpy(numpy_reference, cuts, kind, case):
         """Any split of the rows (repeated cuts give empty chunks) gives the in-memory answer."""
         from conftest import Backend
@@ -349,7 +364,13 @@ if given is not None:
         X, y, sw, fit_intercept, alpha = _problem(case)
         acc = _accumulate(be, kind, X, y, sw, _chunk_sizes(cuts, M))
         ref, tol = _expected_bounds(kind, X, y, sw, fit_intercept, alpha)
-        _check(be, acc.solve(alpha if np.ndim(alpha) == 0 else np.asarray(alpha), fit_intercept=fit_intercept), ref, tol, alpha)
+        _check(
+            be,
+            acc.solve(alpha if np.ndim(alpha) == 0 else np.asarray(alpha), fit_intercept=fit_intercept),
+            ref,
+            tol,
+            alpha,
+        )
 
 
 def test_rss_of_near_exact_fit(be):

@@ -99,8 +99,8 @@ def test_torch_autograd(request, entry):
 @pytest.mark.parametrize("entry", list(CAPABILITIES))
 def test_dask_lazy(request, entry):
     da = pytest.importorskip("dask.array")
-    import dask
     import array_api_compat
+    import dask
 
     _expect(request, entry, "dask_lazy")
     X, y = _data()

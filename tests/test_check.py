@@ -28,7 +28,16 @@ def _quick(*args):
 
 def test_quick_run_passes_and_writes_json(tmp_path, numpy_reference):
     out = tmp_path / "check.json"
-    cmd = [sys.executable, "-m", "lsq_backends.check", "--quick", "--backends", "numpy,array_api_strict", "--json", str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "lsq_backends.check",
+        "--quick",
+        "--backends",
+        "numpy,array_api_strict",
+        "--json",
+        str(out),
+    ]
     proc = subprocess.run(cmd, check=False, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "| backend | mode | problem | shape | method | dtype | error | threshold |" in proc.stdout
@@ -41,7 +50,18 @@ def test_quick_run_passes_and_writes_json(tmp_path, numpy_reference):
     assert [b["name"] for b in report["backends"]] == ["numpy", "array_api_strict"]
     assert all(b["device"] for b in report["backends"])
     assert report["summary"]["passed"] == passed == len(report["rows"])
-    row_keys = {"backend", "mode", "problem", "method", "dtype", "error", "threshold", "status", "placement", "host_reads"}
+    row_keys = {
+        "backend",
+        "mode",
+        "problem",
+        "method",
+        "dtype",
+        "error",
+        "threshold",
+        "status",
+        "placement",
+        "host_reads",
+    }
     for row in report["rows"]:
         assert row_keys <= set(row)
         assert row["status"] == "pass" and row["placement"] == "ok" and row["error"] <= row["threshold"]
@@ -140,7 +160,9 @@ def test_importing_the_check_imports_no_backend():
         "import sys, lsq_backends.check; "
         "print([m for m in ('jax', 'torch', 'cupy', 'dask', 'sklearn', 'array_api_strict') if m in sys.modules])"
     )
-    proc = subprocess.run([sys.executable, "-c", code], check=False, cwd=ROOT, capture_output=True, text=True, timeout=120, env=os.environ)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], check=False, cwd=ROOT, capture_output=True, text=True, timeout=120, env=os.environ
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
 
@@ -182,7 +204,10 @@ def test_torch_fit_reads_go_through_counted_methods():
     with count_host_reads("torch-cpu") as reads:
         lsq.lstsq(X, y)
     assert reads.count == len(reads.events) and isinstance(reads.count, int)
-    assert set(reads.events) <= {f"Tensor.{n}" for n in ("__bool__", "__float__", "__int__", "__index__", "item", "tolist", "numpy", "cpu", "__complex__")}
+    assert set(reads.events) <= {
+        f"Tensor.{n}"
+        for n in ("__bool__", "__float__", "__int__", "__index__", "item", "tolist", "numpy", "cpu", "__complex__")
+    }
 
 
 def test_array_api_strict_reads_are_counted():

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from problems import METHODS, cond, design, tolerance
 
 import lsq_backends as lsq
 from lsq_backends import _dask_blocks
-from problems import METHODS, cond, design, tolerance
 
 da = pytest.importorskip("dask.array")
 dask = pytest.importorskip("dask")
@@ -67,7 +67,7 @@ def test_fit_is_lazy_and_matches_numpy(method, variant):
     ref = [f for f in fn(X, y, method=method, **kwargs) if f is not None]
     Xc = X - X.mean(0) if kwargs.get("fit_intercept", fit == "ridge") else X
     tol = tolerance(method, np.float64, cond(Xc), M, N)
-    for a, b in zip(got[:2], ref[:2]):  # coef, intercept
+    for a, b in zip(got[:2], ref[:2], strict=False):  # coef, intercept
         assert np.linalg.norm(a - b) <= tol * max(np.linalg.norm(b), 1.0), (a, b)
     np.testing.assert_array_equal(got[2], ref[2])  # rank
 
@@ -85,7 +85,9 @@ def test_value_checks_are_skipped_for_lazy_input():
         _fit_lazily(lsq.lstsq, X, y, method="normal")
 
 
-@pytest.mark.parametrize(("method", "rank", "on_data"), [("normal", None, 0), ("auto", None, 0), ("normal", 4, 6), ("qr", None, 6)])
+@pytest.mark.parametrize(
+    ("method", "rank", "on_data"), [("normal", None, 0), ("auto", None, 0), ("normal", 4, 6), ("qr", None, 6)]
+)
 def test_fallback_pass_runs_only_when_taken(monkeypatch, method, rank, on_data):
     """The QR pass over X inside a fallback branch is gated by the branch's predicate: on a
     well-conditioned full-rank X, ``normal`` and ``auto`` run no QR of a data chunk."""
@@ -108,9 +110,12 @@ def test_fallback_pass_runs_only_when_taken(monkeypatch, method, rank, on_data):
 @pytest.fixture(scope="module")
 def client():
     distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=40
-    ) as cluster, distributed.Client(cluster) as c:
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=40
+        ) as cluster,
+        distributed.Client(cluster) as c,
+    ):
         yield c
 
 

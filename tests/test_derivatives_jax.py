@@ -73,7 +73,7 @@ def test_rank_deficient_jit_grad_equals_eager_grad(method):
 
     eager = jax.grad(loss, argnums=(0, 1))(X, jnp.asarray(y))
     traced = jax.jit(jax.grad(loss, argnums=(0, 1)))(X, jnp.asarray(y))
-    for a, b in zip(eager, traced):
+    for a, b in zip(eager, traced, strict=False):
         assert np.all(np.isfinite(np.asarray(a)))
         np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-10, atol=1e-12)
     # <grad, X'(0)> is the derivative of the loss along the rank-preserving curve.
@@ -226,7 +226,9 @@ def test_singular_values_tangent():
     """svd's singular values: ds_i = u_i^T dX v_i."""
     X_of, dX, y, _ = _curve(8)
     X = X_of(0.0)
-    s_of = jax.jit(lambda X, dX: jax.jvp(lambda X: lsq.lstsq(X, jnp.asarray(y), method="svd").singular_values, (X,), (dX,))[1])
+    s_of = jax.jit(
+        lambda X, dX: jax.jvp(lambda X: lsq.lstsq(X, jnp.asarray(y), method="svd").singular_values, (X,), (dX,))[1]
+    )
     ds = np.asarray(s_of(jnp.asarray(X), jnp.asarray(dX)))
     u, _, vh = np.linalg.svd(X)
     np.testing.assert_allclose(ds[:RANK], np.einsum("ij,ik,kj->j", u[:, :RANK], dX, vh[:RANK].T), rtol=1e-9)

@@ -28,7 +28,12 @@ def _curve(seed=0):
     rng = np.random.default_rng(seed)
     A, A1 = rng.standard_normal((2, M, RANK))
     B, B1 = rng.standard_normal((2, N, RANK))
-    return (lambda t: (A + t * A1) @ (B + t * B1).T), A1 @ B.T + A @ B1.T, rng.standard_normal(M), rng.standard_normal(N)
+    return (
+        (lambda t: (A + t * A1) @ (B + t * B1).T),
+        A1 @ B.T + A @ B1.T,
+        rng.standard_normal(M),
+        rng.standard_normal(N),
+    )
 
 
 def _t(a, grad=False):
@@ -79,8 +84,12 @@ def test_ridge_grads_wrt_alpha_X_and_sample_weight(method):
         # Ridge is smooth in X (no rank to preserve): any direction will do.
         Xp, Xm = _t(X_of(0.0) + H * dX), _t(X_of(0.0) - H * dX)
         fx = (float(loss(Xp, _t(0.7), _t(sw0))) - float(loss(Xm, _t(0.7), _t(sw0)))) / (2 * H)
-        fa = (float(loss(_t(X_of(0.0)), _t(0.7 + H), _t(sw0))) - float(loss(_t(X_of(0.0)), _t(0.7 - H), _t(sw0)))) / (2 * H)
-        fw = (float(loss(_t(X_of(0.0)), _t(0.7), _t(sw0 + H * e))) - float(loss(_t(X_of(0.0)), _t(0.7), _t(sw0 - H * e)))) / (2 * H)
+        fa = (float(loss(_t(X_of(0.0)), _t(0.7 + H), _t(sw0))) - float(loss(_t(X_of(0.0)), _t(0.7 - H), _t(sw0)))) / (
+            2 * H
+        )
+        fw = (
+            float(loss(_t(X_of(0.0)), _t(0.7), _t(sw0 + H * e))) - float(loss(_t(X_of(0.0)), _t(0.7), _t(sw0 - H * e)))
+        ) / (2 * H)
     assert abs(float(torch.sum(X.grad * _t(dX))) - fx) < 1e-6 * max(abs(fx), 1.0)
     assert abs(float(alpha.grad) - fa) < 1e-6 * max(abs(fa), 1.0)
     assert abs(float(sw.grad[4]) - fw) < 1e-6 * max(abs(fw), 1.0)

@@ -83,11 +83,17 @@ def test_matches_statsmodels(numpy_reference, cov_type, fit_intercept, weighted)
     p = A.shape[1]
     tol1, tol2 = 10 * p * EPS * kappa, 10 * p * EPS * kappa**2
     # Normwise for coef and t (a coefficient near zero has no componentwise guarantee).
-    np.testing.assert_allclose(_full(d, fit_intercept, "coef"), ref.params, rtol=0, atol=tol1 * np.abs(ref.params).max())
+    np.testing.assert_allclose(
+        _full(d, fit_intercept, "coef"), ref.params, rtol=0, atol=tol1 * np.abs(ref.params).max()
+    )
     np.testing.assert_allclose(_full(d, fit_intercept, "stderr"), ref.bse, rtol=tol2)
-    np.testing.assert_allclose(_full(d, fit_intercept, "tvalues"), ref.tvalues, rtol=0, atol=tol2 * np.abs(ref.tvalues).max())
+    np.testing.assert_allclose(
+        _full(d, fit_intercept, "tvalues"), ref.tvalues, rtol=0, atol=tol2 * np.abs(ref.tvalues).max()
+    )
     np.testing.assert_allclose(d.cov, ref.cov_params(), rtol=0, atol=tol2 * np.abs(ref.cov_params()).max())
-    np.testing.assert_allclose([d.r2, d.r2_adj, d.sigma**2, d.rss], [ref.rsquared, ref.rsquared_adj, ref.scale, ref.ssr], rtol=tol2)
+    np.testing.assert_allclose(
+        [d.r2, d.r2_adj, d.sigma**2, d.rss], [ref.rsquared, ref.rsquared_adj, ref.scale, ref.ssr], rtol=tol2
+    )
     np.testing.assert_allclose(d.cond, ref.condition_number, rtol=tol2)  # statsmodels: eigenvalues of A^T A
     assert int(d.df_resid) == ref.df_resid and int(d.rank) == p
     if not fit_intercept:
@@ -105,24 +111,29 @@ def test_rank_deficient_is_finite_and_reported(numpy_reference):
         d = lsq.diagnostics(X, y, cov_type=cov_type)
         ref = sm.OLS(y, sm.add_constant(X)).fit(cov_type=cov_type)
         assert int(d.rank) == X.shape[1] and int(d.df_resid) == ref.df_resid
-        assert all(np.all(np.isfinite(np.asarray(f))) for name, f in zip(FIELDS, d) if name != "cond")
+        assert all(np.all(np.isfinite(np.asarray(f))) for name, f in zip(FIELDS, d, strict=False) if name != "cond")
         np.testing.assert_allclose([d.rss, d.sigma, d.r2], [ref.ssr, np.sqrt(ref.scale), ref.rsquared], rtol=1e-10)
         # The identifiable combination coef_1 + coef_dup and its fitted values agree.
         np.testing.assert_allclose(d.coef[0] + d.coef[-1], ref.params[1] + ref.params[-1], rtol=1e-10)
     # A constant column next to an intercept is the same dependence.
     d = lsq.diagnostics(np.hstack([X[:, :2], np.full((X.shape[0], 1), 7.0)]), y, cov_type="HC2")
     assert int(d.rank) == 3 and float(d.cond) == np.inf
-    assert all(np.all(np.isfinite(np.asarray(f))) for name, f in zip(FIELDS, d) if name != "cond")
+    assert all(np.all(np.isfinite(np.asarray(f))) for name, f in zip(FIELDS, d, strict=False) if name != "cond")
 
 
 def _compare(be, kwargs, X, y, sw, dtype="float64"):
     ref = lsq.diagnostics(X, y, sample_weight=sw, **kwargs)
-    d = _diag(be)(be.asarray(X, dtype), be.asarray(y, dtype), sample_weight=None if sw is None else be.asarray(sw, dtype), **kwargs)
+    d = _diag(be)(
+        be.asarray(X, dtype),
+        be.asarray(y, dtype),
+        sample_weight=None if sw is None else be.asarray(sw, dtype),
+        **kwargs,
+    )
     assert isinstance(d, lsq.Diagnostics)
     fit_intercept = kwargs.get("fit_intercept", True)
     kappa = _kappa(X.reshape(-1, X.shape[-1])[: X.shape[-2]], fit_intercept, sw)
     tol = 10 * X.shape[-1] * np.finfo(dtype).eps * kappa**2
-    for name, got, host, want in zip(FIELDS, d, _host(be, d), ref):
+    for name, got, host, want in zip(FIELDS, d, _host(be, d), ref, strict=False):
         assert type(got) is type(d.coef) or be.name == "numpy", name  # NumPy: 0-d results are scalars
         if name in ("df_resid", "rank"):
             np.testing.assert_array_equal(host, want)
@@ -147,7 +158,7 @@ def test_backend_float32_and_batch(be):
     # A batch is the same as its problems one by one.
     d = lsq.diagnostics(Xb, yb, sample_weight=sw, cov_type="HC0")
     one = lsq.diagnostics(Xb[1], yb[1], sample_weight=sw, cov_type="HC0")
-    for a, b in zip(d, one):
+    for a, b in zip(d, one, strict=False):
         np.testing.assert_allclose(np.asarray(a)[1], b, rtol=1e-12)
 
 
@@ -165,7 +176,7 @@ def test_rank_deficient_backend(be):
     A = (X - X.mean(0)) / np.linalg.norm(X, axis=0)
     sv = np.linalg.svd(A, compute_uv=False)
     tol = 10 * X.shape[1] * EPS * (sv[0] / sv[-2]) ** 2
-    for name, a, b in zip(FIELDS, d, ref):
+    for name, a, b in zip(FIELDS, d, ref, strict=False):
         assert np.all(np.isfinite(a)) or name == "cond", name
         if name != "cond":
             np.testing.assert_allclose(a, b, rtol=tol, atol=tol * np.abs(b).max(), err_msg=name)
@@ -181,7 +192,7 @@ def test_jit_equals_eager(be):
     fit = _diag(be)
     traced = fit(X, y, sample_weight=sw, cov_type="HC3")
     eager = lsq.diagnostics(X, y, sample_weight=sw, cov_type="HC3")  # the one eager JAX call
-    for name, a, b in zip(FIELDS, traced, eager):
+    for name, a, b in zip(FIELDS, traced, eager, strict=False):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-12, err_msg=name)
     # The rank-deficient branch runs on the device (lax.cond) and is finite there too.
     Xd = jax.numpy.concatenate([X, X[:, :1]], axis=1)
@@ -192,8 +203,10 @@ def test_jit_equals_eager(be):
 def test_strict_device(strict_device):
     xp = strict_device.xp
     X, y, sw = _data(seed=9)
-    d = lsq.diagnostics(strict_device.asarray(X), strict_device.asarray(y), sample_weight=strict_device.asarray(sw), cov_type="HC2")
-    for name, f in zip(FIELDS, d):
+    d = lsq.diagnostics(
+        strict_device.asarray(X), strict_device.asarray(y), sample_weight=strict_device.asarray(sw), cov_type="HC2"
+    )
+    for name, f in zip(FIELDS, d, strict=False):
         assert f.device == strict_device.device, name
     ref = lsq.diagnostics(X, y, sample_weight=sw, cov_type="HC2")
     cpu = xp.__array_namespace_info__().default_device()
@@ -226,7 +239,11 @@ def test_summary(numpy_reference):
     d = lsq.diagnostics(X, y, cov_type="HC1")
     text = d.summary(names=["height", "weight"], title="HC1 fit", use_t=True)
     ref = sm.OLS(y, sm.add_constant(X)).fit(cov_type="HC1", use_t=True)
-    rows = {line.split()[0]: line.split()[1:] for line in text.splitlines() if line.split()[:1] in (["const"], ["height"], ["weight"])}
+    rows = {
+        line.split()[0]: line.split()[1:]
+        for line in text.splitlines()
+        if line.split()[:1] in (["const"], ["height"], ["weight"])
+    }
     assert list(rows) == ["const", "height", "weight"] and text.splitlines()[0].strip() == "HC1 fit"
     ci = ref.conf_int(0.05)
     for j, name in enumerate(rows):

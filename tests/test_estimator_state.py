@@ -8,9 +8,9 @@ import pickle
 
 import numpy as np
 import pytest
+from problems import design
 
 import lsq_backends as lsq
-from problems import design
 
 ESTIMATORS = {
     "linear": lambda: lsq.LinearRegression(method="svd"),
@@ -22,7 +22,11 @@ ESTIMATORS = {
 def _problem(m=30, n=3, k=None, seed=0):
     rng = np.random.default_rng(seed)
     X = design(rng, m, n, cond=10.0) + 1.0
-    y = X @ rng.standard_normal((n,) if k is None else (n, k)) + 0.5 + 1e-2 * rng.standard_normal((m,) if k is None else (m, k))
+    y = (
+        X @ rng.standard_normal((n,) if k is None else (n, k))
+        + 0.5
+        + 1e-2 * rng.standard_normal((m,) if k is None else (m, k))
+    )
     return X, y, rng.uniform(0.5, 2.0, m)
 
 

@@ -12,10 +12,10 @@ import textwrap
 import array_api_compat
 import numpy as np
 import pytest
+from problems import cond, design, reference, rel_err, tolerance
 
 import lsq_backends as lsq
 from lsq_backends._estimator_base import NotFittedError
-from problems import cond, design, reference, rel_err, tolerance
 
 
 def _problem(m=40, n=4, k=None, weighted=False, seed=0):
@@ -183,7 +183,7 @@ def test_inputs_unchanged_and_pickle(numpy_reference):
     X, y, sw = _problem(k=2, weighted=True)
     copies = [a.copy() for a in (X, y, sw)]
     est = lsq.Ridge(alpha=[1.0, 3.0], method="normal").fit(X, y, sample_weight=sw)
-    for a, c in zip((X, y, sw), copies):
+    for a, c in zip((X, y, sw), copies, strict=False):
         assert np.array_equal(a, c)
     again = pickle.loads(pickle.dumps(est))
     assert np.array_equal(again.predict(X), est.predict(X))

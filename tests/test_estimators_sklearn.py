@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from problems import cond
 
 import lsq_backends as lsq
-from problems import cond
 
 sklearn = pytest.importorskip("sklearn")
 from sklearn import linear_model  # noqa: E402
@@ -48,7 +48,9 @@ def test_sklearn_check_estimator(estimator, check, numpy_reference):
 def _data(m=50, n=5, k=None, seed=0):
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((m, n)) @ np.diag(np.logspace(0, -1, n)) + 2.0
-    y = X @ rng.standard_normal((n,) if k is None else (n, k)) + 0.1 * rng.standard_normal((m,) if k is None else (m, k))
+    y = X @ rng.standard_normal((n,) if k is None else (n, k)) + 0.1 * rng.standard_normal(
+        (m,) if k is None else (m, k)
+    )
     return X, y, rng.uniform(0.2, 3.0, m)
 
 
@@ -64,7 +66,10 @@ def _tol(X):
     ("ours", "theirs"),
     [
         (lambda fi: lsq.LinearRegression(fit_intercept=fi), lambda fi: linear_model.LinearRegression(fit_intercept=fi)),
-        (lambda fi: lsq.Ridge(2.0, fit_intercept=fi), lambda fi: linear_model.Ridge(2.0, fit_intercept=fi, solver="svd")),
+        (
+            lambda fi: lsq.Ridge(2.0, fit_intercept=fi),
+            lambda fi: linear_model.Ridge(2.0, fit_intercept=fi, solver="svd"),
+        ),
     ],
     ids=["linear", "ridge"],
 )
@@ -118,7 +123,9 @@ def test_pipeline_and_grid_search(numpy_reference):
     np.testing.assert_allclose(grid.predict(X[:4]), ref.predict(X[:4]), rtol=1e-10)
     # sample_weight reaches the estimator through the pipeline's fit parameters.
     lr = make_pipeline(StandardScaler(), lsq.LinearRegression()).fit(X, y, linearregression__sample_weight=sw)
-    ref_lr = make_pipeline(StandardScaler(), linear_model.LinearRegression()).fit(X, y, linearregression__sample_weight=sw)
+    ref_lr = make_pipeline(StandardScaler(), linear_model.LinearRegression()).fit(
+        X, y, linearregression__sample_weight=sw
+    )
     np.testing.assert_allclose(lr[-1].coef_, ref_lr[-1].coef_, rtol=1e-10)
 
 

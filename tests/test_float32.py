@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from problems import center, design, reference, rel_err, tolerance
 
 import lsq_backends as lsq
-from problems import center, design, reference, rel_err, tolerance
 
 EPS32 = float(np.finfo(np.float32).eps)
 DIRECT = ("auto", "normal", "qr", "svd")

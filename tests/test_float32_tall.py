@@ -12,9 +12,9 @@ direction erred by about the weight of that direction in the solution, ~0.5 here
 from __future__ import annotations
 
 import numpy as np
+from problems import design, rel_err
 
 import lsq_backends as lsq
-from problems import design, rel_err
 
 EPS32 = float(np.finfo(np.float32).eps)
 
@@ -41,7 +41,9 @@ def test_ridge_path_float32_gram_route_keeps_every_direction(be):
     X64, y64 = X.astype(np.float64), y.astype(np.float64)
     s = np.linalg.svd(X64, compute_uv=False)
     alphas = np.array([1e-6, 1e-2]) * s[0] ** 2
-    r = lsq.ridge(be.asarray(X), be.asarray(y), be.asarray(alphas.astype(np.float32)), method="normal", fit_intercept=False)
+    r = lsq.ridge(
+        be.asarray(X), be.asarray(y), be.asarray(alphas.astype(np.float32)), method="normal", fit_intercept=False
+    )
     assert be.to_numpy(r.rank).tolist() == [n, n]
     coef = be.to_numpy(r.coef)
     for i, a in enumerate(alphas):

@@ -8,9 +8,9 @@ import sys
 import array_api_compat
 import numpy as np
 import pytest
+from problems import METHODS
 
 import lsq_backends as lsq
-from problems import METHODS
 
 rng = np.random.default_rng(0)
 X = rng.standard_normal((10, 3))
@@ -116,7 +116,7 @@ def test_inputs_not_modified(be, method):
     args = [be.asarray(a) for a in (Xa, ya, sw)]
     lsq.lstsq(args[0], args[1], method=method, fit_intercept=True, sample_weight=args[2])
     lsq.ridge(args[0], args[1], 0.5, method=method, sample_weight=args[2])
-    for a, ref in zip(args, (X, y, np.linspace(0.5, 1.5, 10))):
+    for a, ref in zip(args, (X, y, np.linspace(0.5, 1.5, 10)), strict=False):
         np.testing.assert_array_equal(be.to_numpy(a), ref)
 
 
@@ -133,7 +133,9 @@ def test_results_stay_on_device(strict_device, method, shape):
     for res in (
         lsq.lstsq(Xd, yd, method=method, fit_intercept=True, sample_weight=sw),
         lsq.ridge(Xd, yd, 0.3, method=method, sample_weight=sw),
-        lsq.ridge(Xd, yd[..., None] * strict_device.asarray(np.ones(2)), strict_device.asarray([0.1, 1.0]), method=method),
+        lsq.ridge(
+            Xd, yd[..., None] * strict_device.asarray(np.ones(2)), strict_device.asarray([0.1, 1.0]), method=method
+        ),
         lsq.lstsq(strict_device.asarray(np.zeros((0, 3))), strict_device.asarray(np.zeros(0)), method=method),
     ):
         for field in res:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from problems import center, design
 
 import lsq_backends as lsq
-from problems import center, design
 
 ALPHAS = np.array([0.01, 0.3, 1.0, 20.0])
 
@@ -35,7 +35,7 @@ def test_jit_path_equals_eager(jnp, method, shape):
     fit = jax.jit(lsq.ridge, static_argnames=("method", "fit_intercept", "check_finite", "per_target"))
     eager = lsq.ridge(X, y, alphas, method=method, sample_weight=sw)
     traced = fit(X, y, alphas, method=method, sample_weight=sw)
-    for a, b in zip(eager, traced):
+    for a, b in zip(eager, traced, strict=False):
         if a is not None:
             np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-10, atol=1e-13)
 
@@ -50,7 +50,10 @@ def test_grad_wrt_alpha_path(jnp, method):
     t = np.linspace(-1.0, 1.0, X.shape[1])
 
     def loss(alphas):
-        return jnp.sum(lsq.ridge(jnp.asarray(X), jnp.asarray(y), alphas, method=method, sample_weight=jnp.asarray(sw)).coef @ jnp.asarray(t))
+        return jnp.sum(
+            lsq.ridge(jnp.asarray(X), jnp.asarray(y), alphas, method=method, sample_weight=jnp.asarray(sw)).coef
+            @ jnp.asarray(t)
+        )
 
     Xc, Yc, _, _ = center(X, y, sw, True)
     G = Xc.T @ Xc
@@ -77,6 +80,6 @@ def test_jit_ridge_cv_equals_eager(jnp, shape, mode, alpha_per_target):
     fit = jax.jit(lsq.ridge_cv, static_argnames=("fit_intercept", "alpha_per_target", "mode", "check_finite"))
     eager = lsq.ridge_cv(X, y, alphas, sample_weight=sw, **kw)
     traced = fit(X, y, alphas, sample_weight=sw, **kw)
-    for name, a, b in zip(eager._fields, eager, traced):
+    for name, a, b in zip(eager._fields, eager, traced, strict=False):
         assert b.shape == a.shape, name
         np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-9, err_msg=name)

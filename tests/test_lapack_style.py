@@ -84,17 +84,19 @@ import math
 
 import numpy as np
 import pytest
-
-import lsq_backends as lsq
 from lapack_ratios import qrt12, qrt16, qrt17, row_space
 from problems import METHODS
+
+import lsq_backends as lsq
 
 # The extreme scales overflow and underflow by design (an rss of inf, an inf or zero Gram
 # matrix whose NaN Cholesky factor the fallback discards): the results are what is checked.
 pytestmark = [
     pytest.mark.filterwarnings(
-        "ignore:overflow encountered:RuntimeWarning", "ignore:invalid value encountered:RuntimeWarning",
-        "ignore:divide by zero encountered:RuntimeWarning", "ignore:underflow encountered:RuntimeWarning",
+        "ignore:overflow encountered:RuntimeWarning",
+        "ignore:invalid value encountered:RuntimeWarning",
+        "ignore:divide by zero encountered:RuntimeWarning",
+        "ignore:underflow encountered:RuntimeWarning",
     ),
     pytest.mark.usefixtures("one_blas_thread"),
 ]
@@ -146,8 +148,6 @@ def _known_xfail(be, method, part):
     return None
 
 
-
-
 def _u(dtype):
     return float(np.finfo(dtype).eps) / 2
 
@@ -166,7 +166,7 @@ def _scale_target(scale, dtype, m, n):
     }[scale]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _problem(m, n, k, kappa, deficient, residual, scale, dtype, seed=0, trigger=False):
     """A test problem, its minimum-norm solution and the float64 reference quantities."""
     rng = np.random.default_rng([m, n, k, int(deficient), int(residual), seed])
@@ -349,8 +349,7 @@ def test_lapack_ratios(be, method, part, dtype, request):
     failures, rank_misses = [], []
     for m, n, k, kappa, deficient, residual, scale in _cases(part, be, dtype):
         P = _problem(m, n, k, kappa, deficient, residual, scale, dtype)
-        where = (f"m={m} n={n} k={k} kappa={P['kappa']:.3g} rank={P['rank']} scale={scale} "
-                 f"residual={residual}")
+        where = f"m={m} n={n} k={k} kappa={P['kappa']:.3g} rank={P['rank']} scale={scale} residual={residual}"
         fails, rank = _check(be, method, dtype, P, scale, has_residual=residual)
         if fails and deficient and method in RANK_BUG_METHODS and rank > P["rank"]:
             rank_misses.append(f"{where}: rank {rank}")

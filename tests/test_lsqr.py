@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from problems import center, design, reference
 
 import lsq_backends as lsq
-from problems import center, design, reference
 
 sl = pytest.importorskip("scipy.sparse.linalg")
 
@@ -271,7 +271,9 @@ def test_jit_vmap(request):
     Xs = jnp.stack([Xj, 0.5 * Xj[:, ::-1]])
     ys = jnp.stack([yj[:, 0], yj[:, 1]])
     n_iter = jax.jit(jax.vmap(lambda a, b: lsq.lstsq(a, b, method="lsqr").n_iter))(Xs, ys)
-    assert np.asarray(n_iter).tolist() == [int(lsq.lstsq(np.asarray(a), np.asarray(b), method="lsqr").n_iter) for a, b in zip(Xs, ys)]
+    assert np.asarray(n_iter).tolist() == [
+        int(lsq.lstsq(np.asarray(a), np.asarray(b), method="lsqr").n_iter) for a, b in zip(Xs, ys, strict=False)
+    ]
 
 
 def test_inputs_not_modified(eager):
@@ -282,5 +284,5 @@ def test_inputs_not_modified(eager):
     args = [eager.asarray(a) for a in (X, y, sw)]
     lsq.lstsq(args[0], args[1], method="lsqr", fit_intercept=True, sample_weight=args[2])
     lsq.ridge(args[0], args[1], 0.5, method="lsqr", sample_weight=args[2])
-    for a, ref in zip(args, (X, y, sw)):
+    for a, ref in zip(args, (X, y, sw), strict=False):
         np.testing.assert_array_equal(eager.to_numpy(a), ref)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from problems import METHODS, cond, design, reference, rel_err, tolerance
 
 import lsq_backends as lsq
-from problems import METHODS, cond, design, reference, rel_err, tolerance
 
 DTYPES = ("float64", "float32")
 
@@ -66,7 +66,10 @@ def test_lstsq_matches_numpy(be, case, method, dtype):
         pytest.skip("dask: one batch axis is enough to exercise the per-matrix path")
     ref = reference(X, y, sw=sw, fit_intercept=fit_intercept)
     res = lsq.lstsq(
-        be.asarray(X, dtype), be.asarray(y, dtype), method=method, fit_intercept=fit_intercept,
+        be.asarray(X, dtype),
+        be.asarray(y, dtype),
+        method=method,
+        fit_intercept=fit_intercept,
         sample_weight=None if sw is None else be.asarray(sw, dtype),
     )
     m, n = X.shape[-2:]
@@ -90,7 +93,11 @@ def test_ridge_matches_closed_formula(be, case, method, dtype):
     alpha = 0.7
     ref = reference(X, y, alpha=alpha, sw=sw, fit_intercept=fit_intercept)
     res = lsq.ridge(
-        be.asarray(X, dtype), be.asarray(y, dtype), alpha, method=method, fit_intercept=fit_intercept,
+        be.asarray(X, dtype),
+        be.asarray(y, dtype),
+        alpha,
+        method=method,
+        fit_intercept=fit_intercept,
         sample_weight=None if sw is None else be.asarray(sw, dtype),
     )
     m, n = X.shape[-2:]
@@ -287,7 +294,7 @@ def test_refine_recovers_digits(be, method):
         for rr in range(6):
             if rr != c:
                 f = G[rr][c] / piv
-                G[rr] = [u - f * v for u, v in zip(G[rr], G[c])]
+                G[rr] = [u - f * v for u, v in zip(G[rr], G[c], strict=False)]
                 r[rr] -= f * r[c]
     exact = np.array([float(r[c] / G[c][c]) for c in range(6)])
     res = lsq.lstsq(be.asarray(X), be.asarray(y), method=method, fit_intercept=True, refine=2)

@@ -16,7 +16,6 @@ import pytest
 from benchmarks import accuracy, nist
 
 
-
 def test_data_are_there():
     """A fresh clone runs this module: the bundled numbers are part of the repository."""
     assert nist.available(), f"NIST StRD data missing: {nist.BUNDLED} (or LSQ_NIST_DIR={nist.NIST_DIR})"
@@ -30,6 +29,7 @@ def test_bundle_matches_the_dat_files(numpy_reference):
         a, b = nist.load(name), nist.load(name, nist.DAT_DIR)
         for field in ("X", "y", "coef", "coef_sd", "intercept", "intercept_sd", "resid_sd", "r2"):
             np.testing.assert_array_equal(getattr(a, field), getattr(b, field), err_msg=f"{name}.{field}")
+
 
 # From the data README: observations, coefficients besides B0, intercept.
 SHAPES = {

@@ -48,7 +48,7 @@ def test_small_stacks_by_substitution(be, method):
     """A stack of 300 problems of 30 x 6 (the substitution path for its triangles, and the
     condition estimate's stacked inverse norm) against numpy.linalg.lstsq per problem."""
     X, y = _problem((300, 30, 6), seed=1)
-    ref = np.stack([np.linalg.lstsq(a, b, rcond=None)[0] for a, b in zip(X, y)])
+    ref = np.stack([np.linalg.lstsq(a, b, rcond=None)[0] for a, b in zip(X, y, strict=False)])
     r = lsq.lstsq(be.asarray(X), be.asarray(y), method=method)
     kappa = max(np.linalg.cond(a) for a in X)
     err = np.max(np.linalg.norm(be.to_numpy(r.coef) - ref, axis=-1) / np.linalg.norm(ref, axis=-1))

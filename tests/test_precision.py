@@ -118,12 +118,18 @@ def _data():
     rng = np.random.default_rng(0)
     f = np.float32
     return types.SimpleNamespace(
-        X=rng.standard_normal((12, 3)).astype(f), y=rng.standard_normal(12).astype(f),
-        Y=rng.standard_normal((12, 2)).astype(f), w=rng.uniform(0.5, 2.0, 12).astype(f),
-        Xw=rng.standard_normal((3, 7)).astype(f), yw=rng.standard_normal(3).astype(f),
+        X=rng.standard_normal((12, 3)).astype(f),
+        y=rng.standard_normal(12).astype(f),
+        Y=rng.standard_normal((12, 2)).astype(f),
+        w=rng.uniform(0.5, 2.0, 12).astype(f),
+        Xw=rng.standard_normal((3, 7)).astype(f),
+        yw=rng.standard_normal(3).astype(f),
         Yw=rng.standard_normal((3, 2)).astype(f),
-        Xs=rng.standard_normal((2, 10, 3)).astype(f), ys=rng.standard_normal((2, 10)).astype(f),
-        a=np.float32(0.5), ak=np.array([0.5, 2.0], dtype=f), path=np.array([0.1, 1.0, 10.0], dtype=f),
+        Xs=rng.standard_normal((2, 10, 3)).astype(f),
+        ys=rng.standard_normal((2, 10)).astype(f),
+        a=np.float32(0.5),
+        ak=np.array([0.5, 2.0], dtype=f),
+        path=np.array([0.1, 1.0, 10.0], dtype=f),
     )
 
 
@@ -142,13 +148,22 @@ def _cases():
     for m in METHODS:
         for fi in (False, True):
             add(f"lstsq-{m}-fi{fi}", lambda X, y, m=m, fi=fi: lstsq(X, y, method=m, fit_intercept=fi), "X", "y")
-            add(f"lstsq-{m}-fi{fi}-weighted",
-                lambda X, y, w, m=m, fi=fi: lstsq(X, y, method=m, fit_intercept=fi, sample_weight=w), "X", "Y", "w")
+            add(
+                f"lstsq-{m}-fi{fi}-weighted",
+                lambda X, y, w, m=m, fi=fi: lstsq(X, y, method=m, fit_intercept=fi, sample_weight=w),
+                "X",
+                "Y",
+                "w",
+            )
             add(f"lstsq-{m}-fi{fi}-wide", lambda X, y, m=m, fi=fi: lstsq(X, y, method=m, fit_intercept=fi), "Xw", "yw")
             if m != "lsqr":  # refinement is for the direct methods
-                add(f"lstsq-{m}-fi{fi}-refine1",
+                add(
+                    f"lstsq-{m}-fi{fi}-refine1",
                     lambda X, y, w, m=m, fi=fi: lstsq(X, y, method=m, fit_intercept=fi, sample_weight=w, refine=1),
-                    "X", "y", "w")
+                    "X",
+                    "y",
+                    "w",
+                )
         add(f"lstsq-{m}-stack", lambda X, y, m=m: lstsq(X, y, method=m, fit_intercept=True), "Xs", "ys")
         add(f"ridge-{m}-scalar", lambda X, y, a, w, m=m: ridge(X, y, a, method=m, sample_weight=w), "X", "y", "a", "w")
         add(f"ridge-{m}-scalar-nofi", lambda X, y, a, m=m: ridge(X, y, a, method=m, fit_intercept=False), "X", "y", "a")
@@ -159,28 +174,51 @@ def _cases():
             add(f"ridge-{m}-path-wide", lambda X, y, a, m=m: ridge(X, y, a, method=m), "Xw", "yw", "path")
     for mode in ("auto", "eigen", "svd"):
         for fi in (False, True):
-            add(f"ridge_cv-{mode}-fi{fi}",
+            add(
+                f"ridge_cv-{mode}-fi{fi}",
                 lambda X, y, a, w, mode=mode, fi=fi: ridge_cv(X, y, a, mode=mode, fit_intercept=fi, sample_weight=w),
-                "X", "Y", "path", "w")
-        add(f"ridge_cv-{mode}-per-target-wide",
-            lambda X, y, a, mode=mode: ridge_cv(X, y, a, mode=mode, alpha_per_target=True), "Xw", "Yw", "path")
+                "X",
+                "Y",
+                "path",
+                "w",
+            )
+        add(
+            f"ridge_cv-{mode}-per-target-wide",
+            lambda X, y, a, mode=mode: ridge_cv(X, y, a, mode=mode, alpha_per_target=True),
+            "Xw",
+            "Yw",
+            "path",
+        )
     for ct in ("nonrobust", "HC0", "HC1", "HC2", "HC3"):
         for fi in (False, True):
-            add(f"diagnostics-{ct}-fi{fi}",
+            add(
+                f"diagnostics-{ct}-fi{fi}",
                 lambda X, y, w, ct=ct, fi=fi: lsq.diagnostics(X, y, cov_type=ct, fit_intercept=fi, sample_weight=w),
-                "X", "y", "w")
+                "X",
+                "y",
+                "w",
+            )
     add("diagnostics-refine1", lambda X, y: lsq.diagnostics(X, y, refine=1), "X", "y")
     for cls in (lsq.NormalAccumulator, lsq.QRAccumulator):
         name = cls.__name__
         add(f"{name}-update", lambda X, y, w, cls=cls: cls().update(X, y, w).state, "X", "y", "w")
         add(f"{name}-step", lambda X, y, cls=cls: cls().step(None, X, y), "X", "Y")
-        add(f"{name}-merge", lambda X, y, cls=cls: cls().update(X[:6], y[:6]).merge(cls().update(X[6:], y[6:])).state,
-            "X", "y")
+        add(
+            f"{name}-merge",
+            lambda X, y, cls=cls: cls().update(X[:6], y[:6]).merge(cls().update(X[6:], y[6:])).state,
+            "X",
+            "y",
+        )
         add(f"{name}-solve", lambda X, y, cls=cls: cls().update(X, y).solve(), "X", "y")
         add(f"{name}-solve-nofi", lambda X, y, cls=cls: cls().update(X, y).solve(fit_intercept=False), "X", "Y")
         add(f"{name}-solve-ridge", lambda X, y, a, cls=cls: cls().update(X, y).solve(a), "X", "y", "a")
-        add(f"{name}-solve-per-target", lambda X, y, a, cls=cls: cls().update(X, y).solve(a, fit_intercept=False),
-            "X", "Y", "ak")
+        add(
+            f"{name}-solve-per-target",
+            lambda X, y, a, cls=cls: cls().update(X, y).solve(a, fit_intercept=False),
+            "X",
+            "Y",
+            "ak",
+        )
     # Estimators: fit stores attributes, so it is traced inside a function that returns them.
     estimators = {
         "LinearRegression": lambda: lsq.LinearRegression(),

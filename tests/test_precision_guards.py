@@ -30,8 +30,12 @@ def _torch_settings(torch):
     """Everything the user may have set, as readable now (the new per-backend knobs where
     torch has them: reading the legacy ones raises once both APIs were used)."""
     if hasattr(torch.backends, "fp32_precision"):
-        return ("new", torch.backends.fp32_precision, torch.backends.cuda.matmul.fp32_precision,
-                torch.backends.mkldnn.matmul.fp32_precision)
+        return (
+            "new",
+            torch.backends.fp32_precision,
+            torch.backends.cuda.matmul.fp32_precision,
+            torch.backends.mkldnn.matmul.fp32_precision,
+        )
     return ("legacy", torch.get_float32_matmul_precision())
 
 
@@ -74,8 +78,12 @@ def test_torch_float32_fit_under_lowered_setting(torch, setting):
     # Normwise relative error bounds with a modest constant: eps n kappa^2 for the normal
     # equations, eps n kappa for QR and the SVD (zero residual). TF32 products (eps 2^-11)
     # would give ~4e-1 and ~5e-2 here, bfloat16 (2^-8) worse.
-    for method, bound in [("normal", 10 * n * eps * kappa**2), ("auto", 10 * n * eps * kappa**2),
-                          ("qr", 10 * n * eps * kappa), ("svd", 10 * n * eps * kappa)]:
+    for method, bound in [
+        ("normal", 10 * n * eps * kappa**2),
+        ("auto", 10 * n * eps * kappa**2),
+        ("qr", 10 * n * eps * kappa),
+        ("svd", 10 * n * eps * kappa),
+    ]:
         coef = lsq.lstsq(torch.asarray(X), torch.asarray(y), method=method).coef.double().numpy()
         assert np.linalg.norm(coef - ref) <= bound * np.linalg.norm(ref), method
         assert _torch_settings(torch) == before
@@ -125,9 +133,7 @@ class _FakeTensor:
         self.device, self.dtype = types.SimpleNamespace(type=kind), dtype
 
 
-@pytest.mark.parametrize(
-    "user", ["allow_tf32", "medium", "high", "new_tf32", "generic_tf32", "highest"]
-)
+@pytest.mark.parametrize("user", ["allow_tf32", "medium", "high", "new_tf32", "generic_tf32", "highest"])
 def test_torch_cuda_guard_forces_and_restores(torch, user):
     """The CUDA decision and save/restore, driven with stand-in CUDA tensors (torch's cuBLAS
     knobs can be set without a GPU)."""

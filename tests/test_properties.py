@@ -31,9 +31,9 @@ import pytest
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
+from problems import METHODS, center, design, tolerance  # noqa: E402
 
 import lsq_backends as lsq  # noqa: E402
-from problems import METHODS, center, design, tolerance  # noqa: E402
 
 BACKENDS = ("numpy", "array_api_strict")
 # LSQ_PROPERTY_EXAMPLES=1000 pytest tests/test_properties.py: a longer, randomized search.
@@ -191,7 +191,9 @@ def test_duplicated_columns_split_the_coefficients(be, prob, log_alpha, as_ridge
     alpha = 10.0**log_alpha * _smin2(X, fit_intercept) if as_ridge else None
     X2 = np.concatenate([X, X], axis=1) / 2
     w, b, rss, rank = _fit(be, X, y, method, alpha=alpha, fit_intercept=fit_intercept)
-    w2, b2, rss2, rank2 = _fit(be, X2, y, method, alpha=None if alpha is None else alpha / 2, fit_intercept=fit_intercept)
+    w2, b2, rss2, rank2 = _fit(
+        be, X2, y, method, alpha=None if alpha is None else alpha / 2, fit_intercept=fit_intercept
+    )
     assert rank2 == (2 * n if as_ridge else rank)
     # [X2; sqrt(alpha/2) I] is worse conditioned than X: its smallest singular value is
     # sqrt(alpha/2) (the duplicated columns' zeros), so both fits' bounds are needed.
@@ -246,13 +248,18 @@ def test_row_order_does_not_matter(be, prob, data):
     sw = np.random.default_rng(seed).uniform(0.5, 2.0, m) if data.draw(st.booleans()) else None
     alpha = data.draw(st.sampled_from([None, 0.1, 10.0]))
     a = _fit(be, X, y, method, alpha=alpha, sw=sw, fit_intercept=fit_intercept)
-    b = _fit(be, X[perm], y[perm], method, alpha=alpha, sw=None if sw is None else sw[perm], fit_intercept=fit_intercept)
+    b = _fit(
+        be, X[perm], y[perm], method, alpha=alpha, sw=None if sw is None else sw[perm], fit_intercept=fit_intercept
+    )
     tol = _tol(method, X, y, sw, fit_intercept, alpha)
     _assert_same_fit(b, a, tol, X, y)
 
 
 @SETTINGS
-@given(problems(), st.one_of(st.integers(-20, 20).map(lambda e: 2.0**e), st.floats(-1e3, 1e3).filter(lambda c: abs(c) > 1e-3)))
+@given(
+    problems(),
+    st.one_of(st.integers(-20, 20).map(lambda e: 2.0**e), st.floats(-1e3, 1e3).filter(lambda c: abs(c) > 1e-3)),
+)
 def test_scaling_y_scales_the_solution(be, prob, c):
     """fit(X, c y) = c fit(X, y) (coef and intercept; rss times c**2), for lstsq and ridge.
     The decisions (rank, auto's choice) depend on X only. For c a power of two every rounding

@@ -11,8 +11,6 @@ import io
 import re
 from pathlib import Path
 
-import pytest
-
 README = Path(__file__).resolve().parents[1] / "README.md"
 BLOCK = re.compile(r"```python\n(.*?)```", re.S)
 

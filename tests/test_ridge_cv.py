@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from problems import center, design, rel_err
 
 import lsq_backends as lsq
-from problems import center, design, rel_err
 
 ALPHAS = np.logspace(-2, 3, 11)
 SHAPES = {"tall": (30, 5, None), "tall_multi": (30, 5, 3), "wide_multi": (8, 15, 2), "wide": (9, 15, None)}
@@ -55,7 +55,9 @@ def test_matches_sklearn_ridgecv(numpy_reference, shape, fit_intercept, weighted
     from sklearn.linear_model import RidgeCV
 
     X, y, sw = _data(shape, seed=1, weighted=weighted)
-    r = lsq.ridge_cv(X, y, ALPHAS, fit_intercept=fit_intercept, sample_weight=sw, alpha_per_target=alpha_per_target, mode=mode)
+    r = lsq.ridge_cv(
+        X, y, ALPHAS, fit_intercept=fit_intercept, sample_weight=sw, alpha_per_target=alpha_per_target, mode=mode
+    )
     sk = RidgeCV(alphas=ALPHAS, fit_intercept=fit_intercept, alpha_per_target=alpha_per_target, store_cv_results=True)
     sk.fit(X, y, sample_weight=sw)
     tol = _tol(X, sw, fit_intercept)
@@ -100,11 +102,17 @@ def test_backend_matches_numpy(be, case, alpha_per_target):
     shape, batch = ("tall", (3,)) if case == "batched" else (case, ())
     X, y, sw = _data(shape, seed=3, weighted=True, batch=batch)
     ref = lsq.ridge_cv(X, y, ALPHAS, sample_weight=sw, alpha_per_target=alpha_per_target)
-    r = lsq.ridge_cv(be.asarray(X), be.asarray(y), be.asarray(ALPHAS), sample_weight=be.asarray(sw), alpha_per_target=alpha_per_target)
+    r = lsq.ridge_cv(
+        be.asarray(X),
+        be.asarray(y),
+        be.asarray(ALPHAS),
+        sample_weight=be.asarray(sw),
+        alpha_per_target=alpha_per_target,
+    )
     assert r.coef.dtype == be.xp.float64
     assert be.xp.isdtype(r.best_index.dtype, "integral")
     tol = _tol(X, sw, True)
-    for name, want in zip(ref._fields, ref):
+    for name, want in zip(ref._fields, ref, strict=False):
         got = be.to_numpy(getattr(r, name))
         assert got.shape == np.shape(want), name
         if name == "best_index":
@@ -121,7 +129,12 @@ def test_float32_and_device(strict_device):
     be = strict_device
     X, y, sw = _data("tall_multi", seed=4, weighted=True)
     ref = lsq.ridge_cv(X, y, ALPHAS, sample_weight=sw)
-    r = lsq.ridge_cv(be.asarray(X, "float32"), be.asarray(y, "float32"), be.asarray(ALPHAS, "float32"), sample_weight=be.asarray(sw, "float32"))
+    r = lsq.ridge_cv(
+        be.asarray(X, "float32"),
+        be.asarray(y, "float32"),
+        be.asarray(ALPHAS, "float32"),
+        sample_weight=be.asarray(sw, "float32"),
+    )
     assert all(v.device == be.device for v in r)
     assert r.coef.dtype == be.xp.float32
     # auto takes the SVD route in float32 (the Gram limit is cond <= 45 there).

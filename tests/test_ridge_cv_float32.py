@@ -41,7 +41,9 @@ def test_float32_matches_float64_reference(be, shape, cv, mode):
     if be.name == "jax" and (cv == 4 or mode == "svd"):
         pytest.skip("JAX: leave-one-out and GCV on the eigen route (the rest is shared code)")
     X, y, sw = _data(*shape)
-    ref = lsq.ridge_cv(X.astype(np.float64), y.astype(np.float64), ALPHAS, sample_weight=sw.astype(np.float64), cv=cv, mode=mode)
+    ref = lsq.ridge_cv(
+        X.astype(np.float64), y.astype(np.float64), ALPHAS, sample_weight=sw.astype(np.float64), cv=cv, mode=mode
+    )
     r = lsq.ridge_cv(
         be.asarray(X), be.asarray(y), be.asarray(ALPHAS, "float32"), sample_weight=be.asarray(sw), cv=cv, mode=mode
     )

@@ -25,7 +25,14 @@ def _brute(X, y, alphas, pairs, sw=None, fit_intercept=True, scoring="mse"):
     for a in alphas:
         fold = []
         for tr, te in pairs:
-            r = lsq.ridge(X[tr], Y[tr], float(a), fit_intercept=fit_intercept, sample_weight=None if sw is None else sw[tr], method="svd")
+            r = lsq.ridge(
+                X[tr],
+                Y[tr],
+                float(a),
+                fit_intercept=fit_intercept,
+                sample_weight=None if sw is None else sw[tr],
+                method="svd",
+            )
             pred = X[te] @ r.coef + r.intercept
             w = np.ones(len(te)) if sw is None else sw[te]
             sse = (w[:, None] * (Y[te] - pred) ** 2).sum(0)
@@ -53,7 +60,9 @@ TOL = {"float64": 1e-10, "float32": 2e-3}  # scores of cond-~10 centered data: e
 @pytest.mark.parametrize("weighted", [False, True])
 def test_kfold_matches_brute_force(be, dtype, scoring, weighted):
     if be.name == "jax" and (dtype == "float32" or scoring):
-        pytest.skip("JAX: float64 with the default scoring (each case compiles per fold shape; the rest is shared code)")
+        pytest.skip(
+            "JAX: float64 with the default scoring (each case compiles per fold shape; the rest is shared code)"
+        )
     rng = np.random.default_rng(0)
     X, y = _data(rng)
     sw = rng.random(60) + 0.5 if weighted else None
@@ -162,7 +171,9 @@ def test_ridgecv_estimator_with_folds_matches_sklearn(numpy_reference):
     for cv in (5, GroupKFold(3)):
         groups = np.repeat(np.arange(9), 10)
         ours = RidgeCV(alphas=ALPHAS, cv=cv).fit(X, y, groups=groups)
-        splits = cv if cv == 5 else list(cv.split(X, y, groups))  # scikit-learn routes groups only with metadata routing
+        splits = (
+            cv if cv == 5 else list(cv.split(X, y, groups))
+        )  # scikit-learn routes groups only with metadata routing
         theirs = SkRidgeCV(alphas=ALPHAS, cv=splits).fit(X, y)
         assert float(ours.alpha_) == theirs.alpha_
         np.testing.assert_allclose(ours.best_score_, theirs.best_score_, rtol=1e-10)

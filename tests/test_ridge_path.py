@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from problems import METHODS, center, design, rel_err, tolerance
 
 import lsq_backends as lsq
-from problems import METHODS, center, design, rel_err, tolerance
 
 ALPHAS = np.array([1e-3, 0.1, 1.0, 30.0, 1e3])
 
@@ -41,7 +41,7 @@ def reference(X, y, *, alpha, sw=None, fit_intercept=False):
     ~ eps * sqrt(cond(Xc^T Xc + alpha I)), where the closed formula would square that."""
     Xc, Yc, xo, yo = center(X, y, sw, fit_intercept)
     n = X.shape[-1]
-    flat = zip(Xc.reshape((-1,) + Xc.shape[-2:]), Yc.reshape((-1,) + Yc.shape[-2:]))
+    flat = zip(Xc.reshape((-1,) + Xc.shape[-2:]), Yc.reshape((-1,) + Yc.shape[-2:]), strict=False)
     aug = [(np.vstack([A, np.sqrt(alpha) * np.eye(n)]), np.vstack([B, np.zeros((n, B.shape[1]))])) for A, B in flat]
     coef = np.stack([np.linalg.lstsq(A, B, rcond=None)[0] for A, B in aug]).reshape(Xc.shape[:-2] + (n, Yc.shape[-1]))
     intercept = (yo - xo @ coef)[..., 0, :]
@@ -76,8 +76,12 @@ def test_path_matches_reference(be, case, method, dtype):
         pytest.skip("jax/dask: the two weighted cases with an intercept keep the suite fast")
     X, y, sw, fit_intercept = _make(case)
     res = lsq.ridge(
-        be.asarray(X, dtype), be.asarray(y, dtype), be.asarray(ALPHAS, dtype), method=method,
-        fit_intercept=fit_intercept, sample_weight=None if sw is None else be.asarray(sw, dtype),
+        be.asarray(X, dtype),
+        be.asarray(y, dtype),
+        be.asarray(ALPHAS, dtype),
+        method=method,
+        fit_intercept=fit_intercept,
+        sample_weight=None if sw is None else be.asarray(sw, dtype),
     )
     a = len(ALPHAS)
     assert res.coef.dtype == getattr(be.xp, dtype)

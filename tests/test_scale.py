@@ -21,10 +21,10 @@ import math
 
 import numpy as np
 import pytest
-
-import lsq_backends as lsq
 from problems import center, design, tolerance
 from test_lsqr import error_bound
+
+import lsq_backends as lsq
 
 # The results that are not representable (rss of y ~ 1e300) overflow, as NumPy's would.
 pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
@@ -36,6 +36,8 @@ def _scales(be):
     """Every scale, or on Dask (a graph per fit, ~1 s each) the extremes and unity: the scaling
     is the same backend-agnostic code, swept in full on the eager backends."""
     return (1e-300, 1.0, 1e300) if be.name == "dask" else SCALES
+
+
 METHODS = ("auto", "normal", "qr", "svd", "lsqr")
 DIRECT = ("auto", "normal", "qr", "svd")
 EPS = float(np.finfo(np.float64).eps)
@@ -195,7 +197,9 @@ def test_powers_of_two_change_no_rounding(be):
     k = 400
     for method in ("qr", "svd"):
         base = lsq.ridge(be.asarray(X), be.asarray(y), 3.0, method=method)
-        big = lsq.ridge(be.asarray(np.ldexp(X, k)), be.asarray(np.ldexp(y, -k)), float(np.ldexp(3.0, 2 * k)), method=method)
+        big = lsq.ridge(
+            be.asarray(np.ldexp(X, k)), be.asarray(np.ldexp(y, -k)), float(np.ldexp(3.0, 2 * k)), method=method
+        )
         np.testing.assert_array_equal(be.to_numpy(big.coef), np.ldexp(be.to_numpy(base.coef), -2 * k))
         np.testing.assert_array_equal(be.to_numpy(big.intercept), np.ldexp(be.to_numpy(base.intercept), -k))
         np.testing.assert_array_equal(be.to_numpy(big.rss), np.ldexp(be.to_numpy(base.rss), -2 * k))
@@ -231,6 +235,8 @@ def test_every_scale_of_sample_weight(be, method):
         eta = np.linalg.norm(Yc[:, 0] - Xc @ ref) / (np.linalg.norm(Xc, 2) * np.linalg.norm(ref))
         tol = _bound(method, X, kappa, eta, Xc, Yc[:, 0], ref, alpha)
         for c in _scales(be):
-            r = lsq.ridge(be.asarray(X), be.asarray(y), alpha * c, sample_weight=be.asarray(w * c), method=method, **opts)
+            r = lsq.ridge(
+                be.asarray(X), be.asarray(y), alpha * c, sample_weight=be.asarray(w * c), method=method, **opts
+            )
             err = _rel(be.to_numpy(r.coef), ref)
             assert err <= tol, f"alpha {alpha}, weights * {c:g}: error {err:.3g} > {tol:.3g}"

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from problems import cond, tolerance
 
 pytest.importorskip("jax")
@@ -31,7 +30,9 @@ def run(request):
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu")
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
     script = str(Path(__file__).with_name("sharded_jax_run.py"))
-    out = subprocess.run([sys.executable, script, str(M), str(N), str(K)], env=env, capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, script, str(M), str(N), str(K)], env=env, capture_output=True, text=True, timeout=300
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -69,5 +70,5 @@ def test_sharded_equals_one_device(run, case):
     kappa = cond(X - X.mean(0)) if "intercept" in case else cond(X)
     tol = tolerance("normal", np.float64, kappa, M, N)
     sharded, single = run[case]["sharded"], run[case]["single"]
-    for a, b in zip(sharded, single):
+    for a, b in zip(sharded, single, strict=False):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=tol, atol=0)

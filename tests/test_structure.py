@@ -93,5 +93,9 @@ def test_the_checker_sees_a_circle():
 
 
 def test_no_module_past_about_400_lines():
-    long = {str(p.relative_to(PACKAGE.parent)): n for p in PACKAGE.rglob("*.py") if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    long = {
+        str(p.relative_to(PACKAGE.parent)): n
+        for p in PACKAGE.rglob("*.py")
+        if (n := len(p.read_text().splitlines())) > MAX_LINES
+    }
     assert not long, long

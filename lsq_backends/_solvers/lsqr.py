@@ -176,11 +176,10 @@ def solve(xp, X, Y, alpha, *, atol=None, btol=None, max_iter=None):
         stop = (test1 <= btol + atol * ax) | (test2 <= atol) | (1 + test2 <= 1) | (1 + test1 / (1 + ax) <= 1)
         new = _State(x, u, v, w, alfa, rhobar, phibar, anorm, res2, xxnorm, z, cs2, sn2, s.n_iter + 1, stop)
         run = ~s.done
-        return _State(*(xp.where(run, a, b) for a, b in zip(new, s)))
+        return _State(*(xp.where(run, a, b) for a, b in zip(new, s, strict=False)))
 
     state = _compat.loop(xp, step, state, max_iter, lambda s: xp.all(s.done), (X,))
     rank = full_rank(xp, X.shape[:-2], -1, X)
     if alpha is not None:
         rank = xp.where(xp.all(alpha > 0), full_rank(xp, X.shape[:-2], n, X), rank)
     return state.x, rank, state.n_iter[..., 0, :]
-

@@ -12,14 +12,14 @@ import os
 
 import numpy as np
 
-__all__ = ["ALL_NAMES", "Backend", "BackendUnavailable", "find_backends", "unknown_names"]
+__all__ = ["ALL_NAMES", "Backend", "BackendUnavailableError", "find_backends", "unknown_names"]
 
 #: Every name ``--backends`` accepts (``jax-<platform>`` also accepts other JAX platforms).
 ALL_NAMES = ("numpy", "array_api_strict", "dask", "jax-cpu", "jax-gpu", "torch-cpu", "torch-cuda", "cupy")
 DASK_BLOCKS = 4  # row blocks per Dask array
 
 
-class BackendUnavailable(Exception):
+class BackendUnavailableError(Exception):
     """The backend cannot run here (not installed, no device); the message says why."""
 
 
@@ -122,7 +122,7 @@ class Backend:
         m, n = X.shape[-2:]
         if self.family == "numpy":
             if batched:
-                return lambda: [np.linalg.lstsq(a, b, rcond=None)[0] for a, b in zip(X, y)]
+                return lambda: [np.linalg.lstsq(a, b, rcond=None)[0] for a, b in zip(X, y, strict=False)]
             return lambda: np.linalg.lstsq(X, y, rcond=None)[0]
         if self.family == "torch":
             # gelsd (the SVD, as NumPy) on the CPU; CUDA has only gels, for tall full-rank X.
@@ -150,7 +150,9 @@ class Backend:
             import jax.numpy as jnp
 
             highest = jax.lax.Precision.HIGHEST
-            fn = self._jit_once("gram", lambda: jax.jit(lambda a: jnp.matmul(jnp.swapaxes(a, -1, -2), a, precision=highest)))
+            fn = self._jit_once(
+                "gram", lambda: jax.jit(lambda a: jnp.matmul(jnp.swapaxes(a, -1, -2), a, precision=highest))
+            )
             return lambda: fn(X)
         xp = self.xp
         return lambda: xp.matmul(xp.matrix_transpose(X), X)
@@ -166,7 +168,7 @@ def _import(module):
         return importlib.import_module(module)
     except Exception as exc:
         msg = f"{module} cannot be imported ({type(exc).__name__}: {exc})"
-        raise BackendUnavailable(msg) from exc
+        raise BackendUnavailableError(msg) from exc
 
 
 def _namespace(array):
@@ -235,10 +237,10 @@ def _cupy():
         usable = cupy.cuda.is_available()
     except Exception as exc:
         msg = f"cupy is installed but CUDA is unusable ({type(exc).__name__}: {exc})"
-        raise BackendUnavailable(msg) from exc
+        raise BackendUnavailableError(msg) from exc
     if not usable:
         msg = "cupy is installed but no CUDA device is usable"
-        raise BackendUnavailable(msg)
+        raise BackendUnavailableError(msg)
     device = cupy.cuda.Device()
     name = cupy.cuda.runtime.getDeviceProperties(device.id)["name"]
     name = name.decode() if isinstance(name, bytes) else str(name)
@@ -280,13 +282,15 @@ def find_backends(names=None):
     for family in dict.fromkeys(n.split("-")[0] for n in wanted):
         try:
             found.update({b.name: b for b in _FINDERS[family]()})
-        except BackendUnavailable as exc:
+        except BackendUnavailableError as exc:
             for name in (n for n in wanted if n.split("-")[0] == family):
                 (skipped if names is None else failed).append((name, str(exc)))
             continue
         for name in (n for n in wanted if n.split("-")[0] == family):
             if name not in found:
-                reason = f"{name}: no such device here (found {', '.join(sorted(k for k in found if k.startswith(family)))})"
+                reason = (
+                    f"{name}: no such device here (found {', '.join(sorted(k for k in found if k.startswith(family)))})"
+                )
                 (skipped if names is None else failed).append((name, reason))
     extra = [b for name, b in found.items() if names is None and name not in wanted]
     backends = [found[n] for n in wanted if n in found] + extra

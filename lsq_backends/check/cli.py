@@ -44,7 +44,9 @@ def parse_args(argv=None):
         "--backends", default=None, help=f"comma-separated subset of {','.join(ALL_NAMES)} (default: all that can run)"
     )
     parser.add_argument("--json", metavar="PATH", default=None, help="also write the results as JSON to PATH")
-    parser.add_argument("--repeat", type=int, default=None, help="timed calls per case (median; default 5, 1 with --quick)")
+    parser.add_argument(
+        "--repeat", type=int, default=None, help="timed calls per case (median; default 5, 1 with --quick)"
+    )
     parser.add_argument("--dtypes", default="float64,float32", help="comma-separated: float64,float32")
     args = parser.parse_args(argv)
     if args.backends is not None:
@@ -85,7 +87,8 @@ def _time(ms):
 
 
 def table(rows):
-    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "|".join("---:" if c in ("error", "threshold", "time") or c.startswith("×") else "---" for c in COLUMNS) + "|"]  # fmt: skip
+    align = ["---:" if c in ("error", "threshold", "time") or c.startswith("×") else "---" for c in COLUMNS]
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "|".join(align) + "|"]
     for r in rows:
         cells = (
             r.backend, r.mode, r.problem, r.shape, r.method, r.dtype, _num(r.error), _num(r.threshold),
@@ -147,7 +150,9 @@ def run(args, out=print):
     )
     if args.quick:
         slow = " and ".join(sorted(SLOW))
-        out(f"\n--quick: tiny shapes and one timed call: the timings are not meaningful ({slow}: a few cases, untimed).")
+        out(
+            f"\n--quick: tiny shapes and one timed call: the timings are not meaningful ({slow}: a few cases, untimed)."
+        )
     bad_rows = [r for r in rows if r.status != "pass"]
     if bad_rows or failed:
         out("\n## Failures\n")

@@ -107,7 +107,7 @@ def _lstsq_reference(X, y, rcond):
     """numpy.linalg.lstsq on each problem of the stack; kappa and eta of the rank kept."""
     Xs, ys = X.reshape((-1, *X.shape[-2:])), y.reshape((-1, y.shape[-1]))
     coefs, kappas, etas = [], [], []
-    for a, b in zip(Xs, ys):
+    for a, b in zip(Xs, ys, strict=False):
         coef, _, rank, s = np.linalg.lstsq(a, b, rcond=rcond)
         coefs.append(coef)
         kappas.append(s[0] / s[rank - 1])

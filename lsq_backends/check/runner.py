@@ -212,4 +212,3 @@ def cases(backend, problems, *, quick):
                     continue
                 chosen.append((mode, problem, method))
     return chosen, left_out
-
