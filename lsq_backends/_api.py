@@ -5,16 +5,15 @@ from __future__ import annotations
 import array_api_compat
 
 from . import _compat, _derivatives, _torch_autograd
-from ._refine import refine as _refine
 from ._empty import pad_empty_batch
 from ._input import check_bool, check_method, prepare, validated_now
 from ._path import fit_path
+from ._refine import refine as _refine
 from ._result import LstsqResult
 from ._scaling import unscale
 from ._solvers import ITERATIVE, SOLVERS
-from ._solvers.lsqr import check_options
 from ._solvers._shared import dot, full_rank
-
+from ._solvers.lsqr import check_options
 
 # Arguments that are static under ``jax.jit`` (eager JAX calls run compiled, see ``_compat.compiled``).
 LSTSQ_STATIC = ("method", "rcond", "fit_intercept", "check_finite", "refine", "atol", "btol", "max_iter")
@@ -311,9 +310,18 @@ def ridge(
     # columns before centering) drops the intercept direction, so the reflection that removes
     # it (a third of a 50-alpha path's time) is needed only where singular values are reported.
     problem = prepare(
-        X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, alpha=alpha, ridge=True,
-        per_target=per_target, eliminate=not path or method in ("svd", "qr"), defer_x_check=defer,
-        defer_checks=not path, scale="per_target",
+        X,
+        y,
+        sample_weight,
+        fit_intercept=fit_intercept,
+        check_finite=check_finite,
+        alpha=alpha,
+        ridge=True,
+        per_target=per_target,
+        eliminate=not path or method in ("svd", "qr"),
+        defer_x_check=defer,
+        defer_checks=not path,
+        scale="per_target",
     )
     problem, cut = pad_empty_batch(problem)
     no_targets = problem.Y.shape[-1] == 0

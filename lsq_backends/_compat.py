@@ -24,8 +24,8 @@ import array_api_compat as _aac
 
 from ._control import Checks, cond, deferred, flush_checks, is_lazy, jit, loop, over_columns
 from ._dask_blocks import numpy_argmin0
-from ._products import matmul
 from ._factorizations import checked_cholesky, cholesky, eigh, one_pass_qr, qr, qr_apply, qr_implicit, qr_r, svd
+from ._products import matmul
 from ._triangular import SMALL_STACK, batch_last, cho_solve, solve_triangular, triangular_inverse
 
 __all__ = [

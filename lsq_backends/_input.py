@@ -262,9 +262,7 @@ def validate(
         _check_finite(xp, y, "y", checks)
         _check_finite(xp, sample_weight, "sample_weight", checks)
     if sample_weight is not None and not _compat.is_lazy(sample_weight) and m > 0:
-        checks.add(
-            xp.logical_not(xp.any(sample_weight < 0)), failure(ValueError, "sample_weight must be non-negative")
-        )
+        checks.add(xp.logical_not(xp.any(sample_weight < 0)), failure(ValueError, "sample_weight must be non-negative"))
         if fit_intercept:
             msg = "sample_weight must have a positive sum to fit an intercept"
             checks.add(xp.all(xp.sum(sample_weight, axis=-1) > 0), failure(ValueError, msg))
@@ -319,7 +317,9 @@ def prepare(
     if scale is not None:
         X, Y, alpha, scaling = scale_problem(xp, X, Y, alpha, shared_y=scale == "shared")
     check = gram_check(xp, X, check_finite, checks) if defer_x_check else None
-    root = None if sample_weight is None else _compat.align_rows(xp, xp.sqrt(sample_weight[..., None]), X)  # (..., m, 1)
+    root = (
+        None if sample_weight is None else _compat.align_rows(xp, xp.sqrt(sample_weight[..., None]), X)
+    )  # (..., m, 1)
     original = (X, Y, root) if keep_original else None
     x_offset = y_offset = offset_sq = None
     if fit_intercept:

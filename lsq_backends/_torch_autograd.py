@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ._derivatives import cotangent, fit, linearize, singular_cotangent
 
-_FUNCTION = []
+_FUNCTION: list = []
 
 
 def _function():

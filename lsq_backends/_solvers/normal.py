@@ -19,7 +19,6 @@ import math
 from .. import _compat
 from . import svd
 from ._factor import inverse_factor, triangular_inverse
-from .condest import condition_estimate
 from ._shared import (
     add_penalty,
     all_true,
@@ -33,6 +32,7 @@ from ._shared import (
     pivot_ratios,
     split_targets,
 )
+from .condest import condition_estimate
 
 
 class Factored:
