@@ -14,6 +14,7 @@ from ._scaling import unscale
 from ._solvers import ITERATIVE, SOLVERS
 from ._solvers._shared import dot, full_rank
 from ._solvers.lsqr import check_options
+from ._types import Array, Method
 
 # Arguments that are static under ``jax.jit`` (eager JAX calls run compiled, see ``_compat.compiled``).
 LSTSQ_STATIC = ("method", "rcond", "fit_intercept", "check_finite", "refine", "atol", "btol", "max_iter")
@@ -127,9 +128,20 @@ def check_refine(refine):
 
 
 def lstsq(
-    X, y, /, *, method="auto", rcond=None, fit_intercept=False, sample_weight=None, check_finite=True, refine=0,
-    atol=None, btol=None, max_iter=None,
-):  # fmt: skip
+    X: Array,
+    y: Array,
+    /,
+    *,
+    method: Method = "auto",
+    rcond: float | None = None,
+    fit_intercept: bool = False,
+    sample_weight: Array | None = None,
+    check_finite: bool = True,
+    refine: int = 0,
+    atol: float | None = None,
+    btol: float | None = None,
+    max_iter: int | None = None,
+) -> LstsqResult:
     """Least-squares solution of ``min_w sum_i sample_weight_i (y_i - x_i @ w - b)**2``.
 
     Parameters
@@ -233,9 +245,20 @@ def lstsq(
 
 
 def ridge(
-    X, y, /, alpha, *, method="auto", fit_intercept=True, sample_weight=None, check_finite=True, per_target=False,
-    atol=None, btol=None, max_iter=None,
-):  # fmt: skip
+    X: Array,
+    y: Array,
+    /,
+    alpha: float | Array,
+    *,
+    method: Method = "auto",
+    fit_intercept: bool = True,
+    sample_weight: Array | None = None,
+    check_finite: bool = True,
+    per_target: bool = False,
+    atol: float | None = None,
+    btol: float | None = None,
+    max_iter: int | None = None,
+) -> LstsqResult:
     """Ridge regression: ``min_w ||y - X w - b||^2 + alpha ||w||^2``, intercept b not penalized.
 
     The penalty multiplies the plain sum of squares (scikit-learn's ``Ridge`` convention). For

@@ -12,6 +12,7 @@ from ._input import check_bool, prepare
 from ._scaling import unscale_cv
 from ._solvers import spectral
 from ._solvers._shared import dot
+from ._types import Array, CVMode
 
 MODES = ("auto", "eigen", "svd")
 
@@ -111,9 +112,21 @@ def check_target_batch(target_batch):
 
 
 def ridge_cv(
-    X, y, /, alphas, *, fit_intercept=True, sample_weight=None, alpha_per_target=False, mode="auto", check_finite=True,
-    cv=None, scoring=None, groups=None, target_batch=None,
-):  # fmt: skip
+    X: Array,
+    y: Array,
+    /,
+    alphas: Array,
+    *,
+    fit_intercept: bool = True,
+    sample_weight: Array | None = None,
+    alpha_per_target: bool = False,
+    mode: CVMode = "auto",
+    check_finite: bool = True,
+    cv: Any = None,
+    scoring: Any = None,
+    groups: Array | None = None,
+    target_batch: int | None = None,
+) -> RidgeCVResult:
     """Ridge with the penalty chosen by cross-validation: efficient leave-one-out (default),
     generalized cross-validation, or held-out folds.
 

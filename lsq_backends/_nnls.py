@@ -11,6 +11,7 @@ from ._result import LstsqResult
 from ._scaling import unscale
 from ._solvers import nnls as _solver
 from ._solvers._shared import dot, full_rank
+from ._types import Array
 
 NNLS_STATIC = ("fit_intercept", "check_finite", "max_iter", "tol")
 
@@ -50,7 +51,18 @@ def check_options(max_iter, tol):
         raise ValueError(msg)
 
 
-def nnls(X, y, /, *, alpha=0.0, fit_intercept=False, sample_weight=None, max_iter=None, tol=None, check_finite=True):
+def nnls(
+    X: Array,
+    y: Array,
+    /,
+    *,
+    alpha: float | Array = 0.0,
+    fit_intercept: bool = False,
+    sample_weight: Array | None = None,
+    max_iter: int | None = None,
+    tol: float | None = None,
+    check_finite: bool = True,
+) -> NNLSResult:
     """Non-negative least squares: ``min sum_i w_i (y_i - x_i @ coef - b)**2 + alpha ||coef||^2``
     subject to ``coef >= 0``, the intercept b unconstrained and unpenalized.
 

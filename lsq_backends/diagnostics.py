@@ -25,6 +25,7 @@ from . import _compat
 from ._api import check_refine, refined_solution
 from ._input import check_bool, prepare
 from ._solvers._shared import all_true, count, dot, eps, mT
+from ._types import Array, CovType
 
 COV_TYPES = ("nonrobust", "HC0", "HC1", "HC2", "HC3")
 
@@ -198,7 +199,17 @@ def _ratio(xp, a, b):
     return xp.where(pos, q, xp.where(a == 0, xp.zeros_like(q), xp.where(a > 0, inf, -inf)))
 
 
-def diagnostics(X, y, /, *, fit_intercept=True, sample_weight=None, cov_type="nonrobust", check_finite=True, refine=0):
+def diagnostics(
+    X: Array,
+    y: Array,
+    /,
+    *,
+    fit_intercept: bool = True,
+    sample_weight: Array | None = None,
+    cov_type: CovType = "nonrobust",
+    check_finite: bool = True,
+    refine: int = 0,
+) -> Diagnostics:
     """Standard errors, t statistics, R² and robust covariances of a least-squares fit.
 
     Ordinary (or, with ``sample_weight``, weighted) least squares of ``y`` on ``X``, with the
