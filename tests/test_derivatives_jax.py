@@ -258,3 +258,27 @@ def test_per_target_alphas(method):
     fx = (float(loss(X_of(H), a0, Y, C)) - float(loss(X_of(-H), a0, Y, C))) / (2 * H)
     assert abs(float(ga[1]) - fa) < 1e-6 * max(abs(fa), 1.0)
     assert abs(float(tan) - fx) < 1e-6 * max(abs(fx), 1.0)
+
+
+@pytest.mark.parametrize("cv", [None, "gcv", 3])
+@pytest.mark.parametrize("rank_deficient", [False, True])
+def test_ridge_cv_score_gradient_wrt_alpha(cv, rank_deficient):
+    """Gradient-based tuning of the penalty: the cross-validation score of ``ridge_cv`` is
+    differentiable in alpha (the factorization does not depend on it: only the filter factors
+    do), also on a rank-deficient X, and matches central differences in log alpha."""
+    rng = np.random.default_rng(7)
+    X = rng.standard_normal((30, 5))
+    if rank_deficient:
+        X[:, 4] = X[:, 0] + X[:, 1]
+    y = X @ rng.standard_normal(5) + 0.3 * rng.standard_normal(30)
+    Xj, yj = jnp.asarray(X), jnp.asarray(y)
+
+    def score(log_alpha):
+        return lsq.ridge_cv(Xj, yj, jnp.exp(log_alpha)[None], cv=cv).scores[0]
+
+    g = float(jax.jit(jax.grad(score))(jnp.asarray(0.3)))
+    h = 1e-5
+    fd = float(score(jnp.asarray(0.3 + h)) - score(jnp.asarray(0.3 - h))) / (2 * h)
+    # Central differences: truncation ~h^2 |f'''|, rounding ~eps |f| / h.
+    assert np.isfinite(g)
+    assert abs(g - fd) <= 1e-6 * max(abs(fd), 1e-3), (g, fd)
