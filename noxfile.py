@@ -78,9 +78,11 @@ def accuracy(session):
 
 @nox.session
 def lint(session):
-    """ruff with the rule set of pyproject.toml."""
+    """ruff: the rule set of pyproject.toml, and the formatting."""
     session.install("ruff>=0.6")
-    session.run("ruff", "check", "lsq_backends", "tests", "benchmarks", "noxfile.py", "docs/hooks")
+    paths = ["lsq_backends", "tests", "benchmarks", "noxfile.py", "docs/hooks"]
+    session.run("ruff", "check", *paths)
+    session.run("ruff", "format", "--check", *paths)
 
 
 @nox.session
