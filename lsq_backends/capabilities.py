@@ -1,9 +1,11 @@
 """What each entry point supports on each backend, declared once as data.
 
 The documentation's table ("Backends and devices") is generated from `CAPABILITIES`
-by `markdown_table`, and ``tests/test_capabilities.py`` checks every "yes" it can run
-on the machine at hand (and that every "no" fails the way its note says), so the table and
-the code cannot drift apart.
+by `markdown_table`, and ``tests/test_capabilities.py`` checks every "yes" of the jit,
+vmap, grad and Dask columns it can run on the machine at hand (and that every "no" fails),
+so the table and the code cannot drift apart. The sharded column is checked by
+``tests/test_sharded_jax.py`` (``normal``); host reads were counted on PyTorch on the CPU
+(``lsq_backends.check.count_host_reads``; the direct methods in ``tests/test_host_reads.py``).
 
 Examples
 --------
@@ -40,17 +42,17 @@ CAPABILITIES = {
         "dask_lazy": False,
         "host_reads": "1 per convergence test (every 10th iteration on a GPU)",
     },
-    "ridge (path)": {**_DIRECT, "host_reads": "1-2"},
-    "ridge_cv": {**_DIRECT, "dask_lazy": True, "host_reads": "1"},
-    "diagnostics": {**_DIRECT, "host_reads": "1"},
+    "ridge (path)": {**_DIRECT, "host_reads": "2"},
+    "ridge_cv": {**_DIRECT, "host_reads": "2 (leave-one-out and k-fold)"},
+    "diagnostics": {**_DIRECT, "host_reads": "2"},
     "nnls": {
         **_DIRECT,
         "jax_grad": False,
         "dask_lazy": False,
         "host_reads": "1 per convergence test (every 10th iteration on a GPU)",
     },
-    "NormalAccumulator": {**_DIRECT, "host_reads": "1 per update"},
-    "QRAccumulator": {**_DIRECT, "torch_autograd": False, "host_reads": "1 per update"},
+    "NormalAccumulator": {**_DIRECT, "host_reads": "3 (one update, then solve)"},
+    "QRAccumulator": {**_DIRECT, "torch_autograd": False, "host_reads": "3 (one update, then solve)"},
 }
 
 # Why a "no" is a no, shown under the table.
