@@ -6,7 +6,7 @@ import array_api_compat
 
 from . import _compat, _derivatives, _torch_autograd
 from ._empty import pad_empty_batch
-from ._input import check_bool, check_method, prepare, validated_now
+from ._input import check_bool, check_method, intercept_of, prepare, validated_now
 from ._path import fit_path
 from ._refine import refine as _refine
 from ._result import LstsqResult
@@ -59,10 +59,7 @@ def _fit_deferred(problem, method, rcond, fit_intercept, refine=0, options=None)
     else:
         kw = {} if problem.check is None else {"check": problem.check}
         coef, rank, s = SOLVERS[method](xp, X, Y, alpha, rcond, problem.offset_sq, **kw)
-    if fit_intercept:
-        intercept = (problem.y_offset - dot(xp, problem.x_offset, coef))[..., 0, :]
-    else:
-        intercept = xp.zeros((*Y.shape[:-2], Y.shape[-1]), dtype=Y.dtype, device=_compat.device(Y))
+    intercept = intercept_of(xp, problem, coef, fit_intercept)
     if refine and min(m, n) > 0:
         _compat.flush_checks(xp)  # refinement's QR of X must not meet NaN
         coef, intercept, resid = refined_solution(problem, coef, intercept, rank, refine)

@@ -8,7 +8,7 @@ from . import _compat, _kfold
 from ._alpha import failure
 from ._center import eliminate_intercept
 from ._empty import pad_empty_batch
-from ._input import check_bool, prepare
+from ._input import check_bool, intercept_of, prepare
 from ._scaling import unscale_cv
 from ._solvers import spectral
 from ._solvers._shared import dot
@@ -299,10 +299,7 @@ def ridge_cv(
                 (Xc, Yf),
             )
     coef, alpha, best, values, scores = out
-    if fit_intercept:
-        intercept = (problem.y_offset - dot(xp, problem.x_offset, coef))[..., 0, :]
-    else:
-        intercept = xp.zeros(tuple(coef.shape[:-2]) + (coef.shape[-1],), dtype=coef.dtype, device=_compat.device(coef))
+    intercept = intercept_of(xp, problem, coef, fit_intercept)
     # Squared errors scale with y's factor squared; R^2 and a callable's scores are taken as they are.
     squared = pairs is None or scoring in (None, "neg_mean_squared_error")
     coef, intercept, alpha, values, scores = unscale_cv(

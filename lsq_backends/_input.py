@@ -278,6 +278,16 @@ def validated_now(X, y, sample_weight, **kwargs):
     return v, v.Y[..., 0] if v.y_was_vector else v.Y
 
 
+def intercept_of(xp, problem, coef, fit_intercept):
+    """The intercept of a fit of the prepared ``problem``: ``y_offset - x_offset @ coef`` with
+    an intercept, else zeros; coef (..., n, k) gives (..., k). One place for every entry point
+    (fits, paths, ``ridge_cv``, ``nnls``, ``diagnostics``)."""
+    if fit_intercept:
+        return (problem.y_offset - _compat.matmul(xp, problem.x_offset, coef))[..., 0, :]
+    shape = (*coef.shape[:-2], coef.shape[-1])
+    return xp.zeros(shape, dtype=coef.dtype, device=_compat.device(coef))
+
+
 def prepare(
     X,
     y,

@@ -6,7 +6,7 @@ from typing import Any, NamedTuple
 
 from . import _compat
 from ._empty import pad_empty_batch
-from ._input import check_bool, prepare, validated_now
+from ._input import check_bool, intercept_of, prepare, validated_now
 from ._result import LstsqResult
 from ._scaling import unscale
 from ._solvers import nnls as _solver
@@ -137,10 +137,7 @@ def nnls(
         converged = n_iter == 0
     else:
         coef, n_iter, converged = _solver.solve(xp, Xp, Yp, problem.alpha, max_iter=max_iter, tol=tol)
-    if fit_intercept:
-        intercept = (problem.y_offset - dot(xp, problem.x_offset, coef))[..., 0, :]
-    else:
-        intercept = xp.zeros((*Yp.shape[:-2], Yp.shape[-1]), dtype=Yp.dtype, device=_compat.device(Yp))
+    intercept = intercept_of(xp, problem, coef, fit_intercept)
     resid = Yp - dot(xp, Xp, coef)
     rss = xp.sum(resid * resid, axis=-2)
     if problem.y_was_vector:

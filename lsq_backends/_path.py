@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from . import _compat
+from ._input import intercept_of
 from ._result import LstsqResult
 from ._scaling import unscale
-from ._solvers._shared import dot, full_rank
+from ._solvers._shared import full_rank
 from ._solvers.spectral import over_alphas, solve_path
 
 
@@ -24,10 +25,7 @@ def fit_path(problem, method, fit_intercept):
         coef, rank, s = solve_path(xp, X, Y, alpha, method, problem.offset_sq)
         if method != "svd":
             s = None  # "qr" factors the same way, but only "svd" reports singular values
-    if fit_intercept:
-        intercept = (problem.y_offset - dot(xp, problem.x_offset, coef))[..., 0, :]
-    else:
-        intercept = xp.zeros((a, *batch, k), dtype=X.dtype, device=dev)
+    intercept = intercept_of(xp, problem, coef, fit_intercept)
     # The residual itself (accurate for near-exact fits), every penalty in one product X @ W.
     resid = Y - over_alphas(xp, X, coef)
     rss = xp.sum(resid * resid, axis=-2)  # (a, ..., k)

@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 from . import _compat
 from ._api import check_refine, refined_solution
-from ._input import check_bool, prepare
+from ._input import check_bool, intercept_of, prepare
 from ._solvers._shared import all_true, count, dot, eps, mT
 from ._types import Array, CovType
 
@@ -291,10 +291,7 @@ def diagnostics(
         Xc, Yc = Xc - problem.x_offset, Yc - problem.y_offset
     if root is not None:
         Xc, Yc = root * Xc, root * Yc
-    if fit_intercept:
-        intercept = (problem.y_offset - dot(xp, problem.x_offset, coef))[..., 0, :]  # (..., 1)
-    else:
-        intercept = xp.zeros((*X0.shape[:-2], 1), dtype=dtype, device=dev)
+    intercept = intercept_of(xp, problem, coef, fit_intercept)  # (..., 1)
     if refine:
         # lstsq's refinement (against [1, X], residual summed in double-double): coefficients,
         # intercept and residuals, hence sigma, R² and t; the standard errors keep the R^{-1}
