@@ -15,7 +15,7 @@ import numbers
 from . import _compat
 from ._center import eliminate_intercept
 from ._solvers import spectral
-from ._solvers._shared import dot, mT
+from ._solvers._shared import dot
 
 SCORINGS = ("neg_mean_squared_error", "r2")
 
@@ -136,15 +136,6 @@ def _callable_score(xp, y, pred, w, scoring):
     return xp.asarray(rows, dtype=y.dtype, device=_compat.device(y))
 
 
-def _center(xp, A, root):
-    """``(mean, centered)``: the (weighted) column means (..., 1, c) of ``A`` (..., m, c) and
-    ``A`` minus them, times ``root`` (sqrt of the weights) when given."""
-    w = xp.ones_like(A[..., :1]) if root is None else root * root
-    mean = dot(xp, mT(xp, w), A) / xp.sum(w, axis=-2, keepdims=True)
-    Ac = A - mean
-    return mean, Ac if root is None else root * Ac
-
-
 def _fold_scores_batched(xp, X, Y, root, alphas, train, test, fit_intercept, scoring, mode, batch):
     """The held-out scores (a, ..., k) of one fold, ``batch`` targets and one penalty at a time:
     the training rows are factorized once (without targets); each block of targets is
@@ -152,10 +143,8 @@ def _fold_scores_batched(xp, X, Y, root, alphas, train, test, fit_intercept, sco
     Xtr, rtr, Xte = _take(xp, X, train), _take(xp, root, train), _take(xp, X, test)
     w_test = None if root is None else _take(xp, root * root, test)
     x_off = offset_sq = None
-    if fit_intercept:
-        x_off, Xe = _center(xp, Xtr, rtr)
-        total = xp.sum(xp.ones_like(Xtr[..., :1]) if rtr is None else rtr * rtr, axis=-2, keepdims=True)
-        offset_sq = (total * x_off * x_off)[..., 0, :]
+    if fit_intercept:  # X alone (no targets): centered and weighted, the intercept kept
+        Xe, _, x_off, _, offset_sq = eliminate_intercept(xp, Xtr, Xtr[..., :0], rtr, eliminate=False)
     else:
         Xe = Xtr if rtr is None else rtr * Xtr
     route = spectral.svd if mode == "svd" else spectral.gram
@@ -166,7 +155,7 @@ def _fold_scores_batched(xp, X, Y, root, alphas, train, test, fit_intercept, sco
     def block(Yb):
         Ytr = _take(xp, Yb, train)
         if fit_intercept:
-            y_off, Ye = _center(xp, Ytr, rtr)
+            Ye, _, y_off, _, _ = eliminate_intercept(xp, Ytr, Ytr[..., :0], rtr, eliminate=False)
         else:
             Ye = Ytr if rtr is None else rtr * Ytr
         sb = spec._replace(P=spectral.project(xp, spec, Ye))
