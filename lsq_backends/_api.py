@@ -11,7 +11,8 @@ from ._path import fit_path
 from ._refine import refine as _refine
 from ._result import LstsqResult
 from ._scaling import unscale
-from ._solvers import ITERATIVE, SOLVERS
+from ._solvers import ITERATIVE
+from ._solvers import fit as solvers_fit
 from ._solvers._shared import dot, full_rank
 from ._solvers.lsqr import check_options
 from ._types import Array, Method
@@ -53,12 +54,10 @@ def _fit_deferred(problem, method, rcond, fit_intercept, refine=0, options=None)
         rule = _torch_autograd if array_api_compat.is_torch_namespace(xp) else _derivatives
         coef, rank, s, n_iter_rule = rule.solve(xp, X, Y, alpha, method, rcond, *kw)
         n_iter = n_iter_rule if method in ITERATIVE else None
-    elif method in ITERATIVE:
-        coef, rank, n_iter = ITERATIVE[method](xp, X, Y, alpha, **options)
-        s = None
     else:
-        kw = {} if problem.check is None else {"check": problem.check}
-        coef, rank, s = SOLVERS[method](xp, X, Y, alpha, rcond, problem.offset_sq, **kw)
+        coef, rank, s, n_iter, _ = solvers_fit(
+            xp, X, Y, alpha, method, rcond, problem.offset_sq, problem.check, options
+        )
     intercept = intercept_of(xp, problem, coef, fit_intercept)
     if refine and min(m, n) > 0:
         _compat.flush_checks(xp)  # refinement's QR of X must not meet NaN

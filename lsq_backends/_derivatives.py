@@ -44,7 +44,8 @@ from typing import Any, NamedTuple
 
 import array_api_compat as _aac
 
-from ._solvers import ITERATIVE, SOLVERS
+from ._solvers import ITERATIVE
+from ._solvers import fit as solvers_fit
 from ._solvers._factor import Factor
 from ._solvers._shared import dot, eye_like, mT
 
@@ -165,16 +166,12 @@ def lsqr_factor(xp, X, alpha, options, symmetric_solve=None):
 
 
 def fit(xp, X, Y, alpha, method, rcond, offset_sq, check, options, factor=False, symmetric_solve=None):
-    """The solver's fit ``(coef, rank, s, n_iter)``, and with ``factor`` its ``Factor`` fifth."""
-    if method in ITERATIVE:
-        coef, rank, n_iter = ITERATIVE[method](xp, X, Y, alpha, **options)
-        fac = lsqr_factor(xp, X, alpha, options, symmetric_solve) if factor else None
-        return coef, rank, None, n_iter, fac
-    kw = {} if check is None else {"check": check}
-    if factor:
-        coef, rank, s, fac = SOLVERS[method](xp, X, Y, alpha, rcond, offset_sq, factor=True, **kw)
-        return coef, rank, s, None, fac
-    return (*SOLVERS[method](xp, X, Y, alpha, rcond, offset_sq, **kw), None, None)
+    """The solver's fit ``(coef, rank, s, n_iter)``, and with ``factor`` its ``Factor`` fifth
+    (LSQR's as operators, :func:`lsqr_factor`)."""
+    coef, rank, s, n_iter, fac = solvers_fit(xp, X, Y, alpha, method, rcond, offset_sq, check, options, factor)
+    if factor and method in ITERATIVE:
+        fac = lsqr_factor(xp, X, alpha, options, symmetric_solve)
+    return coef, rank, s, n_iter, fac
 
 
 def wanted(xp, X, Y, alpha, method, refine):
