@@ -11,7 +11,7 @@ from ._empty import pad_empty_batch
 from ._input import check_bool, intercept_of, prepare
 from ._scaling import unscale_cv
 from ._solvers import spectral
-from ._solvers._shared import dot
+from ._solvers._shared import check_count, dot
 from ._types import Array, CVMode
 
 MODES = ("auto", "eigen", "svd")
@@ -101,14 +101,6 @@ def _refit_batched(xp, spec, alpha, Y, batch):
 
     per_target = alpha.shape[-1] == Y.shape[-1] and alpha.shape[-1] > 1
     return _compat.over_columns(xp, block, (Y, alpha) if per_target else (Y,), batch)[0]
-
-
-def check_target_batch(target_batch):
-    if target_batch is not None and (
-        isinstance(target_batch, bool) or not isinstance(target_batch, int) or target_batch < 1
-    ):
-        msg = f"target_batch must be None or a positive integer; got {target_batch!r}"
-        raise ValueError(msg)
 
 
 def ridge_cv(
@@ -212,7 +204,7 @@ def ridge_cv(
     alpha_per_target = check_bool(alpha_per_target, "alpha_per_target")
     check_finite = check_bool(check_finite, "check_finite")
     _kfold.check_scoring(scoring)
-    check_target_batch(target_batch)
+    check_count(target_batch, "target_batch")
     held_out = cv is not None and not (isinstance(cv, str) and cv == "gcv")
     if isinstance(cv, str) and cv != "gcv":
         msg = f"cv must be None, 'gcv', an integer >= 2, a splitter or an iterable of (train, test); got {cv!r}"

@@ -10,7 +10,7 @@ from ._input import check_bool, intercept_of, prepare, validated_now
 from ._result import LstsqResult
 from ._scaling import unscale
 from ._solvers import nnls as _solver
-from ._solvers._shared import dot, full_rank
+from ._solvers._shared import check_count, check_fraction, dot, full_rank
 from ._types import Array
 
 NNLS_STATIC = ("fit_intercept", "check_finite", "max_iter", "tol")
@@ -43,12 +43,8 @@ class NNLSResult(NamedTuple):
 
 def check_options(max_iter, tol):
     """Validate the iteration options (before any work)."""
-    if max_iter is not None and (isinstance(max_iter, bool) or not isinstance(max_iter, int) or max_iter < 1):
-        msg = f"max_iter must be None or a positive integer; got {max_iter!r}"
-        raise ValueError(msg)
-    if tol is not None and (isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 0 <= tol < 1):
-        msg = f"tol must be None or a number in [0, 1); got {tol!r}"
-        raise ValueError(msg)
+    check_count(max_iter, "max_iter")
+    check_fraction(tol, "tol")
 
 
 def nnls(

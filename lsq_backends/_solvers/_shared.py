@@ -125,3 +125,19 @@ def default_cutoff(xp, a, m, n, rcond):
     if xp.finfo(a.dtype).bits >= 64:
         return eps(xp, a) * max(m, n, 1)
     return eps(xp, a) * (math.sqrt(max(m, n, 1)) + min(m, n))
+
+
+def check_count(value, name):
+    """An iteration budget or block size: None or a positive integer (``ValueError`` otherwise,
+    bools refused)."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        msg = f"{name} must be None or a positive integer; got {value!r}"
+        raise ValueError(msg)
+
+
+def check_fraction(value, name):
+    """A relative tolerance: None or a number in [0, 1) (``ValueError`` otherwise, bools
+    refused)."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1):
+        msg = f"{name} must be None or a number in [0, 1); got {value!r}"
+        raise ValueError(msg)

@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from .. import _compat
-from ._shared import dot, full_rank, mT
+from ._shared import check_count, check_fraction, dot, full_rank, mT
 
 
 def default_tol(xp, dtype):
@@ -57,13 +57,8 @@ def check_options(method, atol, btol, max_iter):
         return
     for name in ("atol", "btol"):
         if name in given:
-            v = given[name]
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < 1:
-                msg = f"{name} must be None or a number in [0, 1); got {v!r}"
-                raise ValueError(msg)
-    if max_iter is not None and (isinstance(max_iter, bool) or not isinstance(max_iter, int) or max_iter < 1):
-        msg = f"max_iter must be None or a positive integer; got {max_iter!r}"
-        raise ValueError(msg)
+            check_fraction(given[name], name)
+    check_count(max_iter, "max_iter")
 
 
 class _State(NamedTuple):
