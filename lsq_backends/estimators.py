@@ -147,8 +147,8 @@ class Ridge(LinearModelBase):
         per_target = _aac.is_array_api_obj(alpha) and alpha.ndim > 0
         if per_target and math.prod(alpha.shape) == 1:
             alpha, per_target = _compat.array_namespace(alpha).reshape(alpha, ()), False
+        single = y.ndim == 2 and y.shape[1] == 1  # coef_ of shape (n_features,), as scikit-learn
         if positive:
-            single = y.ndim == 2 and y.shape[1] == 1
             fit = _positive_fit(self, X, y, sample_weight, alpha, check_finite, single_target_1d=single)
             return self._store({**fitted, **fit}, _OPTIONAL)
         r = ridge(
@@ -161,7 +161,7 @@ class Ridge(LinearModelBase):
             check_finite=check_finite,
             per_target=per_target,
         )
-        return self._store({**fitted, **self._coef(r, single_target_1d=y.ndim == 2 and y.shape[1] == 1)}, _OPTIONAL)
+        return self._store({**fitted, **self._coef(r, single_target_1d=single)}, _OPTIONAL)
 
 
 # Fitted attributes that only some fits produce (removed when a refit does not).
