@@ -5,6 +5,7 @@ from __future__ import annotations
 from . import _compat
 from ._refine import refine as _refine
 from ._empty import pad_empty_batch
+from ._gram_data import TallGram
 from ._input import check_bool, check_method, prepare, validate
 from ._path import fit_path
 from ._result import LstsqResult
@@ -36,7 +37,7 @@ def _fit(problem, method, rcond, fit_intercept, refine=0, options=None):
 def _fit_deferred(problem, method, rcond, fit_intercept, refine=0, options=None):
     xp, X, Y, alpha = problem.xp, problem.X, problem.Y, problem.alpha
     m, n = X.shape[-2:]
-    n_iter = None
+    n_iter = rss = None
     if method in ITERATIVE:
         n_iter = full_rank(xp, tuple(Y.shape[:-2]) + (Y.shape[-1],), 0, X)  # 0 when m or n is 0
     if min(m, n) == 0:
@@ -50,7 +51,10 @@ def _fit_deferred(problem, method, rcond, fit_intercept, refine=0, options=None)
         s = None
     else:
         kw = {} if problem.check is None else {"check": problem.check}
-        coef, rank, s = SOLVERS[method](xp, X, Y, alpha, rcond, problem.offset_sq, **kw)
+        if method in GRAM_CHECKED and m >= n:
+            kw["data"] = _tall_gram(problem)
+        coef, rank, s, *rest = SOLVERS[method](xp, X, Y, alpha, rcond, problem.offset_sq, **kw)
+        rss = rest[0] if rest else None
     if fit_intercept:
         intercept = (problem.y_offset - dot(xp, problem.x_offset, coef))[..., 0, :]
     else:
@@ -58,13 +62,23 @@ def _fit_deferred(problem, method, rcond, fit_intercept, refine=0, options=None)
     if refine and min(m, n) > 0:
         _compat.flush_checks(xp)  # refinement's QR of X must not meet NaN
         coef, intercept, resid = _refined(problem, coef, intercept, rank, refine)
-    else:
+        rss = xp.sum(resid * resid, axis=-2)  # (..., k)
+    elif rss is None:
         resid = Y - dot(xp, X, coef)
-    rss = xp.sum(resid * resid, axis=-2)  # (..., k)
+        rss = xp.sum(resid * resid, axis=-2)
     if problem.y_was_vector:
         coef, intercept, rss = coef[..., 0], intercept[..., 0], rss[..., 0]
         n_iter = None if n_iter is None else n_iter[..., 0]
     return LstsqResult(coef, intercept, rank, rss, s, n_iter)
+
+
+def _tall_gram(problem):
+    """The Gram route's view of a tall problem (``_gram_data.TallGram``): uncentered X and Y
+    with their means where ``prepare`` left the centering to it."""
+    if problem.centered is None:
+        return TallGram(problem.xp, problem.X, problem.Y)
+    (root,) = problem.centered
+    return TallGram(problem.xp, problem.X, problem.Y, root, problem.x_offset, problem.y_offset)
 
 
 def _refined(problem, coef, intercept, rank, steps):
@@ -203,7 +217,7 @@ def lstsq(
     defer = method in GRAM_CHECKED
     problem = prepare(
         X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, defer_x_check=defer,
-        keep_original=refine > 0, defer_checks=True, scale="per_target",
+        keep_original=refine > 0, defer_checks=True, scale="per_target", gram_center=defer,
     )  # fmt: skip
     problem, cut = pad_empty_batch(problem)
     options = dict(atol=atol, btol=btol, max_iter=max_iter)
@@ -295,7 +309,7 @@ def ridge(
     problem = prepare(
         X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, alpha=alpha, ridge=True,
         per_target=per_target, eliminate=not path or method in ("svd", "qr"), defer_x_check=defer,
-        defer_checks=not path, scale="per_target",
+        defer_checks=not path, scale="per_target", gram_center=defer,
     )
     problem, cut = pad_empty_batch(problem)
     no_targets = problem.Y.shape[-1] == 0

@@ -18,7 +18,7 @@ import array_api_compat as _aac
 
 from . import _compat
 from ._alpha import failure, validate_alpha
-from ._center import eliminate_intercept
+from ._center import eliminate_intercept, weighted_means
 from ._kinds import check_kind, check_known_shape
 from ._scaling import scale_problem
 
@@ -42,6 +42,8 @@ class Problem(NamedTuple):
     check: Any = None  # X's finiteness test deferred to the Gram matrix (``gram_check``), or None
     checks: Any = None  # the value checks not yet read (``_compat.Checks``), with ``defer_checks``
     scale: Any = None  # ``_scaling.Scale``: X, Y (and alpha) were divided by powers of two, or None
+    centered: Any = None  # with ``gram_center``: (root,), X and Y left uncentered and unweighted
+    #   (x_offset, y_offset their weighted means): the Gram route centers on the n x n side
 
 
 def as_array(xp, a, name, dev, like=None):
@@ -287,6 +289,7 @@ def prepare(
     defer_checks=False,
     alpha_name="alpha",
     scale=None,
+    gram_center=False,
 ) -> Problem:
     """Validate (:func:`validate`), cast, center and weight. Raises before any heavy work.
 
@@ -298,7 +301,9 @@ def prepare(
     with ``defer_checks``, left in ``Problem.checks`` for the fit to read with its first route
     decision (see ``_compat.deferred``): one host read for the whole fit. ``scale``
     ("per_target" or "shared", see ``_scaling``) solves at unit scale: X, Y and alpha divided
-    by powers of two, recorded in ``Problem.scale`` for ``_scaling.unscale``."""
+    by powers of two, recorded in ``Problem.scale`` for ``_scaling.unscale``. With
+    ``gram_center`` a tall problem with an intercept (m - 1 >= n >= 1) is not centered here:
+    only its means are taken (``Problem.centered``, for the Gram route's ``TallGram``)."""
     xp, X, Y, sample_weight, alpha, y_was_vector, checks = validate(
         X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, alpha=alpha, ridge=ridge,
         per_target=per_target, defer_x_check=defer_x_check, alpha_name=alpha_name,
@@ -312,12 +317,16 @@ def prepare(
     check = gram_check(xp, X, check_finite, checks) if defer_x_check else None
     root = None if sample_weight is None else _compat.align_rows(xp, xp.sqrt(sample_weight[..., None]), X)  # (..., m, 1)
     original = (X, Y, root) if keep_original else None
-    x_offset = y_offset = offset_sq = None
-    if fit_intercept:
+    x_offset = y_offset = offset_sq = centered = None
+    m, n = X.shape[-2:]
+    if fit_intercept and gram_center and eliminate and m - 1 >= n >= 1:
+        x_offset, y_offset, offset_sq = weighted_means(xp, X, Y, root)
+        centered = (root,)
+    elif fit_intercept:
         X, Y, x_offset, y_offset, offset_sq = eliminate_intercept(xp, X, Y, root, eliminate)
     elif root is not None:
         X, Y = root * X, root * Y
     return Problem(
         xp, X, Y, alpha, x_offset, y_offset, y_was_vector, offset_sq, original, check,
-        checks if defer_checks else None, scaling,
+        checks if defer_checks else None, scaling, centered,
     )  # fmt: skip

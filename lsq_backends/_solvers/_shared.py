@@ -125,3 +125,22 @@ def default_cutoff(xp, a, m, n, rcond):
     if xp.finfo(a.dtype).bits >= 64:
         return eps(xp, a) * max(m, n, 1)
     return eps(xp, a) * (math.sqrt(max(m, n, 1)) + min(m, n))
+
+
+def gated(xp, gate, attempt, fallback, operands):
+    """A fast route (``attempt(X, Y) -> (result, good)``: CholeskyQR2, refined normal
+    equations) where its ``gate`` passes and its own check ``good`` holds, else
+    ``fallback(X, Y)``.
+
+    Traced (JAX) or lazy (Dask): branches cost no host read, and the attempt is skipped where
+    the gate fails. Eager: the attempt runs before the gate is read, so that the gate and its
+    check are read together (one host read; wasted work only where the fallback follows)."""
+    if _compat.is_lazy(gate):
+
+        def tried(*ops):
+            result, good = attempt(*ops)
+            return _compat.cond(xp, good, lambda *_: result, fallback, ops)
+
+        return _compat.cond(xp, gate, tried, fallback, operands)
+    result, good = attempt(*operands)
+    return _compat.cond(xp, gate & good, lambda *_: result, fallback, operands)

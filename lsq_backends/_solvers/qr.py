@@ -36,6 +36,7 @@ from ._shared import (
     eps,
     eye_like,
     full_rank,
+    gated,
     merge_targets,
     mT,
     pivot_ratios,
@@ -108,7 +109,7 @@ def solve(xp, X, Y, alpha, rcond, offset_sq=None):
         W = dot(xp, M, _compat.solve_triangular(xp, mT(xp, L2), Z, lower=False))
         return (W, full_rank(xp, X.shape[:-2], n, X)), good
 
-    coef, rank = _gated(
+    coef, rank = gated(
         xp, _cholqr2_gate(xp, X, rcond, offset_sq, fac), attempt,
         lambda X, Y: householder(xp, X, Y, None, rcond, offset_sq)[:2], (X, Y),
     )  # fmt: skip
@@ -130,25 +131,7 @@ def r_factor(xp, X, Y, rcond, offset_sq=None):
         return (dot(xp, mT(xp, L2), mT(xp, fac.L)), Z), good
 
     gate = _cholqr2_gate(xp, X, rcond, offset_sq, fac)
-    return _gated(xp, gate, attempt, lambda X, Y: _compat.qr_apply(xp, X, Y), (X, Y))
-
-
-def _gated(xp, gate, attempt, fallback, operands):
-    """CholeskyQR2 (``attempt(X, Y) -> (result, good)``) where its ``gate`` passes and its own
-    check ``good`` holds, else ``fallback(X, Y)``.
-
-    Traced (JAX) or lazy (Dask): branches cost no host read, and the CholeskyQR2 work is skipped
-    where the gate fails. Eager: CholeskyQR2 runs before the gate is read, so that the gate and
-    its check are read together (one host read; wasted work only where the fallback follows)."""
-    if _compat.is_lazy(gate):
-
-        def tried(*ops):
-            result, good = attempt(*ops)
-            return _compat.cond(xp, good, lambda *_: result, fallback, ops)
-
-        return _compat.cond(xp, gate, tried, fallback, operands)
-    result, good = attempt(*operands)
-    return _compat.cond(xp, gate & good, lambda *_: result, fallback, operands)
+    return gated(xp, gate, attempt, lambda X, Y: _compat.qr_apply(xp, X, Y), (X, Y))
 
 
 def _cholqr2_factors(xp, X, Y, fac):
