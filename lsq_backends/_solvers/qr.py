@@ -109,10 +109,14 @@ def solve(xp, X, Y, alpha, rcond, offset_sq=None):
         W = dot(xp, M, _compat.solve_triangular(xp, mT(xp, L2), Z, lower=False))
         return (W, full_rank(xp, X.shape[:-2], n, X)), good
 
-    coef, rank = gated(
-        xp, _cholqr2_gate(xp, X, rcond, offset_sq, fac), attempt,
-        lambda X, Y: householder(xp, X, Y, None, rcond, offset_sq)[:2], (X, Y),
-    )  # fmt: skip
+    def shifted_or_householder(X, Y):
+        (W, rank), good = _shifted_cholqr3(xp, X, Y, fac, rcond, offset_sq)
+        return _compat.cond(
+            xp, good, lambda *_: (W, rank), lambda X, Y: householder(xp, X, Y, None, rcond, offset_sq)[:2], (X, Y)
+        )
+
+    gate = _cholqr2_gate(xp, X, rcond, offset_sq, fac)
+    coef, rank = gated(xp, gate, attempt, shifted_or_householder, (X, Y))
     return coef, rank, None
 
 
@@ -155,6 +159,72 @@ def _cholqr2_factors(xp, X, Y, fac):
     Z = _compat.solve_triangular(xp, L2, dot(xp, mT(xp, Q1), Y), lower=True)  # Q^T y
     good = all_true(xp, xp.abs(diagonal(xp, L2) - 1) < 0.5)
     return M, L2, Z, good
+
+
+SHIFT = 11.0  # shifted CholeskyQR's shift, in units of the Gram matrix's probable rounding
+
+
+def _shifted_cholqr3(xp, X, Y, fac, rcond, offset_sq):
+    """Shifted CholeskyQR3 (Fukaya, Kannan, Nakatsukasa, Yamamoto and Yanagisawa, 2020) of the
+    column-equilibrated ``[X Y]``, for X past CholeskyQR2's limit: ``((W, rank), good)``.
+
+    The Gram matrix of ``[X Y] D`` (unit diagonal; from the normal path's ``A`` and ``B``)
+    plus a shift ``s = SHIFT eps (sqrt(m) + n + k) (n + k)`` (the Frobenius norm squared
+    times the Gram matrix's probable rounding, ``_shared.gram_noise``, where Fukaya et al.
+    take the worst case 11 (m n + n (n + 1)) eps ||X||**2) always factors; the shift caps
+    the condition of ``Q1 = [X Y] R1^{-1}`` at ~sqrt(s) cond(X D), and CholeskyQR2 on Q1 (two
+    more rounds) makes ``[X Y] = Q R`` backward stable with Q orthogonal to working
+    precision, as Householder QR. The solution is ``R11^{-1} R12`` (R's blocks against X and
+    Y): Q^T Y comes out of the same factorization rather than from a product with an
+    explicit Q, whose rounding, ~eps cond(X) in Q, met Y's residual and cost up to 4 digits
+    on large-residual problems. Each ``Q = [X Y] R^{-1}`` is a triangular solve (row-wise
+    backward stable, half the flops of a product with the inverse); Q is formed twice (two
+    X-sized arrays).
+
+    ``good``: the last round's pivots against X are 1 up to O(1) (else cond(Q1) was past
+    CholeskyQR2's reach: cond(X D) beyond ~1e11-1e12 in float64) and R11 passes Householder's rank tests (pivots against the column norms and the
+    largest column, at ``rcond``); otherwise the caller falls back to Householder QR."""
+    m, n = X.shape[-2:]
+    k = Y.shape[-1]
+    top = xp.concat([fac.A, fac.B], axis=-1)
+    bottom = xp.concat([mT(xp, fac.B), dot(xp, mT(xp, Y), Y)], axis=-1)
+    G = xp.concat([top, bottom], axis=-2)  # Gram matrix of [X Y]
+    d = diagonal(xp, G)
+    root = xp.sqrt(xp.where(d > 0, d, xp.ones_like(d)))
+    shift = SHIFT * eps(xp, X) * (m**0.5 + n + k) * (n + k)
+    G = G / (root[..., :, None] * root[..., None, :]) + shift * eye_like(xp, G, n + k)
+    R = mT(xp, _compat.cholesky(xp, G)) * root[..., None, :]  # R1, of [X Y]
+    Qx, Qy = _next_q(xp, X, Y, R, n)
+    R2 = mT(xp, _compat.cholesky(xp, _gram_of(xp, Qx, Qy, shift)))
+    Qx, Qy = _next_q(xp, Qx, Qy, R2, n)
+    R3 = mT(xp, _compat.cholesky(xp, _gram_of(xp, Qx, Qy, shift)))
+    R = dot(xp, R3, dot(xp, R2, R))
+    R11 = R[..., :n, :n]
+    W = _compat.solve_triangular(xp, R11, R[..., :n, n:], lower=False)
+    cutoff = default_cutoff(xp, X, m, n, rcond)
+    own = pivot_ratios(xp, diagonal(xp, R11), xp.sum(R11 * R11, axis=-2), offset_sq)
+    ok = xp.all((own > cutoff) & (_relative_pivots(xp, R11) > cutoff), axis=-1)
+    ok = ok & xp.all(xp.abs(diagonal(xp, R3)[..., :n] - 1) < 0.5, axis=-1) & xp.all(xp.isfinite(W), axis=(-2, -1))
+    good = all_true(xp, ok)
+    return (W, full_rank(xp, X.shape[:-2], n, X)), good
+
+
+def _next_q(xp, Qx, Qy, R, n):
+    """``[Qx Qy] R^{-1}`` by blocks (R upper triangular, its first n columns against Qx)."""
+    R11, R12, R22 = R[..., :n, :n], R[..., :n, n:], R[..., n:, n:]
+    Qx = mT(xp, _compat.solve_triangular(xp, mT(xp, R11), mT(xp, Qx), lower=True))
+    Qy = mT(xp, _compat.solve_triangular(xp, mT(xp, R22), mT(xp, Qy - dot(xp, Qx, R12)), lower=True))
+    return Qx, Qy
+
+
+def _gram_of(xp, Qx, Qy, shift):
+    """Gram matrix of [Qx Qy], ``shift`` added to the diagonal of Qy's block: R11 and R12 of
+    its factor (all the solution needs) do not depend on that block, and Y in X's range
+    (a Schur complement of rounding noise) or dependent columns of Y then cannot make the
+    factorization fail; any nonsingular R22 keeps [Qx Qy] R^{-1} a valid next basis."""
+    a, b = dot(xp, mT(xp, Qx), Qx), dot(xp, mT(xp, Qx), Qy)
+    c = dot(xp, mT(xp, Qy), Qy) + shift * eye_like(xp, Qy, Qy.shape[-1])
+    return xp.concat([xp.concat([a, b], axis=-1), xp.concat([mT(xp, b), c], axis=-1)], axis=-2)
 
 
 def householder(xp, X, Y, alpha, rcond, offset_sq=None):
