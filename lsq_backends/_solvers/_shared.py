@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import array_api_compat as _aac
+
 from .. import _compat
 
 
@@ -134,8 +136,10 @@ def gated(xp, gate, attempt, fallback, operands):
 
     Traced (JAX) or lazy (Dask): branches cost no host read, and the attempt is skipped where
     the gate fails. Eager: the attempt runs before the gate is read, so that the gate and its
-    check are read together (one host read; wasted work only where the fallback follows)."""
-    if _compat.is_lazy(gate):
+    check are read together (one host read; wasted work only where the fallback follows).
+    NumPy, where reading is free, reads the gate first and skips the attempt where it fails
+    (CholeskyQR2's three passes before shifted CholeskyQR3 on ill-conditioned X)."""
+    if _compat.is_lazy(gate) or _aac.is_numpy_namespace(xp):
 
         def tried(*ops):
             result, good = attempt(*ops)
