@@ -9,7 +9,7 @@ from ._gram_data import TallGram
 from ._input import check_bool, check_method, prepare, validate
 from ._path import fit_path
 from ._result import LstsqResult
-from ._scaling import unscale
+from ._scaling import Rescale, uncertified, unscale
 from ._solvers import ITERATIVE, SOLVERS
 from ._solvers.lsqr import check_options
 from ._solvers._shared import dot, full_rank
@@ -215,17 +215,26 @@ def lstsq(
             sample_weight=v.sample_weight, check_finite=False, refine=refine, atol=atol, btol=btol, max_iter=max_iter,
         )  # fmt: skip
     defer = method in GRAM_CHECKED
-    problem = prepare(
-        X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, defer_x_check=defer,
-        keep_original=refine > 0, defer_checks=True, scale="per_target", gram_center=defer,
-    )  # fmt: skip
-    problem, cut = pad_empty_batch(problem)
     options = dict(atol=atol, btol=btol, max_iter=max_iter)
-    if problem.Y.shape[-1] == 0:
-        result = _no_targets(_fit(_one_target(problem, False), method, rcond, fit_intercept, refine, options))
-    else:
-        result = _fit(problem, method, rcond, fit_intercept, refine, options)
-    return LstsqResult(*(cut(field) for field in result))
+
+    def fit(by_gram):
+        problem = prepare(
+            X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, defer_x_check=defer,
+            keep_original=refine > 0, defer_checks=True, scale="per_target", gram_center=defer,
+            scale_x_by_gram=by_gram,
+        )  # fmt: skip
+        problem, cut = pad_empty_batch(problem)
+        if problem.Y.shape[-1] == 0:
+            result = _no_targets(_fit(_one_target(problem, False), method, rcond, fit_intercept, refine, options))
+        else:
+            result = _fit(problem, method, rcond, fit_intercept, refine, options)
+        return LstsqResult(*(cut(field) for field in result))
+
+    try:
+        with uncertified(X):
+            return fit(True)
+    except Rescale:  # X's scale is not certified by its Gram matrix (NumPy): the max |X| passes
+        return fit(False)
 
 
 def ridge(
@@ -303,13 +312,23 @@ def ridge(
             max_iter=max_iter,
         )  # fmt: skip
     defer = method in GRAM_CHECKED and not path  # a path factors its own way (``_path``)
+    try:
+        with uncertified(X):
+                return _ridge(X, y, alpha, method, fit_intercept, sample_weight, check_finite, per_target, path, defer,
+                          dict(atol=atol, btol=btol, max_iter=max_iter), True)  # fmt: skip
+    except Rescale:  # X's scale is not certified by its Gram matrix (NumPy): the max |X| passes
+        return _ridge(X, y, alpha, method, fit_intercept, sample_weight, check_finite, per_target, path, defer,
+                      dict(atol=atol, btol=btol, max_iter=max_iter), False)  # fmt: skip
+
+
+def _ridge(X, y, alpha, method, fit_intercept, sample_weight, check_finite, per_target, path, defer, options, by_gram):
     # A path on the Gram route keeps the centered rows: its noise cutoff (relative to the
     # columns before centering) drops the intercept direction, so the reflection that removes
     # it (a third of a 50-alpha path's time) is needed only where singular values are reported.
     problem = prepare(
         X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, alpha=alpha, ridge=True,
         per_target=per_target, eliminate=not path or method in ("svd", "qr"), defer_x_check=defer,
-        defer_checks=not path, scale="per_target", gram_center=defer,
+        defer_checks=not path, scale="per_target", gram_center=defer, scale_x_by_gram=by_gram,
     )
     problem, cut = pad_empty_batch(problem)
     no_targets = problem.Y.shape[-1] == 0
@@ -318,6 +337,6 @@ def ridge(
     if path:
         result = fit_path(problem, method, fit_intercept)
     else:
-        result = _fit(problem, method, None, fit_intercept, options=dict(atol=atol, btol=btol, max_iter=max_iter))
+        result = _fit(problem, method, None, fit_intercept, options=options)
     result = _no_targets(result) if no_targets else result
     return LstsqResult(*(cut(field, int(path)) for field in result))

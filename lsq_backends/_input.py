@@ -20,7 +20,7 @@ from . import _compat
 from ._alpha import failure, validate_alpha
 from ._center import eliminate_intercept, weighted_means
 from ._kinds import check_kind, check_known_shape
-from ._scaling import scale_problem
+from ._scaling import gram_certificate, scale_problem
 
 METHODS = ("auto", "normal", "qr", "svd", "lsqr")
 
@@ -273,6 +273,18 @@ def validate(
     return Validated(xp, X, Y, sample_weight, alpha if ridge else None, y_was_vector, checks)
 
 
+def _both(first, second):
+    """Two Gram-matrix checks as one (either may be None)."""
+    if first is None:
+        return second
+
+    def check(A):
+        second(A)
+        first(A)
+
+    return check
+
+
 def prepare(
     X,
     y,
@@ -290,6 +302,7 @@ def prepare(
     alpha_name="alpha",
     scale=None,
     gram_center=False,
+    scale_x_by_gram=True,
 ) -> Problem:
     """Validate (:func:`validate`), cast, center and weight. Raises before any heavy work.
 
@@ -303,7 +316,10 @@ def prepare(
     ("per_target" or "shared", see ``_scaling``) solves at unit scale: X, Y and alpha divided
     by powers of two, recorded in ``Problem.scale`` for ``_scaling.unscale``. With
     ``gram_center`` a tall problem with an intercept (m - 1 >= n >= 1) is not centered here:
-    only its means are taken (``Problem.centered``, for the Gram route's ``TallGram``)."""
+    only its means are taken (``Problem.centered``, for the Gram route's ``TallGram``); on
+    NumPy without weights X's scale is then certified by the Gram matrix
+    (``_scaling.gram_certificate``, which raises ``Rescale``: prepare again with
+    ``scale_x_by_gram=False``)."""
     xp, X, Y, sample_weight, alpha, y_was_vector, checks = validate(
         X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, alpha=alpha, ridge=ridge,
         per_target=per_target, defer_x_check=defer_x_check, alpha_name=alpha_name,
@@ -311,21 +327,26 @@ def prepare(
     if not defer_checks:
         checks.read(xp)
 
+    m, n = X.shape[-2:]
+    gram_route = gram_center and m - int(fit_intercept) >= n >= 1
+    # NumPy's Gram route certifies X's scale on the Gram matrix (``_scaling.gram_certificate``)
+    skip_x = gram_route and scale_x_by_gram and sample_weight is None and _aac.is_numpy_namespace(xp)
     scaling = None
     if scale is not None:
-        X, Y, alpha, scaling = scale_problem(xp, X, Y, alpha, shared_y=scale == "shared")
+        X, Y, alpha, scaling = scale_problem(xp, X, Y, alpha, shared_y=scale == "shared", skip_x=skip_x)
     check = gram_check(xp, X, check_finite, checks) if defer_x_check else None
     root = None if sample_weight is None else _compat.align_rows(xp, xp.sqrt(sample_weight[..., None]), X)  # (..., m, 1)
     original = (X, Y, root) if keep_original else None
     x_offset = y_offset = offset_sq = centered = None
-    m, n = X.shape[-2:]
-    if fit_intercept and gram_center and eliminate and m - 1 >= n >= 1:
+    if fit_intercept and gram_route and eliminate:
         x_offset, y_offset, offset_sq = weighted_means(xp, X, Y, root)
         centered = (root,)
     elif fit_intercept:
         X, Y, x_offset, y_offset, offset_sq = eliminate_intercept(xp, X, Y, root, eliminate)
     elif root is not None:
         X, Y = root * X, root * Y
+    if skip_x and scale is not None:
+        check = _both(check, gram_certificate(xp, X, alpha, offset_sq if fit_intercept else None))
     return Problem(
         xp, X, Y, alpha, x_offset, y_offset, y_was_vector, offset_sq, original, check,
         checks if defer_checks else None, scaling, centered,

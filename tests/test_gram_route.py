@@ -135,3 +135,23 @@ def test_intercept_route_makes_no_copy_of_x(numpy_reference, weighted):
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
         assert peak <= X.nbytes / 4  # 12.8 MB of X
+
+
+def test_scale_certified_by_the_gram_matrix(numpy_reference, monkeypatch):
+    """NumPy's Gram route reads X's scale off its Gram matrix: ordinary data never take the
+    max |X| passes; data at 1e200 (not certified) do, and get the same fit, scaled."""
+    from lsq_backends import _scaling
+
+    seen = []
+    magnitude = _scaling._magnitude
+    monkeypatch.setattr(_scaling, "_magnitude", lambda xp, A, axis: seen.append(A.shape) or magnitude(xp, A, axis))
+    X, y = _problem(2000, 8, 10.0, 1e-2, seed=7)
+    for method in ("normal", "auto"):
+        for fit_intercept in (False, True):
+            seen.clear()
+            r = lsq.lstsq(X, y, method=method, fit_intercept=fit_intercept)
+            assert X.shape not in seen
+            seen.clear()
+            big = lsq.lstsq(X * 2.0**700, y, method=method, fit_intercept=fit_intercept)
+            assert X.shape in seen
+            np.testing.assert_array_equal(big.coef * 2.0**700, r.coef)
