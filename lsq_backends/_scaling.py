@@ -162,6 +162,10 @@ def scale_problem(xp, X, Y, alpha, *, shared_y=False, skip_x=False):
         return X, Y, alpha, None
     if skip_x:
         big_y = _magnitude(xp, Y, None if shared_y else tuple(range(Y.ndim - 1)))
+        safe, _ = _limits(xp.finfo(Y.dtype))
+        lo, hi = float(xp.min(big_y)), float(xp.max(big_y))  # NumPy: free to read
+        if 2.0**-safe <= lo and hi < 2.0 ** (safe + 1):  # every exponent 0 (see _exponent)
+            return X, Y, alpha, None
         ky = _exponent(xp, xp.reshape(big_y, (-1,)))
         if not bool(xp.any(ky != 0)):
             return X, Y, alpha, None
