@@ -55,8 +55,11 @@ def _fit_deferred(problem, method, rcond, fit_intercept, refine=0, options=None)
             kw["data"] = _tall_gram(problem)
         coef, rank, s, *rest = SOLVERS[method](xp, X, Y, alpha, rcond, problem.offset_sq, **kw)
         rss = rest[0] if rest else None
+    x_offset, y_offset = problem.x_offset, problem.y_offset
+    if problem.centered is not None and min(m, n) > 0:
+        x_offset, y_offset = kw["data"].x_mean, kw["data"].y_mean  # the means it found
     if fit_intercept:
-        intercept = (problem.y_offset - dot(xp, problem.x_offset, coef))[..., 0, :]
+        intercept = (y_offset - dot(xp, x_offset, coef))[..., 0, :]
     else:
         intercept = xp.zeros((*Y.shape[:-2], Y.shape[-1]), dtype=Y.dtype, device=_compat.device(Y))
     if refine and min(m, n) > 0:

@@ -24,6 +24,17 @@ def weighted_means(xp, X, Y, root):
     return x_offset, y_offset, (total * x_offset * x_offset)[..., 0, :]
 
 
+SAMPLE_ROWS = 1024
+
+
+def sample_means(xp, X, Y):
+    """Means of ~``SAMPLE_ROWS`` rows of X and Y spread evenly over them (a strided view, no
+    pass over X), (..., 1, n) and (..., 1, k): the shifts of the Gram route (``TallGram``),
+    which only need to be near the means (sorted or drifting data included)."""
+    step = max(X.shape[-2] // SAMPLE_ROWS, 1)
+    return xp.mean(X[..., ::step, :], axis=-2, keepdims=True), xp.mean(Y[..., ::step, :], axis=-2, keepdims=True)
+
+
 def eliminate_intercept(xp, X, Y, root, eliminate=True):
     """Center and weight X and Y and drop the intercept direction, in one X-sized result.
 

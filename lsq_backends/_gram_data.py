@@ -2,17 +2,19 @@
 products that refine a solution, with the intercept handled on the n x n side.
 
 Without an intercept the products are those of X itself. With one, X and Y arrive uncentered
-(weighted by ``root`` = sqrt(weights) row by row) with shifts ``x_shift``, ``y_shift`` (their
-one-pass weighted means): with ``Z = root (X - x_shift)``, ``V = root (Y - y_shift)``,
+(weighted by ``root`` = sqrt(weights) row by row) with shifts ``x_shift``, ``y_shift`` near
+their means (``_center.sample_means``: of ~1000 rows spread over X, read without a pass): with ``Z = root (X - x_shift)``, ``V = root (Y - y_shift)``,
 ``s = Z^T root``, ``t = V^T root`` and ``total`` the sum of the weights,
 
     A = Z^T Z - s s^T / total,     B = Z^T V - s t^T / total
 
 are exactly the Gram products of the centered (and intercept-eliminated, see
-``_center.eliminate_intercept``) data, whatever the rounding of the shifts: ``s`` and ``t``
-carry that rounding (centering twice, in effect). The shifts are near the data, so the
-subtractions ``X - x_shift`` are exact or nearly so for columns offset by 1e8, and no product
-sees the offsets. The residual of the centered problem is ``r = r' - root c`` with
+``_center.eliminate_intercept``) data, whatever the shifts: ``s`` and ``t`` carry their
+distance to the means, whose exact values ``shift + s / total`` follow. The shifts are near
+the data, so the subtractions ``X - x_shift`` are exact or nearly so for columns offset by
+1e8, and no product sees the offsets; a shift off the mean by d costs the Gram matrix a
+factor ~(1 + d**2 / var) of its rounding (negligible for a sample mean), which the
+refinement step removes: its residual pass shifts by the exact means. The residual of the centered problem is ``r = r' - root c`` with
 ``r' = V - Z W`` and ``c = root^T r' / total``, so ``X_c^T r = Z^T r' - s c`` and
 ``||r||^2 = ||r'||^2 - total c^2``.
 
@@ -41,7 +43,8 @@ class TallGram:
         self.xp = xp
         self.centered = x_shift is not None
         self.root, self.x_shift, self.y_shift = root, x_shift, y_shift
-        self.s = self.t = self.total = None
+        self.s = self.t = self.total = self.offset_sq = None
+        self.x_mean, self.y_mean = x_shift, y_shift  # exact after ``products``
         m, n = X.shape[-2:]
         rows = max(BLOCK_ELEMENTS // max(n, 1), MIN_ROWS)
         self.rows = rows if _aac.is_numpy_namespace(xp) and X.ndim == 2 and m >= 4 * rows else None
@@ -96,7 +99,14 @@ class TallGram:
                 A, B, s, t = (a, b, s_, t_) if A is None else (A + a, B + b, s + s_, t + t_)
             self.s, self.t = s, t
         st = xp.linalg.matrix_transpose
-        return A - self.s * st(self.s) / self.total, B - self.s * st(self.t) / self.total
+        A, B = A - self.s * st(self.s) / self.total, B - self.s * st(self.t) / self.total
+        # The exact means (the shifts only need to be near them), the shifts of the residual
+        # pass, where they keep X^T r free of the offsets' rounding.
+        self.x_mean = self.x_shift + st(self.s) / self.total
+        self.y_mean = self.y_shift + st(self.t) / self.total
+        self.offset_sq = (self.total * self.x_mean * self.x_mean)[..., 0, :]
+        self.x_shift, self.y_shift = self.x_mean, self.y_mean
+        return A, B
 
     def residual(self, X, Y, W):
         """``(h, rss)`` for the residual r = Y - X W of the (centered) problem: h = X^T r
@@ -106,23 +116,25 @@ class TallGram:
             if self.centered:
                 X, Y = self._shifted(X, Y)
             R = Y - _compat.matmul(xp, X, W)
-            h = _compat.matmul(xp, xp.linalg.matrix_transpose(X), R)
+            Xt = xp.linalg.matrix_transpose(X)
+            h = _compat.matmul(xp, Xt, R)
             rss = xp.sum(R * R, axis=-2)
             if self.centered:
                 c = _compat.matmul(xp, xp.linalg.matrix_transpose(self.weights), R) / self.total  # (..., 1, k)
+                s = _compat.matmul(xp, Xt, self.weights)  # the sums about the exact means: ~0
         else:
-            h = rss = c = None
+            h = rss = c = s = None
             for Z, V, rb in self._blocks(X, Y):
                 R = V - Z @ W
                 h_, rss_ = Z.T @ R, xp.sum(R * R, axis=0)
-                c_ = None if rb is None else rb.T @ R
                 h, rss = (h_, rss_) if h is None else (h + h_, rss + rss_)
-                if c_ is not None:
-                    c = c_ if c is None else c + c_
+                if rb is not None:
+                    c_, s_ = rb.T @ R, Z.T @ rb
+                    c, s = (c_, s_) if c is None else (c + c_, s + s_)
             if self.centered:
                 c = c / self.total
         if self.centered:
-            h = h - self.s * c
+            h = h - s * c
             rss = rss - (self.total * c * c)[..., 0, :]
         return h, rss
 

@@ -18,7 +18,7 @@ import array_api_compat as _aac
 
 from . import _compat
 from ._alpha import failure, validate_alpha
-from ._center import eliminate_intercept, weighted_means
+from ._center import eliminate_intercept, sample_means
 from ._kinds import check_kind, check_known_shape
 from ._scaling import gram_certificate, scale_problem
 
@@ -33,7 +33,7 @@ class Problem(NamedTuple):
     #   tall X keeps m rows, the first one zero: see _center.eliminate_intercept; m with eliminate=False)
     Y: Any  # (..., m', k), same treatment
     alpha: Any  # None (least squares) or array (kα,) with kα in {1, k}
-    x_offset: Any  # (..., 1, n) or None
+    x_offset: Any  # (..., 1, n) or None (with ``centered``: shifts near the means, see TallGram)
     y_offset: Any  # (..., 1, k) or None
     y_was_vector: bool
     offset_sq: Any  # (..., n) what centering removed from the squared column norms, or None
@@ -136,7 +136,7 @@ def gram_check(xp, X, check_finite, checks):
     if not check_finite or _compat.is_lazy(X) or math.prod(X.shape) == 0:
         return None
 
-    def check(A):
+    def check(A, offset_sq=None):
         checks.add(xp.all(xp.isfinite(xp.linalg.diagonal(A))), lambda: _exact_finite(xp, X, "X"))
 
     return check
@@ -278,9 +278,9 @@ def _both(first, second):
     if first is None:
         return second
 
-    def check(A):
-        second(A)
-        first(A)
+    def check(A, offset_sq=None):
+        second(A, offset_sq)
+        first(A, offset_sq)
 
     return check
 
@@ -339,14 +339,15 @@ def prepare(
     original = (X, Y, root) if keep_original else None
     x_offset = y_offset = offset_sq = centered = None
     if fit_intercept and gram_route and eliminate:
-        x_offset, y_offset, offset_sq = weighted_means(xp, X, Y, root)
+        x_offset, y_offset = sample_means(xp, X, Y)  # shifts: TallGram finds the means
+        offset_sq = None
         centered = (root,)
     elif fit_intercept:
         X, Y, x_offset, y_offset, offset_sq = eliminate_intercept(xp, X, Y, root, eliminate)
     elif root is not None:
         X, Y = root * X, root * Y
     if skip_x and scale is not None:
-        check = _both(check, gram_certificate(xp, X, alpha, offset_sq if fit_intercept else None))
+        check = _both(check, gram_certificate(xp, X, alpha))
     return Problem(
         xp, X, Y, alpha, x_offset, y_offset, y_was_vector, offset_sq, original, check,
         checks if defer_checks else None, scaling, centered,

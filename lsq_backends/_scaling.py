@@ -115,10 +115,11 @@ class Rescale(Exception):
     matrix; the fit is prepared again with the ``max |X|`` passes."""
 
 
-def gram_certificate(xp, X, alpha, offset_sq):
-    """With ``scale_problem(..., skip_x=True)`` (NumPy, no weights): ``certify(A)``, run on the
-    Gram matrix A = X^T X of tall X (centered when ``offset_sq``, what centering removed, is
-    given) before it is factorized, raising :class:`Rescale` unless X's factor is certainly 1.
+def gram_certificate(xp, X, alpha):
+    """With ``scale_problem(..., skip_x=True)`` (NumPy, no weights): ``certify(A, offset_sq)``,
+    run on the Gram matrix A = X^T X of tall X (centered when ``offset_sq``, what centering
+    removed, is given) before it is factorized, raising :class:`Rescale` unless X's factor is
+    certainly 1.
 
     Column j's sum of squares d_j (A_jj + offset_sq_j) bounds max |X|**2 within
     [max d / m, max d]: when both ends lie within 2**(+-2 safe) (and, for ridge, sqrt(min
@@ -128,7 +129,7 @@ def gram_certificate(xp, X, alpha, offset_sq):
     safe, _ = _limits(xp.finfo(X.dtype))
     m = X.shape[-2]
 
-    def certify(A):
+    def certify(A, offset_sq=None):
         d = xp.linalg.diagonal(A)
         if offset_sq is not None:
             d = d + offset_sq

@@ -35,6 +35,7 @@ def kappa_limit(xp, X):
 
 def solve(xp, X, Y, alpha, rcond, offset_sq=None, *, check=None, data=None):
     fac = normal.Factored(xp, X, Y, alpha, check, data)
+    offset_sq = normal.centered_offsets(fac, offset_sq)
     kappa = fac.condition(xp)
     limit = kappa_limit(xp, X) if fac.wide else normal.refined_limit(xp, X)
     # NaN (a failed factorization) compares False and goes to QR.

@@ -50,7 +50,9 @@ class Factored:
             self.data = TallGram(xp, X, Y) if data is None else data
             A, B = self.data.products(X, Y)  # (..., n, n), (..., n, k)
         if check is not None:
-            check(A)  # X's deferred finiteness test (``_input.gram_check``), before factorizing
+            # X's deferred finiteness test (``_input.gram_check``), before factorizing; with the
+            # columns' offsets where the Gram route centered (their uncentered norms)
+            check(A, None if self.data is None else self.data.offset_sq)
         if alpha is not None:
             A = add_penalty(xp, A, alpha)
         self.A, self.B = A, split_targets(xp, B, alpha)
@@ -141,6 +143,13 @@ def refined(xp, fac, X, Y, W):
     return xp.where(conv_w, W + dW, W), xp.where(conv_r, new, rss)
 
 
+def centered_offsets(fac, offset_sq):
+    """``offset_sq`` for the rank tests: the Gram route's own where it centered X."""
+    if fac.data is not None and fac.data.offset_sq is not None:
+        return fac.data.offset_sq
+    return offset_sq
+
+
 def refined_limit(xp, X):
     """cond(X) up to which one step of refinement converges (see :func:`refined`)."""
     return eps(xp, X) ** (-1 / 3) / 16
@@ -181,5 +190,6 @@ def solve(xp, X, Y, alpha, rcond, offset_sq=None, *, check=None, data=None):
     Gram matrix before it is factorized; ``data``, a ``TallGram`` of tall X (uncentered X
     and Y with their shifts, for a fit with an intercept)."""
     fac = Factored(xp, X, Y, alpha, check, data)
+    offset_sq = centered_offsets(fac, offset_sq)
     ok = full_rank_test(xp, fac, X, rcond, offset_sq)
     return fac.solve_or(xp, X, Y, all_true(xp, ok), svd.solve, rcond, offset_sq)
