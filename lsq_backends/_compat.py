@@ -166,8 +166,8 @@ def diagonal(xp, a):
     return d
 
 
-# Row block of ``gram`` on NumPy: ~512 KB of float64, so X^T Y reads the block from cache.
-GRAM_BLOCK_ELEMENTS = 1 << 16
+# Row block of ``gram`` on NumPy: ~256 KB of float64, so X^T Y reads the block from cache.
+GRAM_BLOCK_ELEMENTS = 1 << 15
 GRAM_BLOCK_MAX_COLUMNS = 64
 
 
