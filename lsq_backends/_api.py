@@ -149,10 +149,12 @@ def lstsq(
     y : array, shape (m,), (m, k), (..., m) or (..., m, k)
         Targets.
     method : {"auto", "normal", "qr", "svd", "lsqr"}
-        ``"normal"``: Cholesky on X^T X, fastest, error ~ eps*cond(X)**2. ``"qr"``: Householder
-        QR, error ~ eps*cond(X). ``"svd"``: minimum-norm solution via the pseudo-inverse, handles
-        any rank. ``"auto"``: the normal equations when a cheap condition estimate says they are
-        accurate, QR otherwise. Rank-deficient problems get the minimum-norm solution from every
+        ``"normal"``: Cholesky on X^T X, fastest, refined once on tall X (error ~ eps*cond(X)
+        up to cond 1e4 in float64, eps*cond(X)**2 beyond). ``"qr"``: CholeskyQR2, shifted
+        CholeskyQR3 or Householder QR, error ~ eps*cond(X). ``"svd"``: minimum-norm solution
+        via the pseudo-inverse, handles any rank. ``"auto"``: the refined normal equations
+        where a cheap condition estimate and the residual say their error is QR's,
+        Householder QR otherwise. Rank-deficient problems get the minimum-norm solution from every
         method (normal and QR detect the deficiency and re-solve through an SVD). ``"lsqr"``:
         Paige and Saunders' iterative LSQR, X used only through products with vectors, to the
         accuracy ``atol``/``btol`` ask for (minimum-norm too; ``rank`` is -1: not estimated).

@@ -5,7 +5,10 @@ Tall X (m >= n): ``X = Q R``, ``w = R^{-1} Q^T y``. Least squares on tall X uses
 equilibration) is at most ``eps**-0.5 / 100`` (float64: 6.7e5, float32: 29): two Gram passes,
 one triangular solve with m right-hand sides and two small Choleskys, all matrix-matrix work (the fastest
 QR on GPUs, and 4x faster than LAPACK's Householder QR here), with Q orthogonal to working
-precision in that range. Otherwise, and for ridge, Householder QR, applying Q implicitly
+precision in that range. Past it, shifted CholeskyQR3 of ``[X Y]`` (``_shifted_cholqr3``:
+Householder-level error measured up to cond 1e12, at about half Householder's time on NumPy),
+and Householder QR only where its check fails (rank deficiency, cond beyond ~1e11-1e12: one
+more host read). For ridge, Householder QR, applying Q implicitly
 where the library can (LAPACK's ormqr through SciPy or PyTorch). Wide X (m < n): the minimum-norm solution
 from ``X^T = Q R``: ``w = Q R^{-T} y``. Ridge factors ``[R; sqrt(alpha) I]`` (a 2p x p QR after
 the first one), which is the QR of ``[X; sqrt(alpha) I]`` without touching X again. Error
