@@ -6,8 +6,8 @@
   200000 x 50 and 100000 x 200 (cond 100), against a bare ``X.T @ X``; the intercept fits'
   error against a float64 reference of the centered problem.
 - ``accuracy``: ``auto``'s error at cond 100 against ``numpy.linalg.lstsq``'s.
-- ``illcond``: ``qr`` at cond 1e8 and 1e12 (200000 x 50), against ``X.T @ X`` and
-  ``numpy.linalg.lstsq`` (time and error).
+- ``illcond``: ``qr`` at cond 1e8 and 1e12 (200000 x 50, rcond 1e-15), against ``X.T @ X``
+  and ``numpy.linalg.lstsq`` (time, and error against a double-double refined reference).
 - ``small``: one 442 x 10 fit per call, ``normal``/``auto`` against ``numpy.linalg.lstsq``.
 - ``batched``: 10000 x (64 x 8) ``auto`` against a Python loop of ``numpy.linalg.lstsq``.
 
@@ -25,6 +25,8 @@ import time
 import numpy as np
 
 from .backends import limit_threads
+
+RCOND = 1e-15  # illcond: below 1/cond, so that cond 1e12 at m = 200000 is full rank (the default is 4.4e-11)
 
 
 def _data(m, n, cond, seed=0, offset=0.0, batch=()):
@@ -67,11 +69,11 @@ def tall(lsq, repeat):
         Xs, ys = Xo - 1e8, yo - 1e8  # exact: the data as given, offsets removed
         ref = np.linalg.lstsq(Xs - Xs.mean(0), ys - ys.mean(), rcond=None)[0]
         calls = {
-            "X.T @ X": lambda: X.T @ X,
-            "normal": lambda: lsq.lstsq(X, y, method="normal"),
-            "auto": lambda: lsq.lstsq(X, y, method="auto"),
-            "normal, intercept": lambda: lsq.lstsq(Xo, yo, method="normal", fit_intercept=True),
-            "auto, intercept": lambda: lsq.lstsq(Xo, yo, method="auto", fit_intercept=True),
+            "X.T @ X": lambda X=X: X.T @ X,
+            "normal": lambda X=X, y=y: lsq.lstsq(X, y, method="normal"),
+            "auto": lambda X=X, y=y: lsq.lstsq(X, y, method="auto"),
+            "normal, intercept": lambda X=Xo, y=yo: lsq.lstsq(X, y, method="normal", fit_intercept=True),
+            "auto, intercept": lambda X=Xo, y=yo: lsq.lstsq(X, y, method="auto", fit_intercept=True),
         }
         _print(f"tall {m}x{n} (cond 100; intercept rows: offsets 1e8)", _rounds(calls, repeat), "X.T @ X")
         for meth in ("normal", "auto"):
@@ -95,15 +97,13 @@ def illcond(lsq, repeat):
     for cond in (1e8, 1e12):
         _, _, X, y = _data(200_000, 50, cond, seed=2)
         calls = {
-            "X.T @ X": lambda: X.T @ X,
-            "qr": lambda: lsq.lstsq(X, y, method="qr"),
-            "numpy.linalg.lstsq": lambda: np.linalg.lstsq(X, y, rcond=None),
+            "X.T @ X": lambda X=X: X.T @ X,
+            "qr": lambda X=X, y=y: lsq.lstsq(X, y, method="qr", rcond=RCOND),
+            "numpy.linalg.lstsq": lambda X=X, y=y: np.linalg.lstsq(X, y, rcond=RCOND),
         }
         _print(f"ill-conditioned 200000x50, cond {cond:.0e}", _rounds(calls, repeat), "X.T @ X")
-        import scipy.linalg
-
-        ref = scipy.linalg.lstsq(X, y, lapack_driver="gelsd")[0]
-        for name, c in (("qr", lsq.lstsq(X, y, method="qr").coef), ("numpy", np.linalg.lstsq(X, y, rcond=None)[0])):
+        ref = lsq.lstsq(X, y, method="svd", rcond=1e-17, refine=4).coef  # double-double residuals
+        for name, c in (("qr", lsq.lstsq(X, y, method="qr", rcond=RCOND).coef), ("numpy", np.linalg.lstsq(X, y, rcond=RCOND)[0])):
             print(f"  {name} error {_err(c, ref):.1e}")
 
 
@@ -111,8 +111,8 @@ def small(lsq, repeat):
     _, _, X, y = _data(442, 10, 100.0, seed=3)
     calls = {
         "numpy.linalg.lstsq": lambda: np.linalg.lstsq(X, y, rcond=None),
-        "normal": lambda: lsq.lstsq(X, y, method="normal"),
-        "auto": lambda: lsq.lstsq(X, y, method="auto"),
+        "normal": lambda X=X, y=y: lsq.lstsq(X, y, method="normal"),
+        "auto": lambda X=X, y=y: lsq.lstsq(X, y, method="auto"),
         "auto, intercept": lambda: lsq.lstsq(X, y, method="auto", fit_intercept=True),
     }
 
@@ -127,8 +127,8 @@ def batched(lsq, repeat):
     _, _, X, y = _data(64, 8, 100.0, seed=4, batch=(10_000,))
     calls = {
         "loop of numpy.linalg.lstsq": lambda: [np.linalg.lstsq(a, b, rcond=None) for a, b in zip(X, y)],
-        "auto": lambda: lsq.lstsq(X, y, method="auto"),
-        "normal": lambda: lsq.lstsq(X, y, method="normal"),
+        "auto": lambda X=X, y=y: lsq.lstsq(X, y, method="auto"),
+        "normal": lambda X=X, y=y: lsq.lstsq(X, y, method="normal"),
     }
     med = _rounds(calls, repeat)
     _print("batched 10000 x (64x8), cond 100", med, "loop of numpy.linalg.lstsq")
