@@ -3,7 +3,8 @@ products that refine a solution, with the intercept handled on the n x n side.
 
 Without an intercept the products are those of X itself. With one, X and Y arrive uncentered
 (weighted by ``root`` = sqrt(weights) row by row) with shifts ``x_shift``, ``y_shift`` near
-their means (``_center.sample_means``: of ~1000 rows spread over X, read without a pass): with ``Z = root (X - x_shift)``, ``V = root (Y - y_shift)``,
+their means (on NumPy ``_center.sample_means``, of ~1000 rows spread over X, read without a
+pass; elsewhere the weighted means, which sharded X reduces in place): with ``Z = root (X - x_shift)``, ``V = root (Y - y_shift)``,
 ``s = Z^T root``, ``t = V^T root`` and ``total`` the sum of the weights,
 
     A = Z^T Z - s s^T / total,     B = Z^T V - s t^T / total
