@@ -268,6 +268,6 @@ class QRAccumulator(_Solvable):
         R, offset_sq = _statistics(cls, xp, state, n, fit_intercept)
         cutoff = _default_cutoff(xp, state, n, rcond)
         # R_xx is already triangular: the solver's own QR of it costs O(n^3) and no accuracy.
-        W, rank, _ = _qr.householder(xp, R[:n, :n], R[:n, n:], alpha, cutoff, offset_sq)
+        W, rank = _qr.householder(xp, R[:n, :n], R[:n, n:], alpha, cutoff, offset_sq)[:2]
         resid = dot(xp, R[:, :n], W) - R[:, n:]
         return W, rank, xp.sum(resid * resid, axis=0)

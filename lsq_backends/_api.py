@@ -6,12 +6,13 @@ import array_api_compat
 
 from . import _compat, _derivatives, _torch_autograd
 from ._empty import pad_empty_batch
+from ._gram_data import TallGram
 from ._input import check_bool, check_method, intercept_of, prepare, validated_now
 from ._path import fit_path
 from ._refine import refine as _refine
 from ._result import LstsqResult
-from ._scaling import unscale
-from ._solvers import ITERATIVE
+from ._scaling import Rescale, uncertified, unscale
+from ._solvers import GRAM_ROUTE, ITERATIVE
 from ._solvers import fit as solvers_fit
 from ._solvers._shared import dot, full_rank
 from ._solvers.lsqr import check_options
@@ -20,9 +21,6 @@ from ._types import Array, Method
 # Arguments that are static under ``jax.jit`` (eager JAX calls run compiled, see ``_compat.compiled``).
 LSTSQ_STATIC = ("method", "rcond", "fit_intercept", "check_finite", "refine", "atol", "btol", "max_iter")
 RIDGE_STATIC = ("method", "fit_intercept", "check_finite", "per_target", "atol", "btol", "max_iter")
-
-# Methods that always form the Gram matrix: X's finiteness test rides on its diagonal.
-GRAM_CHECKED = ("normal", "auto")
 
 
 def _fit(problem, method, rcond, fit_intercept, refine=0, options=None):
@@ -39,7 +37,7 @@ def _fit(problem, method, rcond, fit_intercept, refine=0, options=None):
 def _fit_deferred(problem, method, rcond, fit_intercept, refine=0, options=None):
     xp, X, Y, alpha = problem.xp, problem.X, problem.Y, problem.alpha
     m, n = X.shape[-2:]
-    n_iter = None
+    n_iter = rss = None
     if method in ITERATIVE:
         n_iter = full_rank(xp, tuple(Y.shape[:-2]) + (Y.shape[-1],), 0, X)  # 0 when m or n is 0
     if min(m, n) == 0:
@@ -48,27 +46,37 @@ def _fit_deferred(problem, method, rcond, fit_intercept, refine=0, options=None)
         rank = full_rank(xp, X.shape[:-2], 0, X)
         s = xp.zeros(tuple(X.shape[:-2]) + (0,), dtype=X.dtype, device=_compat.device(X))
         s = s if method == "svd" else None
-    elif _derivatives.wanted(xp, X, Y, alpha, method, refine):
+    elif problem.centered is None and _derivatives.wanted(xp, X, Y, alpha, method, refine):
         # JAX, or PyTorch tensors that require grad: differentiated by the solution's rule.
         kw = (problem.offset_sq, problem.check, options)
         rule = _torch_autograd if array_api_compat.is_torch_namespace(xp) else _derivatives
         coef, rank, s, n_iter_rule = rule.solve(xp, X, Y, alpha, method, rcond, *kw)
         n_iter = n_iter_rule if method in ITERATIVE else None
     else:
-        coef, rank, s, n_iter, _ = solvers_fit(
-            xp, X, Y, alpha, method, rcond, problem.offset_sq, problem.check, options
-        )
+        data = None if problem.centered is None else _tall_gram(problem)
+        sol = solvers_fit(xp, X, Y, alpha, method, rcond, problem.offset_sq, problem.check, options, data=data)
+        coef, rank, s, n_iter, rss = sol.coef, sol.rank, sol.s, sol.n_iter, sol.rss
+        if data is not None:  # the exact means the Gram route found
+            problem = problem._replace(x_offset=data.x_mean, y_offset=data.y_mean)
     intercept = intercept_of(xp, problem, coef, fit_intercept)
     if refine and min(m, n) > 0:
         _compat.flush_checks(xp)  # refinement's QR of X must not meet NaN
         coef, intercept, resid = refined_solution(problem, coef, intercept, rank, refine)
-    else:
+        rss = xp.sum(resid * resid, axis=-2)  # (..., k)
+    elif rss is None:
         resid = Y - dot(xp, X, coef)
-    rss = xp.sum(resid * resid, axis=-2)  # (..., k)
+        rss = xp.sum(resid * resid, axis=-2)
     if problem.y_was_vector:
         coef, intercept, rss = coef[..., 0], intercept[..., 0], rss[..., 0]
         n_iter = None if n_iter is None else n_iter[..., 0]
     return LstsqResult(coef, intercept, rank, rss, s, n_iter)
+
+
+def _tall_gram(problem):
+    """The Gram route's view of a problem that ``prepare`` left uncentered
+    (``_gram_data.TallGram``): X and Y with their shifts near the means."""
+    (root,) = problem.centered
+    return TallGram(problem.xp, problem.X, problem.Y, root, problem.x_offset, problem.y_offset)
 
 
 def refined_solution(problem, coef, intercept, rank, steps):
@@ -147,10 +155,12 @@ def lstsq(
     y : array, shape (m,), (m, k), (..., m) or (..., m, k)
         Targets.
     method : {"auto", "normal", "qr", "svd", "lsqr"}
-        ``"normal"``: Cholesky on X^T X, fastest, error ~ eps*cond(X)**2. ``"qr"``: Householder
-        QR, error ~ eps*cond(X). ``"svd"``: minimum-norm solution via the pseudo-inverse, handles
-        any rank. ``"auto"``: the normal equations when a cheap condition estimate says they are
-        accurate, QR otherwise. Rank-deficient problems get the minimum-norm solution from every
+        ``"normal"``: Cholesky on X^T X, fastest, refined once on tall X (error ~ eps*cond(X)
+        up to cond 1e4 in float64, eps*cond(X)**2 beyond). ``"qr"``: CholeskyQR2, shifted
+        CholeskyQR3 or Householder QR, error ~ eps*cond(X). ``"svd"``: minimum-norm solution
+        via the pseudo-inverse, handles any rank. ``"auto"``: the refined normal equations
+        where a cheap condition estimate and the residual say their error is QR's,
+        Householder QR otherwise. Rank-deficient problems get the minimum-norm solution from every
         method (normal and QR detect the deficiency and re-solve through an SVD). ``"lsqr"``:
         Paige and Saunders' iterative LSQR, X used only through products with vectors, to the
         accuracy ``atol``/``btol`` ask for (minimum-norm too; ``rank`` is -1: not estimated).
@@ -221,23 +231,34 @@ def lstsq(
     if _compat.eager_jax(X, y, sample_weight):
         # Checked here, eagerly (one host read), then solved as one compiled call.
         v, y = validated_now(X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite)
-        fit = _compat.compiled(lstsq, LSTSQ_STATIC)
-        return fit(
+        compiled = _compat.compiled(lstsq, LSTSQ_STATIC)
+        return compiled(
             v.X, y, method=method, rcond=rcond, fit_intercept=fit_intercept,
             sample_weight=v.sample_weight, check_finite=False, refine=refine, atol=atol, btol=btol, max_iter=max_iter,
         )  # fmt: skip
-    defer = method in GRAM_CHECKED
-    problem = prepare(
-        X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, defer_x_check=defer,
-        keep_original=refine > 0, defer_checks=True, scale="per_target",
-    )  # fmt: skip
-    problem, cut = pad_empty_batch(problem)
+    defer = method in GRAM_ROUTE
+    # The derivative rules need X centered before the solver (no Gram-route centering).
+    gram_center = defer and not _derivatives.differentiable(X, y, sample_weight)
     options = dict(atol=atol, btol=btol, max_iter=max_iter)
-    if problem.Y.shape[-1] == 0:
-        result = _no_targets(_fit(_one_target(problem, False), method, rcond, fit_intercept, refine, options))
-    else:
-        result = _fit(problem, method, rcond, fit_intercept, refine, options)
-    return LstsqResult(*(cut(field) for field in result))
+
+    def fit(by_gram):
+        problem = prepare(
+            X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, defer_x_check=defer,
+            keep_original=refine > 0, defer_checks=True, scale="per_target", gram_center=gram_center,
+            scale_x_by_gram=by_gram,
+        )  # fmt: skip
+        problem, cut = pad_empty_batch(problem)
+        if problem.Y.shape[-1] == 0:
+            result = _no_targets(_fit(_one_target(problem, False), method, rcond, fit_intercept, refine, options))
+        else:
+            result = _fit(problem, method, rcond, fit_intercept, refine, options)
+        return LstsqResult(*(cut(field) for field in result))
+
+    try:
+        with uncertified(X):
+            return fit(True)
+    except Rescale:  # X's scale is not certified by its Gram matrix (NumPy): the max |X| passes
+        return fit(False)
 
 
 def ridge(
@@ -324,7 +345,18 @@ def ridge(
             sample_weight=v.sample_weight, check_finite=False, per_target=per_target, atol=atol, btol=btol,
             max_iter=max_iter,
         )  # fmt: skip
-    defer = method in GRAM_CHECKED and not path  # a path factors its own way (``_path``)
+    defer = method in GRAM_ROUTE and not path  # a path factors its own way (``_path``)
+    try:
+        with uncertified(X):
+            return _ridge(X, y, alpha, method, fit_intercept, sample_weight, check_finite, per_target, path, defer,
+                          dict(atol=atol, btol=btol, max_iter=max_iter), True)  # fmt: skip
+    except Rescale:  # X's scale is not certified by its Gram matrix (NumPy): the max |X| passes
+        return _ridge(X, y, alpha, method, fit_intercept, sample_weight, check_finite, per_target, path, defer,
+                      dict(atol=atol, btol=btol, max_iter=max_iter), False)  # fmt: skip
+
+
+def _ridge(X, y, alpha, method, fit_intercept, sample_weight, check_finite, per_target, path, defer, options, by_gram):
+    gram_center = defer and not _derivatives.differentiable(X, y, sample_weight, alpha)
     # A path on the Gram route keeps the centered rows: its noise cutoff (relative to the
     # columns before centering) drops the intercept direction, so the reflection that removes
     # it (a third of a 50-alpha path's time) is needed only where singular values are reported.
@@ -341,6 +373,8 @@ def ridge(
         defer_x_check=defer,
         defer_checks=not path,
         scale="per_target",
+        gram_center=gram_center,
+        scale_x_by_gram=by_gram,
     )
     problem, cut = pad_empty_batch(problem)
     no_targets = problem.Y.shape[-1] == 0
@@ -349,6 +383,6 @@ def ridge(
     if path:
         result = fit_path(problem, method, fit_intercept)
     else:
-        result = _fit(problem, method, None, fit_intercept, options=dict(atol=atol, btol=btol, max_iter=max_iter))
+        result = _fit(problem, method, None, fit_intercept, options=options)
     result = _no_targets(result) if no_targets else result
     return LstsqResult(*(cut(field, int(path)) for field in result))

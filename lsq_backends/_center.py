@@ -5,6 +5,36 @@ from __future__ import annotations
 from . import _compat
 
 
+def _weights(xp, X, root):
+    """(ones (m, 1) aligned with X's rows, weights w (..., m, 1), their sum (..., 1, 1))."""
+    m = X.shape[-2]
+    ones = _compat.align_rows(xp, xp.ones((m, 1), dtype=X.dtype, device=_compat.device(X)), X)
+    w = ones if root is None else root * root
+    return ones, w, xp.sum(w, axis=-2, keepdims=True)
+
+
+def weighted_means(xp, X, Y, root):
+    """The weighted means of X and Y, (..., 1, n) and (..., 1, k), and what centering removes
+    from X's squared column norms, (..., n): the offsets of :func:`eliminate_intercept`
+    without the centered data (one pass over X, nothing X-sized made)."""
+    _, w, total = _weights(xp, X, root)
+    wt = xp.linalg.matrix_transpose(w)
+    x_offset = _compat.matmul(xp, wt, X) / total
+    y_offset = _compat.matmul(xp, wt, Y) / total
+    return x_offset, y_offset, (total * x_offset * x_offset)[..., 0, :]
+
+
+SAMPLE_ROWS = 1024
+
+
+def sample_means(xp, X, Y):
+    """Means of ~``SAMPLE_ROWS`` rows of X and Y spread evenly over them (a strided view, no
+    pass over X), (..., 1, n) and (..., 1, k): the shifts of the Gram route (``TallGram``),
+    which only need to be near the means (sorted or drifting data included)."""
+    step = max(X.shape[-2] // SAMPLE_ROWS, 1)
+    return xp.mean(X[..., ::step, :], axis=-2, keepdims=True), xp.mean(Y[..., ::step, :], axis=-2, keepdims=True)
+
+
 def eliminate_intercept(xp, X, Y, root, eliminate=True):
     """Center and weight X and Y and drop the intercept direction, in one X-sized result.
 
@@ -41,9 +71,7 @@ def eliminate_intercept(xp, X, Y, root, eliminate=True):
     offset_sq : (..., n), what centering removed from the squared column norms
     """
     m, n = X.shape[-2:]
-    ones = _compat.align_rows(xp, xp.ones((m, 1), dtype=X.dtype, device=_compat.device(X)), X)
-    w = ones if root is None else root * root
-    total = xp.sum(w, axis=-2, keepdims=True)  # (..., 1, 1)
+    ones, w, total = _weights(xp, X, root)  # total: (..., 1, 1)
     wt = xp.linalg.matrix_transpose(w)
     scale = xp.sqrt(total)
     r0 = ones[:1, :] if root is None else root[..., :1, :]

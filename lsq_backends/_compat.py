@@ -196,12 +196,13 @@ def gram(xp, X, Y):
     m, n = X.shape[-2:]
     rows = max(GRAM_BLOCK_ELEMENTS // max(n, 1), 1)
     if _aac.is_numpy_namespace(xp) and X.ndim == 2 and n <= GRAM_BLOCK_MAX_COLUMNS and m >= 4 * rows:
-        A = B = None
-        for i in range(0, m, rows):
-            Xb, Yb = X[i : i + rows], Y[i : i + rows]
-            XbT = xp.linalg.matrix_transpose(Xb)
-            a, b = XbT @ Xb, XbT @ Yb
-            A, B = (a, b) if A is None else (A + a, B + b)
+        # NumPy arrays: ``.T`` and in-place sums (the namespace's wrappers cost ~10 us a
+        # call, ~3 ms over the ~300 blocks of 200000 x 50)
+        A, B = X[:rows].T @ X[:rows], X[:rows].T @ Y[:rows]
+        for i in range(rows, m, rows):
+            Xb = X[i : i + rows]
+            A += Xb.T @ Xb
+            B += Xb.T @ Y[i : i + rows]
         return A, B
     Xt = xp.linalg.matrix_transpose(X)
     return matmul(xp, Xt, X), matmul(xp, Xt, Y)

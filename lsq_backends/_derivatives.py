@@ -168,10 +168,24 @@ def lsqr_factor(xp, X, alpha, options, symmetric_solve=None):
 def fit(xp, X, Y, alpha, method, rcond, offset_sq, check, options, factor=False, symmetric_solve=None):
     """The solver's fit ``(coef, rank, s, n_iter)``, and with ``factor`` its ``Factor`` fifth
     (LSQR's as operators, :func:`lsqr_factor`)."""
-    coef, rank, s, n_iter, fac = solvers_fit(xp, X, Y, alpha, method, rcond, offset_sq, check, options, factor)
-    if factor and method in ITERATIVE:
-        fac = lsqr_factor(xp, X, alpha, options, symmetric_solve)
-    return coef, rank, s, n_iter, fac
+    sol = solvers_fit(xp, X, Y, alpha, method, rcond, offset_sq, check, options, factor)
+    fac = lsqr_factor(xp, X, alpha, options, symmetric_solve) if factor and method in ITERATIVE else sol.factor
+    return sol.coef, sol.rank, sol.s, sol.n_iter, fac
+
+
+def differentiable(*arrays):
+    """True where the rule may serve the fit of these inputs (see :func:`wanted`): any JAX
+    array (traced or not), or a PyTorch tensor that requires grad with grad enabled. Such a
+    fit centers X before the solver, as the rule needs."""
+    for a in arrays:
+        if _aac.is_jax_array(a):
+            return True
+        if _aac.is_torch_array(a):
+            import torch
+
+            if a.requires_grad and torch.is_grad_enabled():
+                return True
+    return False
 
 
 def wanted(xp, X, Y, alpha, method, refine):

@@ -18,9 +18,9 @@ import array_api_compat as _aac
 
 from . import _compat
 from ._alpha import failure, validate_alpha
-from ._center import eliminate_intercept
+from ._center import eliminate_intercept, sample_means, weighted_means
 from ._kinds import check_kind, check_known_shape
-from ._scaling import scale_problem
+from ._scaling import gram_certificate, scale_problem
 
 METHODS = ("auto", "normal", "qr", "svd", "lsqr")
 
@@ -33,7 +33,7 @@ class Problem(NamedTuple):
     #   tall X keeps m rows, the first one zero: see _center.eliminate_intercept; m with eliminate=False)
     Y: Any  # (..., m', k), same treatment
     alpha: Any  # None (least squares) or array (kα,) with kα in {1, k}
-    x_offset: Any  # (..., 1, n) or None
+    x_offset: Any  # (..., 1, n) or None (with ``centered``: shifts near the means, see TallGram)
     y_offset: Any  # (..., 1, k) or None
     y_was_vector: bool
     offset_sq: Any  # (..., n) what centering removed from the squared column norms, or None
@@ -42,6 +42,8 @@ class Problem(NamedTuple):
     check: Any = None  # X's finiteness test deferred to the Gram matrix (``gram_check``), or None
     checks: Any = None  # the value checks not yet read (``_compat.Checks``), with ``defer_checks``
     scale: Any = None  # ``_scaling.Scale``: X, Y (and alpha) were divided by powers of two, or None
+    centered: Any = None  # with ``gram_center``: (root,), X and Y left uncentered and unweighted
+    #   (x_offset, y_offset their weighted means): the Gram route centers on the n x n side
 
 
 def as_array(xp, a, name, dev, like=None):
@@ -134,7 +136,7 @@ def gram_check(xp, X, check_finite, checks):
     if not check_finite or _compat.is_lazy(X) or math.prod(X.shape) == 0:
         return None
 
-    def check(A):
+    def check(A, offset_sq=None):
         checks.add(xp.all(xp.isfinite(xp.linalg.diagonal(A))), lambda: _exact_finite(xp, X, "X"))
 
     return check
@@ -288,6 +290,18 @@ def intercept_of(xp, problem, coef, fit_intercept):
     return xp.zeros(shape, dtype=coef.dtype, device=_compat.device(coef))
 
 
+def _both(first, second):
+    """Two Gram-matrix checks as one (either may be None)."""
+    if first is None:
+        return second
+
+    def check(A, offset_sq=None):
+        second(A, offset_sq)
+        first(A, offset_sq)
+
+    return check
+
+
 def prepare(
     X,
     y,
@@ -304,6 +318,8 @@ def prepare(
     defer_checks=False,
     alpha_name="alpha",
     scale=None,
+    gram_center=False,
+    scale_x_by_gram=True,
 ) -> Problem:
     """Validate (:func:`validate`), cast, center and weight. Raises before any heavy work.
 
@@ -315,7 +331,12 @@ def prepare(
     with ``defer_checks``, left in ``Problem.checks`` for the fit to read with its first route
     decision (see ``_compat.deferred``): one host read for the whole fit. ``scale``
     ("per_target" or "shared", see ``_scaling``) solves at unit scale: X, Y and alpha divided
-    by powers of two, recorded in ``Problem.scale`` for ``_scaling.unscale``."""
+    by powers of two, recorded in ``Problem.scale`` for ``_scaling.unscale``. With
+    ``gram_center`` a tall problem with an intercept (m - 1 >= n >= 1) is not centered here:
+    only its means are taken (``Problem.centered``, for the Gram route's ``TallGram``); on
+    NumPy without weights X's scale is then certified by the Gram matrix
+    (``_scaling.gram_certificate``, which raises ``Rescale``: prepare again with
+    ``scale_x_by_gram=False``)."""
     xp, X, Y, sample_weight, alpha, y_was_vector, checks = validate(
         X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, alpha=alpha, ridge=ridge,
         per_target=per_target, defer_x_check=defer_x_check, alpha_name=alpha_name,
@@ -323,20 +344,36 @@ def prepare(
     if not defer_checks:
         checks.read(xp)
 
+    m, n = X.shape[-2:]
+    gram_route = gram_center and m - int(fit_intercept) >= n >= 1
+    # NumPy's Gram route certifies X's scale on the Gram matrix (``_scaling.gram_certificate``)
+    skip_x = gram_route and scale_x_by_gram and sample_weight is None and _aac.is_numpy_namespace(xp)
     scaling = None
     if scale is not None:
-        X, Y, alpha, scaling = scale_problem(xp, X, Y, alpha, shared_y=scale == "shared")
+        X, Y, alpha, scaling = scale_problem(xp, X, Y, alpha, shared_y=scale == "shared", skip_x=skip_x)
     check = gram_check(xp, X, check_finite, checks) if defer_x_check else None
     root = (
         None if sample_weight is None else _compat.align_rows(xp, xp.sqrt(sample_weight[..., None]), X)
     )  # (..., m, 1)
     original = (X, Y, root) if keep_original else None
-    x_offset = y_offset = offset_sq = None
-    if fit_intercept:
+    x_offset = y_offset = offset_sq = centered = None
+    if fit_intercept and gram_route and eliminate:
+        # Shifts near the means (TallGram finds the exact ones): on NumPy from a strided sample
+        # of rows (no pass over X); elsewhere the weighted means, a product that sharded X
+        # reduces in place (a strided slice of row-sharded X made XLA gather it).
+        if _aac.is_numpy_namespace(xp):
+            x_offset, y_offset = sample_means(xp, X, Y)
+        else:
+            x_offset, y_offset, _ = weighted_means(xp, X, Y, root)
+        offset_sq = None
+        centered = (root,)
+    elif fit_intercept:
         X, Y, x_offset, y_offset, offset_sq = eliminate_intercept(xp, X, Y, root, eliminate)
     elif root is not None:
         X, Y = root * X, root * Y
+    if skip_x and scale is not None:
+        check = _both(check, gram_certificate(xp, X, alpha))
     return Problem(
         xp, X, Y, alpha, x_offset, y_offset, y_was_vector, offset_sq, original, check,
-        checks if defer_checks else None, scaling,
+        checks if defer_checks else None, scaling, centered,
     )  # fmt: skip

@@ -1,27 +1,49 @@
-"""One module per solver; each exposes
-``solve(xp, X, Y, alpha, rcond, offset_sq) -> (coef, rank, singular values or None)``, where
-``offset_sq`` is what centering removed from the squared column norms (for the rank tests).
-``normal`` and ``auto`` also take ``check=``, X's finiteness test run on the Gram matrix.
+"""One module per solver; each direct one exposes
+``solve(xp, X, Y, alpha, rcond, offset_sq, *, factor=False) -> (coef, rank, singular values or
+None, rss or None)``, where ``offset_sq`` is what centering removed from the squared column norms
+(for the rank tests) and ``rss`` the residual sum of squares where the solver has it for free;
+with ``factor``, the ``_factor.Factor`` it solved with fifth (or None). ``normal`` and ``auto``
+also take ``check=``, X's finiteness test run on the Gram matrix, and ``data=``, the Gram
+route's view of tall X (``_gram_data.TallGram``).
 
 Iterative solvers (``ITERATIVE``) take ``(xp, X, Y, alpha, *, atol, btol, max_iter)`` and return
-``(coef, rank, n_iter)``."""
+``(coef, rank, n_iter)``. :func:`fit` calls either kind by name and returns a :class:`Solution`."""
+
+from typing import Any, NamedTuple
 
 from . import auto, lsqr, normal, qr, svd
 
 SOLVERS = {"auto": auto.solve, "normal": normal.solve, "qr": qr.solve, "svd": svd.solve}
 ITERATIVE = {"lsqr": lsqr.solve}
+GRAM_ROUTE = ("normal", "auto")  # the methods that always form X's Gram matrix
 
 
-def fit(xp, X, Y, alpha, method, rcond, offset_sq, check, options, factor=False):
-    """Any method's solve, by name: ``(coef, rank, singular values or None, n_iter or None,
-    Factor or None)``. ``check`` goes to the methods that take it, ``options`` (atol, btol,
-    max_iter) to the iterative ones; ``factor`` asks a direct method for the ``_factor.Factor``
-    it solved with (iterative methods have none: None)."""
+class Solution(NamedTuple):
+    """What every method returns through :func:`fit`: the coefficients (..., n, k), the rank
+    (...,), and where the method has them, the singular values (``svd``), the iteration counts
+    (iterative methods), the residual sum of squares (the refined normal equations) and the
+    ``_factor.Factor`` solved with (``factor=True``)."""
+
+    coef: Any
+    rank: Any
+    s: Any = None
+    n_iter: Any = None
+    rss: Any = None
+    factor: Any = None
+
+
+def fit(xp, X, Y, alpha, method, rcond, offset_sq, check, options, factor=False, data=None):
+    """Any method's solve, by name, as a :class:`Solution`. ``check`` and ``data`` go to the
+    methods that take them (``GRAM_ROUTE``), ``options`` (atol, btol, max_iter) to the
+    iterative ones; ``factor`` asks a direct method for the ``_factor.Factor`` it solved with
+    (iterative methods have none: None)."""
     if method in ITERATIVE:
         coef, rank, n_iter = ITERATIVE[method](xp, X, Y, alpha, **options)
-        return coef, rank, None, n_iter, None
-    kw = {} if check is None else {"check": check}
+        return Solution(coef, rank, n_iter=n_iter)
+    kw: dict[str, Any] = {} if check is None else {"check": check}
+    if data is not None and method in GRAM_ROUTE:
+        kw["data"] = data
     if factor:
-        coef, rank, s, fac = SOLVERS[method](xp, X, Y, alpha, rcond, offset_sq, factor=True, **kw)
-        return coef, rank, s, None, fac
-    return (*SOLVERS[method](xp, X, Y, alpha, rcond, offset_sq, **kw), None, None)
+        kw["factor"] = True
+    coef, rank, s, rss, *fac = SOLVERS[method](xp, X, Y, alpha, rcond, offset_sq, **kw)
+    return Solution(coef, rank, s, None, rss, fac[0] if fac else None)

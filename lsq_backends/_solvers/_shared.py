@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import array_api_compat as _aac
+
 from .. import _compat
 
 
@@ -141,3 +143,32 @@ def check_fraction(value, name):
     if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1):
         msg = f"{name} must be None or a number in [0, 1); got {value!r}"
         raise ValueError(msg)
+
+
+def gated(xp, gate, attempt, fallback, operands):
+    """A fast route (``attempt(X, Y) -> (result, good)``: CholeskyQR2, refined normal
+    equations) where its ``gate`` passes and its own check ``good`` holds, else
+    ``fallback(X, Y)``.
+
+    Traced (JAX) or lazy (Dask): branches cost no host read, and the attempt is skipped where
+    the gate fails. Eager: the attempt runs before the gate is read, so that the gate and its
+    check are read together (one host read; wasted work only where the fallback follows).
+    NumPy, where reading is free, reads the gate first and skips the attempt where it fails
+    (CholeskyQR2's three passes before shifted CholeskyQR3 on ill-conditioned X)."""
+    if _compat.is_lazy(gate) or _aac.is_numpy_namespace(xp):
+
+        def tried(*ops):
+            result, good = attempt(*ops)
+            return _compat.cond(xp, good, lambda *_: result, fallback, ops)
+
+        return _compat.cond(xp, gate, tried, fallback, operands)
+    result, good = attempt(*operands)
+    return _compat.cond(xp, gate & good, lambda *_: result, fallback, operands)
+
+
+def relative_pivots(xp, R):
+    """|R_jj| / max_i ||R[:, i]||: near zero for a column that depends on the ones before it
+    or whose norm is negligible next to the largest (the scale SVD's cutoff uses too)."""
+    d = xp.abs(diagonal(xp, R))
+    norms = xp.max(xp.linalg.vector_norm(R, axis=-2), axis=-1, keepdims=True)
+    return d / xp.where(norms > 0, norms, xp.ones_like(norms))

@@ -1,32 +1,59 @@
-"""auto: the normal equations where they are as accurate as QR needs them to be, QR otherwise.
+"""auto: the refined normal equations where they are as accurate as QR, QR otherwise.
 
 The Gram matrix is formed and factorized (the normal path's work) and the condition number of
-the column-equilibrated X is estimated from the factor (``condest``). The normal solution is
-kept only when the factor passes the normal path's rank tests, its diagonal is clear of the
-subnormal range, and that estimate is at most ``eps**-0.25 / 8`` (float64: 1.5e3, so the
-normal equations' error ~ eps * cond**2 stays below ~5e-10; float32: 6.8). Otherwise the
-problem goes to Householder QR (not CholeskyQR2, which measured up to 0.7 digits fewer on
-NIST's large-residual Wampler problems), and to the SVD of R on rank deficiency. Under
-``jax.jit`` each choice is a ``lax.cond`` on the traced estimate, so it never leaves the
-device; over a batch, one ill-conditioned problem sends the whole batch down the safer path.
+the column-equilibrated X is estimated from the factor (``condest``). The normal solution,
+refined once (``normal.refined``: one more pass over X, fused with the residual that rss
+needs), is kept when the factor passes the normal path's rank tests, its diagonal is clear of
+the subnormal range, and
+
+- cond <= ``eps**(-1/3) / 16`` (float64: 1.0e4, float32: 12.6), where one step of refinement
+  has converged (its error shrinks by ~eps cond**2 per step, to ~eps cond);
+- cond**2 * tan(theta) <= 1e4, theta the angle between y and the fitted X w
+  (tan = ||r|| / ||X w||, from the refined rss and w^T X^T y on the n x n side): refinement
+  cannot go below the rounding of X^T r, ~eps cond**2 ||r|| / (||X|| ||w||), which measured up
+  to 7x ``numpy.linalg.lstsq``'s error at cond**2 tan = 1e4 and 26-140x at 1e6.
+
+Otherwise the problem goes to Householder QR (not CholeskyQR2, which measured up to 0.7 digits
+fewer on NIST's large-residual Wampler problems), and to the SVD of R on rank deficiency. Wide
+X keeps the unrefined normal equations up to ``eps**-0.25 / 8`` (float64 1.5e3; error
+~ eps cond**2 below ~5e-10). Under ``jax.jit`` each choice is a ``lax.cond`` on traced values,
+so it never leaves the device; over a batch, one problem that fails sends the whole batch down
+the safer path.
 """
 
 from __future__ import annotations
 
 from . import normal, qr
-from ._shared import all_true, diagonal, eps
+from ._shared import all_true, diagonal, eps, gated, merge_targets
+
+RESIDUAL_LIMIT = 1e4  # cond**2 * tan(theta) up to which the refined error stays QR-level
 
 
 def kappa_limit(xp, X):
     return eps(xp, X) ** -0.25 / 8
 
 
-def solve(xp, X, Y, alpha, rcond, offset_sq=None, *, check=None, factor=False):
-    fac = normal.Factored(xp, X, Y, alpha, check)
+def solve(xp, X, Y, alpha, rcond, offset_sq=None, *, check=None, data=None, factor=False):
+    fac = normal.Factored(xp, X, Y, alpha, check, data)
+    offset_sq = normal.centered_offsets(fac, offset_sq)
     kappa = fac.condition(xp)
+    limit = kappa_limit(xp, X) if fac.wide else normal.refined_limit(xp, X)
     # NaN (a failed factorization) compares False and goes to QR.
-    ok = (kappa <= kappa_limit(xp, X)) & normal.full_rank_test(xp, fac, X, rcond, offset_sq, global_scale=True)
+    ok = (kappa <= limit) & normal.full_rank_test(xp, fac, X, rcond, offset_sq, global_scale=True)
     # A Gram matrix in the subnormal range has lost bits however well conditioned X is.
     d = xp.min(diagonal(xp, fac.A), axis=-1)
     ok = all_true(xp, ok & (d >= xp.finfo(X.dtype).smallest_normal / eps(xp, X)))
-    return fac.solve_or(xp, X, Y, ok, qr.householder, rcond, offset_sq, factor)
+    if fac.wide:
+        return fac.solve_or(xp, X, Y, ok, qr.householder, rcond, offset_sq, factor)
+
+    def attempt(X, Y):
+        W, rank, rss = fac.solve(xp, X, Y)
+        signal = xp.sum(W * merge_targets(xp, fac.B, alpha), axis=-2)  # ~ ||X w||^2 (..., k)
+        k2 = kappa * kappa
+        k2 = k2 if k2.ndim == rss.ndim else k2[..., None]
+        good = all_true(xp, k2 * k2 * rss <= RESIDUAL_LIMIT**2 * signal)
+        return ((W, rank, rss, fac.factor(xp)) if factor else (W, rank, rss)), good
+
+    fallback = fac.fallback(xp, qr.householder, rcond, offset_sq, factor)
+    coef, rank, rss, *factors = gated(xp, ok, attempt, fallback, (X, Y))
+    return (coef, rank, None, rss, *factors)

@@ -47,8 +47,8 @@ def condition_estimate(xp, L, A, Lt=None):
     if p <= SMALL:
         # Small factors: ||Ls||_F ||Ls^-1||_F, an upper bound on cond(X D) at most p times
         # too large, for two reductions instead of 15 products.
-        inv_norm = xp.linalg.vector_norm(_compat.triangular_inverse(xp, Ls, lower=True), axis=(-2, -1))
-        return xp.linalg.vector_norm(Ls, axis=(-2, -1)) * inv_norm
+        Li = _compat.triangular_inverse(xp, Ls, lower=True)
+        return xp.sqrt(xp.sum(Ls * Ls, axis=(-2, -1)) * xp.sum(Li * Li, axis=(-2, -1)))
     # One triangular solve for the inverse factor, then matrix products only: batched stacks
     # of small problems pay one call instead of ten (O(p^3 / 3), as much as the Cholesky).
     Linv = _compat.triangular_inverse(xp, Ls, lower=True)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 
 from .. import _compat
+from .._gram_data import TallGram
 from . import svd
 from ._factor import inverse_factor, triangular_inverse
 from ._shared import (
@@ -25,6 +26,7 @@ from ._shared import (
     default_cutoff,
     diagonal,
     dot,
+    eps,
     full_rank,
     gram_noise,
     merge_targets,
@@ -38,61 +40,135 @@ from .condest import condition_estimate
 class Factored:
     """A factorized Gram system (kept so that ``auto`` can inspect it before solving)."""
 
-    def __init__(self, xp, X, Y, alpha, check=None):
+    def __init__(self, xp, X, Y, alpha, check=None, data=None):
         self.m, self.n = X.shape[-2:]
         self.wide = self.m < self.n
         self.alpha = alpha
+        self.data = None
         if self.wide:
             A, B = dot(xp, X, mT(xp, X)), Y  # (..., m, m)
         else:
-            A, B = _compat.gram(xp, X, Y)  # (..., n, n), (..., n, k)
+            self.data = TallGram(xp, X, Y) if data is None else data
+            A, B = self.data.products(X, Y)  # (..., n, n), (..., n, k)
         if check is not None:
-            check(A)  # X's deferred finiteness test (``_input.gram_check``), before factorizing
+            # X's deferred finiteness test (``_input.gram_check``), before factorizing; with the
+            # columns' offsets where the Gram route centered (their uncentered norms)
+            check(A, None if self.data is None else self.data.offset_sq)
         if alpha is not None:
             A = add_penalty(xp, A, alpha)
         self.A, self.B = A, split_targets(xp, B, alpha)
         self.L = _compat.cholesky(xp, A)
         self.Lt = None  # _compat.batch_last(L), made once for stacks of small factors
+        self.kappa = None  # the condition estimate, made once (``condition``)
 
     def condition(self, xp):
-        """Estimate of cond(X) after column equilibration (see ``condest``)."""
-        if self.L.ndim > 2 and self.L.shape[-1] <= _compat.SMALL_STACK:
-            self.Lt = _compat.batch_last(xp, self.L)  # shared with the solve
-        return condition_estimate(xp, self.L, self.A, self.Lt)
+        """Estimate of cond(X) after column equilibration (see ``condest``), made once."""
+        if self.kappa is None:
+            if self.L.ndim > 2 and self.L.shape[-1] <= _compat.SMALL_STACK:
+                self.Lt = _compat.batch_last(xp, self.L)  # shared with the solve
+            self.kappa = condition_estimate(xp, self.L, self.A, self.Lt)
+        return self.kappa
 
     def solve_or(self, xp, X, Y, ok, fallback, rcond, offset_sq, factor=False):
-        """The Cholesky solution where the scalar ``ok`` holds, else ``fallback``'s solution
-        (a traced branch under ``jax.jit``; see ``_compat.cond``). Returns (coef, rank, None),
-        and with ``factor`` (tall X, one penalty or none) the ``_factor.Factor`` solved with."""
-        if factor:
-            coef, rank, fac = _compat.cond(
-                xp,
-                ok,
-                lambda X, Y: (*self.solve(xp, X), inverse_factor(xp, mT(xp, triangular_inverse(xp, self.L, True)))),
-                lambda X, Y: _without_vectors(fallback(xp, X, Y, self.alpha, rcond, offset_sq, factor=True)),
-                (X, Y),
-            )
-            return coef, rank, None, fac
-        coef, rank = _compat.cond(
-            xp,
-            ok,
-            lambda X, Y: self.solve(xp, X),
-            lambda X, Y: fallback(xp, X, Y, self.alpha, rcond, offset_sq)[:2],
-            (X, Y),
-        )
-        return coef, rank, None
-
-    def solve(self, xp, X):
-        W = merge_targets(xp, _compat.cho_solve(xp, self.L, self.B, Lt=self.Lt), self.alpha)
+        """The refined Cholesky solution where the scalar ``ok`` holds, else ``fallback``'s
+        solution (a traced branch under ``jax.jit``; see ``_compat.cond``). Returns
+        (coef, rank, None, rss): rss (..., k) of tall X, None for wide X; with ``factor``
+        (tall X, one penalty or none) the ``_factor.Factor`` solved with, fifth."""
         if self.wide:
-            W = dot(xp, mT(xp, X), W)
+            coef, rank = _compat.cond(
+                xp, ok, lambda X, Y: self.solve(xp, X)[:2],
+                lambda X, Y: fallback(xp, X, Y, self.alpha, rcond, offset_sq)[:2], (X, Y),
+            )  # fmt: skip
+            return coef, rank, None, None
+
+        other = self.fallback(xp, fallback, rcond, offset_sq, factor)
+
+        def cholesky(X, Y):
+            solved = self.solve(xp, X, Y)
+            return (*solved, self.factor(xp)) if factor else solved
+
+        coef, rank, rss, *fac = _compat.cond(xp, ok, cholesky, other, (X, Y))
+        return (coef, rank, None, rss, *fac)
+
+    def factor(self, xp):
+        """The ``_factor.Factor`` of the Cholesky factor (full rank)."""
+        return inverse_factor(xp, mT(xp, triangular_inverse(xp, self.L, True)))
+
+    def fallback(self, xp, solver, rcond, offset_sq, factor=False):
+        """``solver`` (another method's solve) as a branch on tall X: (X, Y) -> (coef, rank,
+        rss), on the data as that method takes it (``TallGram.arrays``); with ``factor``, its
+        ``Factor`` fourth (without singular vectors, which the Cholesky branch lacks)."""
+
+        def other(X, Y):
+            X, Y = self.data.arrays(X, Y)
+            solved = solver(xp, X, Y, self.alpha, rcond, offset_sq, factor=True) if factor else None
+            coef, rank = (solved or solver(xp, X, Y, self.alpha, rcond, offset_sq))[:2]
+            R = Y - dot(xp, X, coef)
+            rss = xp.sum(R * R, axis=-2)
+            return (coef, rank, rss, solved[-1]._replace(V=None)) if factor else (coef, rank, rss)
+
+        return other
+
+    def cho_solve(self, xp, B):
+        return merge_targets(
+            xp, _compat.cho_solve(xp, self.L, split_targets(xp, B, self.alpha), Lt=self.Lt), self.alpha
+        )
+
+    def solve(self, xp, X, Y=None):
+        """``(W, rank, rss)``. Tall X: one step of refinement (see :func:`refined`); rss is
+        None for wide X."""
+        W = merge_targets(xp, _compat.cho_solve(xp, self.L, self.B, Lt=self.Lt), self.alpha)
         rank = full_rank(xp, X.shape[:-2], self.n if self.alpha is not None else min(self.m, self.n), X)
-        return W, rank
+        if self.wide:
+            return dot(xp, mT(xp, X), W), rank, None
+        W, rss = refined(xp, self, X, Y, W)
+        return W, rank, rss
 
 
-def _without_vectors(solved):
-    coef, rank, _, fac = solved
-    return coef, rank, fac._replace(V=None)
+def refined(xp, fac, X, Y, W):
+    """One step of iterative refinement of the normal-equation solution W, and the rss of the
+    solution returned: ``(W', rss)``.
+
+    The residual r = Y - X W that rss needs anyway gives the normal equations' residual
+    ``g = X^T r - alpha W`` in the same pass (``TallGram.residual``: one pass over X, in cache
+    on NumPy), and ``dW = (X^T X + alpha I)^{-1} g`` from the Cholesky factor already made.
+    The Gram matrix's rounding (~eps cond(X)**2 relative) enters the correction only through
+    the factor, so each step shrinks the error by ~eps cond(X)**2 towards the accuracy of the
+    residual itself, ~eps cond(X) (plus ~eps cond(X)**2 ||r|| / (||X|| ||w||), from the
+    rounding of X^T r): one step reaches QR's error where (eps cond**2)**2 <= eps cond,
+    cond <= eps**(-1/3). The refined residual is not formed:
+    ``||r - X dW||^2 = ||r||^2 - 2 dW.h + dW.g - alpha ||dW||^2`` (h = X^T r, and
+    X^T X dW = g - alpha dW), a correction of second order whose own rounding is
+    ~eps cond**2 times itself. So the step is kept where the condition estimate is within
+    ``REFINED_LIMIT`` (float64 1.0e4, float32 12.6; ``auto`` uses no more); beyond it W and
+    rss stay those of the plain normal equations.
+    """
+    h, rss = fac.data.residual(X, Y, W)
+    alpha = fac.alpha
+    g = h if alpha is None else h - alpha * W
+    dW = fac.cho_solve(xp, g)
+    corr = 2 * xp.sum(dW * h, axis=-2) - xp.sum(dW * g, axis=-2)
+    if alpha is not None:
+        corr = corr + alpha * xp.sum(dW * dW, axis=-2)
+    kappa = fac.condition(xp)
+    conv = kappa <= refined_limit(xp, X)  # (...,) or, per-target penalties, (..., k)
+    conv_r = conv if conv.ndim == rss.ndim else conv[..., None]
+    conv_w = conv_r[..., None, :]
+    new = rss - corr
+    new = xp.where(new > 0, new, xp.zeros_like(new))
+    return xp.where(conv_w, W + dW, W), xp.where(conv_r, new, rss)
+
+
+def centered_offsets(fac, offset_sq):
+    """``offset_sq`` for the rank tests: the Gram route's own where it centered X."""
+    if fac.data is not None and fac.data.offset_sq is not None:
+        return fac.data.offset_sq
+    return offset_sq
+
+
+def refined_limit(xp, X):
+    """cond(X) up to which one step of refinement converges (see :func:`refined`)."""
+    return eps(xp, X) ** (-1 / 3) / 16
 
 
 def full_rank_test(xp, fac, X, rcond, offset_sq, *, global_scale=False):
@@ -124,10 +200,13 @@ def full_rank_test(xp, fac, X, rcond, offset_sq, *, global_scale=False):
     return xp.all(ok, axis=-1)
 
 
-def solve(xp, X, Y, alpha, rcond, offset_sq=None, *, check=None, factor=False):
-    """Normal-equation solution, falling back to the SVD path on a singular Gram matrix.
-    ``check(A)``, if given, validates the Gram matrix before it is factorized; ``factor``: see
+def solve(xp, X, Y, alpha, rcond, offset_sq=None, *, check=None, data=None, factor=False):
+    """Normal-equation solution, refined once (tall X), falling back to the SVD path on a
+    singular Gram matrix: ``(coef, rank, None, rss)``. ``check(A)``, if given, validates the
+    Gram matrix before it is factorized; ``data``, a ``TallGram`` of tall X (uncentered X
+    and Y with their shifts, for a fit with an intercept); ``factor``: see
     :meth:`Factored.solve_or`."""
-    fac = Factored(xp, X, Y, alpha, check)
+    fac = Factored(xp, X, Y, alpha, check, data)
+    offset_sq = centered_offsets(fac, offset_sq)
     ok = full_rank_test(xp, fac, X, rcond, offset_sq)
     return fac.solve_or(xp, X, Y, all_true(xp, ok), svd.solve, rcond, offset_sq, factor)

@@ -5,7 +5,10 @@ Tall X (m >= n): ``X = Q R``, ``w = R^{-1} Q^T y``. Least squares on tall X uses
 equilibration) is at most ``eps**-0.5 / 100`` (float64: 6.7e5, float32: 29): two Gram passes,
 one triangular solve with m right-hand sides and two small Choleskys, all matrix-matrix work (the fastest
 QR on GPUs, and 4x faster than LAPACK's Householder QR here), with Q orthogonal to working
-precision in that range. Otherwise, and for ridge, Householder QR, applying Q implicitly
+precision in that range. Past it, shifted CholeskyQR3 of ``[X Y]`` (``cholqr3``:
+Householder-level error measured up to cond 1e12, at about half Householder's time on NumPy),
+and Householder QR only where its check fails (rank deficiency, cond beyond ~1e11-1e12: one
+more host read). For ridge, Householder QR, applying Q implicitly
 where the library can (LAPACK's ormqr through SciPy or PyTorch). Wide X (m < n): the minimum-norm solution
 from ``X^T = Q R``: ``w = Q R^{-T} y``. Ridge factors ``[R; sqrt(alpha) I]`` (a 2p x p QR after
 the first one), which is the QR of ``[X; sqrt(alpha) I]`` without touching X again. Error
@@ -37,19 +40,14 @@ from ._shared import (
     eps,
     eye_like,
     full_rank,
+    gated,
     merge_targets,
     mT,
     pivot_ratios,
+    relative_pivots,
     split_targets,
 )
-
-
-def _relative_pivots(xp, R):
-    """|R_jj| / max_i ||R[:, i]||: near zero for a column that depends on the ones before it
-    or whose norm is negligible next to the largest (the scale SVD's cutoff uses too)."""
-    d = xp.abs(diagonal(xp, R))
-    norms = xp.max(xp.linalg.vector_norm(R, axis=-2), axis=-1, keepdims=True)
-    return d / xp.where(norms > 0, norms, xp.ones_like(norms))
+from .cholqr3 import shifted_cholqr3
 
 
 def _penalized_r(xp, R, alpha):
@@ -95,9 +93,9 @@ def _uses_cholqr2(xp, X, alpha):
 
 
 def solve(xp, X, Y, alpha, rcond, offset_sq=None, *, factor=False):
-    """QR solution (CholeskyQR2 where safe, else Householder), falling back to the SVD of R on
-    a numerically singular factor. ``factor``: also the ``_factor.Factor`` solved with (tall
-    X, one penalty or none), as a fourth value."""
+    """QR solution (CholeskyQR2 where safe, else shifted CholeskyQR3, else Householder), falling
+    back to the SVD of R on a numerically singular factor: ``(coef, rank, None, None)``.
+    ``factor``: also the ``_factor.Factor`` solved with (tall X, one penalty or none), fifth."""
     if not _uses_cholqr2(xp, X, alpha):
         return householder(xp, X, Y, alpha, rcond, offset_sq, factor)
     from . import normal
@@ -113,16 +111,17 @@ def solve(xp, X, Y, alpha, rcond, offset_sq=None, *, factor=False):
             return (W, full_rank(xp, X.shape[:-2], n, X), inverse_factor(xp, Rinv)), good
         return (W, full_rank(xp, X.shape[:-2], n, X)), good
 
-    solved = _gated(
-        xp, _cholqr2_gate(xp, X, rcond, offset_sq, fac), attempt,
-        lambda X, Y: _dropped_none(householder(xp, X, Y, None, rcond, offset_sq, factor)), (X, Y),
-    )  # fmt: skip
-    return (solved[0], solved[1], None, solved[2]) if factor else (*solved, None)
+    def householder_solved(X, Y):
+        coef, rank, _, _, *fac = householder(xp, X, Y, None, rcond, offset_sq, factor)
+        return (coef, rank, *fac)
 
+    def shifted_or_householder(X, Y):
+        solved, good = shifted_cholqr3(xp, X, Y, fac, rcond, offset_sq, factor)
+        return _compat.cond(xp, good, lambda *_: solved, householder_solved, (X, Y))
 
-def _dropped_none(solved):
-    """(coef, rank, Factor) or (coef, rank) of a solve's result: without its singular values."""
-    return tuple(a for i, a in enumerate(solved) if i != 2)
+    gate = _cholqr2_gate(xp, X, rcond, offset_sq, fac)
+    coef, rank, *factors = gated(xp, gate, attempt, shifted_or_householder, (X, Y))
+    return (coef, rank, None, None, *factors)
 
 
 def r_factor(xp, X, Y, rcond, offset_sq=None):
@@ -140,25 +139,7 @@ def r_factor(xp, X, Y, rcond, offset_sq=None):
         return (dot(xp, mT(xp, L2), mT(xp, fac.L)), Z), good
 
     gate = _cholqr2_gate(xp, X, rcond, offset_sq, fac)
-    return _gated(xp, gate, attempt, lambda X, Y: _compat.qr_apply(xp, X, Y), (X, Y))
-
-
-def _gated(xp, gate, attempt, fallback, operands):
-    """CholeskyQR2 (``attempt(X, Y) -> (result, good)``) where its ``gate`` passes and its own
-    check ``good`` holds, else ``fallback(X, Y)``.
-
-    Traced (JAX) or lazy (Dask): branches cost no host read, and the CholeskyQR2 work is skipped
-    where the gate fails. Eager: CholeskyQR2 runs before the gate is read, so that the gate and
-    its check are read together (one host read; wasted work only where the fallback follows)."""
-    if _compat.is_lazy(gate):
-
-        def tried(*ops):
-            result, good = attempt(*ops)
-            return _compat.cond(xp, good, lambda *_: result, fallback, ops)
-
-        return _compat.cond(xp, gate, tried, fallback, operands)
-    result, good = attempt(*operands)
-    return _compat.cond(xp, gate & good, lambda *_: result, fallback, operands)
+    return gated(xp, gate, attempt, lambda X, Y: _compat.qr_apply(xp, X, Y), (X, Y))
 
 
 def _cholqr2_factors(xp, X, Y, fac):
@@ -216,7 +197,7 @@ def householder(xp, X, Y, alpha, rcond, offset_sq=None, factor=False):
     if wide:
         # Pivots belong to rows of X, which the intercept elimination mixed: compare with the
         # largest row and with ``frob``.
-        ratios = _relative_pivots(xp, T)
+        ratios = relative_pivots(xp, T)
         if frob is not None:
             f = frob[..., None, None] if T.ndim > R.ndim else frob[..., None]
             ratios = xp.minimum(ratios, xp.abs(diagonal(xp, T)) / xp.where(f > 0, f, xp.ones_like(f)))
@@ -226,7 +207,7 @@ def householder(xp, X, Y, alpha, rcond, offset_sq=None, factor=False):
         # centering noise) and, as NumPy's SVD cutoff does, against the largest column (a
         # dependence hidden behind a small column whose rounding is relative to ||X||).
         own = pivot_ratios(xp, diagonal(xp, T), xp.sum(T * T, axis=-2), offset_sq)
-        ok = (own > cutoff) & (_relative_pivots(xp, T) > cutoff)
+        ok = (own > cutoff) & (relative_pivots(xp, T) > cutoff)
     ok = all_true(xp, ok)
 
     def triangular(X, Y):
@@ -260,4 +241,4 @@ def householder(xp, X, Y, alpha, rcond, offset_sq=None, factor=False):
         return svd.filtered_solve(xp, u, s, vh, Z, alpha, cutoff, n, scale, factor)
 
     solved = _compat.cond(xp, ok, triangular, from_svd_of_r, (X, Y))
-    return (solved[0], solved[1], None, solved[2]) if factor else (*solved, None)
+    return (solved[0], solved[1], None, None, solved[2]) if factor else (*solved, None, None)

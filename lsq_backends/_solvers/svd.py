@@ -58,8 +58,9 @@ def filtered_solve(xp, u, s, vh, y, alpha, cutoff, n, scale=None, factor=None):
 
 
 def solve(xp, X, Y, alpha, rcond, offset_sq=None, *, factor=False):
-    """Minimum-norm solution of X @ W = Y (or ridge); returns (coef, rank, singular values),
-    and with ``factor`` (tall X, one penalty or none) the ``_factor.Factor`` of the SVD.
+    """Minimum-norm solution of X @ W = Y (or ridge); returns (coef, rank, singular values,
+    None), and with ``factor`` (tall X, one penalty or none) the ``_factor.Factor`` of the SVD
+    fifth.
     The cutoff is relative to the largest singular value, as NumPy's, or with an intercept to
     the largest column norm before centering if that is larger (``offset_sq``).
 
@@ -80,7 +81,7 @@ def solve(xp, X, Y, alpha, rcond, offset_sq=None, *, factor=False):
         scale = uncentered_scale(xp, xp.sum(R * R, axis=-2), offset_sq)
         if factor:
             coef, rank, fac = filtered_solve(xp, u, s, vh, Z, alpha, cutoff, n, scale, "vectors")
-            return coef, rank, s, fac
+            return coef, rank, s, None, fac
         coef, rank = filtered_solve(xp, u, s, vh, Z, alpha, cutoff, n, scale)
     else:
         # X^T = Q R, so X = R^T Q^T; with R^T = U S V^T, X = U S (Q V)^T: the SVD of an m x m
@@ -92,4 +93,4 @@ def solve(xp, X, Y, alpha, rcond, offset_sq=None, *, factor=False):
         scale = uncentered_scale(xp, xp.sum(X * X, axis=-2), offset_sq)
         W, rank = filtered_solve(xp, u, s, vh, Y, alpha, cutoff, n, scale)
         coef = q_times(W)
-    return (coef, rank, s, None) if factor else (coef, rank, s)
+    return (coef, rank, s, None, None) if factor else (coef, rank, s, None)

@@ -1,0 +1,142 @@
+"""Shifted CholeskyQR3 (Fukaya, Kannan, Nakatsukasa, Yamamoto and Yanagisawa, 2020): a QR of
+tall ``[X Y]`` past CholeskyQR2's reach made of Gram products and triangular solves only, with
+Householder-level error measured up to cond 1e12. ``qr`` tries it where CholeskyQR2's gate
+fails, before Householder QR."""
+
+from __future__ import annotations
+
+import array_api_compat as _aac
+
+from .. import _compat
+from .._gram_data import BLOCK_ELEMENTS
+from ._factor import inverse_factor, triangular_inverse
+from ._shared import (
+    all_true,
+    default_cutoff,
+    diagonal,
+    dot,
+    eps,
+    eye_like,
+    full_rank,
+    mT,
+    pivot_ratios,
+    relative_pivots,
+)
+
+SHIFT = 11.0  # shifted CholeskyQR's shift, in units of the Gram matrix's probable rounding
+
+
+def shifted_cholqr3(xp, X, Y, fac, rcond, offset_sq, factor=False):
+    """Shifted CholeskyQR3 (Fukaya, Kannan, Nakatsukasa, Yamamoto and Yanagisawa, 2020) of the
+    column-equilibrated ``[X Y]``, for X past CholeskyQR2's limit: ``((W, rank), good)``, and
+    with ``factor`` ``((W, rank, Factor), good)`` (``_factor.inverse_factor`` of R11).
+
+    The Gram matrix of ``[X Y] D`` (unit diagonal; from the normal path's ``A`` and ``B``)
+    plus a shift ``s = SHIFT eps (sqrt(m) + n + k) (n + k)`` (the Frobenius norm squared
+    times the Gram matrix's probable rounding, ``_shared.gram_noise``, where Fukaya et al.
+    take the worst case 11 (m n + n (n + 1)) eps ||X||**2) always factors; the shift caps
+    the condition of ``Q1 = [X Y] R1^{-1}`` at ~sqrt(s) cond(X D), and CholeskyQR2 on Q1 (two
+    more rounds) makes ``[X Y] = Q R`` backward stable with Q orthogonal to working
+    precision, as Householder QR. The solution is ``R11^{-1} R12`` (R's blocks against X and
+    Y): Q^T Y comes out of the same factorization rather than from a product with an
+    explicit Q, whose rounding, ~eps cond(X) in Q, met Y's residual and cost up to 4 digits
+    on large-residual problems. Each ``Q = [X Y] R^{-1}`` is a triangular solve (row-wise
+    backward stable, half the flops of a product with the inverse); Q is formed twice (two
+    X-sized arrays).
+
+    ``good``: the last round's pivots against X are 1 up to O(1) (else cond(Q1) was past
+    CholeskyQR2's reach: cond(X D) beyond ~1e11-1e12 in float64) and R11 passes Householder's
+    rank tests (pivots against the column norms and the largest column, at ``rcond``);
+    otherwise the caller falls back to Householder QR."""
+    m, n = X.shape[-2:]
+    k = Y.shape[-1]
+    top = xp.concat([fac.A, fac.B], axis=-1)
+    bottom = xp.concat([mT(xp, fac.B), dot(xp, mT(xp, Y), Y)], axis=-1)
+    G = xp.concat([top, bottom], axis=-2)  # Gram matrix of [X Y]
+    d = diagonal(xp, G)
+    root = xp.sqrt(xp.where(d > 0, d, xp.ones_like(d)))
+    shift = SHIFT * eps(xp, X) * (m**0.5 + n + k) * (n + k)
+    G = G / (root[..., :, None] * root[..., None, :]) + shift * eye_like(xp, G, n + k)
+    R1 = mT(xp, _compat.cholesky(xp, G)) * root[..., None, :]  # of [X Y]
+    G2, Q1 = _gram_after(xp, X, Y, (R1,), shift, keep=True)
+    R2 = mT(xp, _compat.cholesky(xp, G2))
+    if Q1 is None:
+        R3 = mT(xp, _compat.cholesky(xp, _gram_after(xp, X, Y, (R1, R2), shift)))
+    else:
+        R3 = mT(xp, _compat.cholesky(xp, _gram_after(xp, Q1[:, :n], Q1[:, n:], (R2,), shift)))
+    R = dot(xp, R3, dot(xp, R2, R1))
+    R11 = R[..., :n, :n]
+    W = _compat.solve_triangular(xp, R11, R[..., :n, n:], lower=False)
+    cutoff = default_cutoff(xp, X, m, n, rcond)
+    own = pivot_ratios(xp, diagonal(xp, R11), xp.sum(R11 * R11, axis=-2), offset_sq)
+    ok = xp.all((own > cutoff) & (relative_pivots(xp, R11) > cutoff), axis=-1)
+    ok = ok & xp.all(xp.abs(diagonal(xp, R3)[..., :n] - 1) < 0.5, axis=-1) & xp.all(xp.isfinite(W), axis=(-2, -1))
+    good = all_true(xp, ok)
+    rank = full_rank(xp, X.shape[:-2], n, X)
+    if factor:
+        return (W, rank, inverse_factor(xp, triangular_inverse(xp, R11, False))), good
+    return (W, rank), good
+
+
+def _gram_after(xp, X, Y, factors, shift, keep=False):
+    """Gram matrix of ``Q = [X Y] R1^{-1} R2^{-1} ...`` (``factors`` upper triangular, applied
+    in turn: one solve per round keeps each row-wise backward stable), ``shift`` added to Y's
+    block (see :func:`_gram_of`). On NumPy (2-D X) Q is never formed whole: each ~1 MB row
+    block of [X Y] is copied into a buffer, solved in place (BLAS trsm) and its Gram product
+    added, in cache, each round one pass over X; with ``keep`` the blocks are also stored
+    and returned, ``(G, Q)`` (the next round then solves once per block instead of twice:
+    SciPy's trsm runs at ~0.6x the speed of the Gram product here). Elsewhere Q is formed by
+    blocks of columns (``_next_q``); ``keep`` returns ``(G, None)``."""
+    n = X.shape[-1]
+    blas = None
+    if _aac.is_numpy_namespace(xp) and X.ndim == 2:
+        try:
+            from scipy.linalg import blas
+        except ImportError:  # SciPy is optional
+            pass
+    if blas is None:
+        Qx, Qy = X, Y
+        for R in factors:
+            Qx, Qy = _next_q(xp, Qx, Qy, R, n)
+        G = _gram_of(xp, Qx, Qy, shift)
+        return (G, None) if keep else G
+    import numpy as np
+
+    m, p = X.shape[0], n + Y.shape[-1]
+    # SciPy's BLAS for both products of the loop: NumPy's matmul between SciPy's solves
+    # switched OpenBLAS thread pools ~80 times a pass, each switch waiting out the other
+    # pool's spinning threads (26x a bare Gram product for one round at 200000 x 50).
+    trsm, syrk = blas.get_blas_funcs(("trsm", "syrk"), (factors[0],))
+    factors = [np.asfortranarray(R) for R in factors]
+    rows = max(BLOCK_ELEMENTS // p, 256)
+    out = np.empty((m, p), dtype=X.dtype) if keep else None
+    buf = np.empty((min(rows, m), p), dtype=X.dtype) if not keep else None
+    G = np.zeros((p, p), dtype=X.dtype, order="F")
+    for i in range(0, m, rows):
+        Z = out[i : i + rows] if keep else buf[: min(rows, m - i)]
+        Z[:, :n], Z[:, n:] = X[i : i + rows], Y[i : i + rows]
+        for R in factors:
+            # Z R^{-1} in C order is R^{-T} Z^T in Fortran order: solved in place in the buffer
+            trsm(1.0, R, Z.T, side=0, lower=0, trans_a=1, overwrite_b=1)
+        G = syrk(1.0, Z.T, beta=1.0, c=G, trans=0, lower=0, overwrite_c=1)  # upper triangle of += Z^T Z
+    G = np.triu(G) + np.triu(G, 1).T
+    G[n:, n:] += shift * np.eye(p - n, dtype=X.dtype)
+    return (G, out) if keep else G
+
+
+def _next_q(xp, Qx, Qy, R, n):
+    """``[Qx Qy] R^{-1}`` by blocks (R upper triangular, its first n columns against Qx)."""
+    R11, R12, R22 = R[..., :n, :n], R[..., :n, n:], R[..., n:, n:]
+    Qx = mT(xp, _compat.solve_triangular(xp, mT(xp, R11), mT(xp, Qx), lower=True))
+    Qy = mT(xp, _compat.solve_triangular(xp, mT(xp, R22), mT(xp, Qy - dot(xp, Qx, R12)), lower=True))
+    return Qx, Qy
+
+
+def _gram_of(xp, Qx, Qy, shift):
+    """Gram matrix of [Qx Qy], ``shift`` added to the diagonal of Qy's block: R11 and R12 of
+    its factor (all the solution needs) do not depend on that block, and Y in X's range
+    (a Schur complement of rounding noise) or dependent columns of Y then cannot make the
+    factorization fail; any nonsingular R22 keeps [Qx Qy] R^{-1} a valid next basis."""
+    a, b = dot(xp, mT(xp, Qx), Qx), dot(xp, mT(xp, Qx), Qy)
+    c = dot(xp, mT(xp, Qy), Qy) + shift * eye_like(xp, Qy, Qy.shape[-1])
+    return xp.concat([xp.concat([a, b], axis=-1), xp.concat([mT(xp, b), c], axis=-1)], axis=-2)
