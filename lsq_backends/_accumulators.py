@@ -15,8 +15,8 @@ from . import _compat
 from ._alpha import validate_alpha
 from ._input import check_bool, check_method
 from ._result import LstsqResult
-from ._solvers import qr as _qr
-from ._solvers import svd as _svd
+from ._solvers import householder as _householder
+from ._solvers import pinv as _pinv
 from ._solvers._shared import (
     add_penalty,
     all_true,
@@ -180,7 +180,7 @@ class NormalAccumulator(_Solvable):
         B = split_targets(xp, Sxy, alpha)
         L = _compat.cholesky(xp, A)
         cutoff = _default_cutoff(xp, state, n, rcond)
-        # As normal.full_rank_test: each pivot against its own column at the Gram matrix's
+        # As gram.full_rank_test: each pivot against its own column at the Gram matrix's
         # precision (sqrt(eps * rows)), and against the column before centering (cutoff).
         tol = xp.maximum(
             xp.sqrt(_default_cutoff(xp, state, n, None)),
@@ -202,7 +202,7 @@ class NormalAccumulator(_Solvable):
             # when that is larger (all-constant columns are pure rounding noise).
             u, s, vh = _compat.svd(xp, A)
             colsq = diagonal(xp, Sxx) if offset_sq is None else diagonal(xp, Sxx) + offset_sq
-            W, rank = _svd.filtered_solve(xp, u, s, vh, B, None, tol * tol, n, xp.max(colsq))
+            W, rank = _pinv.filtered_solve(xp, u, s, vh, B, None, tol * tol, n, xp.max(colsq))
             if alpha is not None:
                 rank = xp.where(xp.all(alpha > 0), full_rank(xp, (), n, W), xp.min(rank))
             return merge_targets(xp, W, alpha), rank
@@ -268,6 +268,6 @@ class QRAccumulator(_Solvable):
         R, offset_sq = _statistics(cls, xp, state, n, fit_intercept)
         cutoff = _default_cutoff(xp, state, n, rcond)
         # R_xx is already triangular: the solver's own QR of it costs O(n^3) and no accuracy.
-        W, rank = _qr.householder(xp, R[:n, :n], R[:n, n:], alpha, cutoff, offset_sq)[:2]
+        W, rank = _householder.solve(xp, R[:n, :n], R[:n, n:], alpha, cutoff, offset_sq)[:2]
         resid = dot(xp, R[:, :n], W) - R[:, n:]
         return W, rank, xp.sum(resid * resid, axis=0)

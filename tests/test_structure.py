@@ -1,5 +1,5 @@
 """The shape of the package, checked: no import circle (function-level imports included), no
-private name imported across modules, no module past ~400 lines. Static (ast): runs in the
+solver importing another, no private name imported across modules, no module past ~400 lines. Static (ast): runs in the
 numpy session only."""
 
 from __future__ import annotations
@@ -82,10 +82,22 @@ def test_no_private_name_crosses_modules():
     assert not private, "\n".join(private)
 
 
-@pytest.mark.xfail(strict=True, reason="the solvers normal, qr and svd still import each other")
 def test_no_import_circle():
     graph, _ = _imports(_modules())
     assert not _cycles(graph)
+
+
+# The solvers build on the factorization layer (``_solvers.gram``, ``cholqr``, ``householder``,
+# ``pinv``, ``_factor``, ``_shared``, ``condest``) and never on one another.
+SOLVERS = ("normal", "qr", "svd", "auto", "lsqr", "spectral", "nnls")
+
+
+def test_solvers_never_import_each_other():
+    graph, _ = _imports(_modules())
+    names = {f"lsq_backends._solvers.{s}" for s in SOLVERS}
+    assert names <= set(graph)
+    crossing = sorted(f"{m} imports {d}" for m in names for d in graph[m] & names)
+    assert not crossing, "\n".join(crossing)
 
 
 def test_the_checker_sees_a_circle():

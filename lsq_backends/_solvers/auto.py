@@ -2,7 +2,7 @@
 
 The Gram matrix is formed and factorized (the normal path's work) and the condition number of
 the column-equilibrated X is estimated from the factor (``condest``). The normal solution,
-refined once (``normal.refined``: one more pass over X, fused with the residual that rss
+refined once (``gram.refined``: one more pass over X, fused with the residual that rss
 needs), is kept when the factor passes the normal path's rank tests, its diagonal is clear of
 the subnormal range, and
 
@@ -23,28 +23,30 @@ the safer path.
 
 from __future__ import annotations
 
-from . import normal, qr
-from ._shared import all_true, diagonal, eps, gated, merge_targets
+from . import gram, householder
+from ._shared import (
+    all_true,
+    diagonal,
+    eps,
+    gated,
+    merge_targets,
+)
 
 RESIDUAL_LIMIT = 1e4  # cond**2 * tan(theta) up to which the refined error stays QR-level
 
 
-def kappa_limit(xp, X):
-    return eps(xp, X) ** -0.25 / 8
-
-
 def solve(xp, X, Y, alpha, rcond, offset_sq=None, *, check=None, data=None, factor=False):
-    fac = normal.Factored(xp, X, Y, alpha, check, data)
-    offset_sq = normal.centered_offsets(fac, offset_sq)
+    fac = gram.Factored(xp, X, Y, alpha, check, data)
+    offset_sq = gram.centered_offsets(fac, offset_sq)
     kappa = fac.condition(xp)
-    limit = kappa_limit(xp, X) if fac.wide else normal.refined_limit(xp, X)
+    limit = gram.kappa_limit(xp, X) if fac.wide else gram.refined_limit(xp, X)
     # NaN (a failed factorization) compares False and goes to QR.
-    ok = (kappa <= limit) & normal.full_rank_test(xp, fac, X, rcond, offset_sq, global_scale=True)
+    ok = (kappa <= limit) & gram.full_rank_test(xp, fac, X, rcond, offset_sq, global_scale=True)
     # A Gram matrix in the subnormal range has lost bits however well conditioned X is.
     d = xp.min(diagonal(xp, fac.A), axis=-1)
     ok = all_true(xp, ok & (d >= xp.finfo(X.dtype).smallest_normal / eps(xp, X)))
     if fac.wide:
-        return fac.solve_or(xp, X, Y, ok, qr.householder, rcond, offset_sq, factor)
+        return fac.solve_or(xp, X, Y, ok, householder.solve, rcond, offset_sq, factor)
 
     def attempt(X, Y):
         W, rank, rss = fac.solve(xp, X, Y)
@@ -54,6 +56,6 @@ def solve(xp, X, Y, alpha, rcond, offset_sq=None, *, check=None, data=None, fact
         good = all_true(xp, k2 * k2 * rss <= RESIDUAL_LIMIT**2 * signal)
         return ((W, rank, rss, fac.factor(xp)) if factor else (W, rank, rss)), good
 
-    fallback = fac.fallback(xp, qr.householder, rcond, offset_sq, factor)
+    fallback = fac.fallback(xp, householder.solve, rcond, offset_sq, factor)
     coef, rank, rss, *factors = gated(xp, ok, attempt, fallback, (X, Y))
     return (coef, rank, None, rss, *factors)

@@ -163,7 +163,7 @@ def auto_ok(xp, spec, alpha, X):
     eps * cond with cond = (lam_max + alpha) / (lam_min + alpha), worst at the smallest
     penalty; accepted up to ``auto``'s limit for the normal equations (squared, as cond is that
     of the Gram matrix: float64 1.0e6, error <~ 2e-10; float32 45). NaN compares False."""
-    from .auto import kappa_limit  # auto -> normal -> svd; imported here to keep spectral light
+    from .gram import kappa_limit
 
     amin = xp.min(alpha)
     lam_max = xp.max(spec.lam, axis=-1)

@@ -14,83 +14,11 @@ BLAS-2 panels), Householder otherwise.
 
 from __future__ import annotations
 
-from .. import _compat
-from ._factor import spectral_factor
-from ._shared import count, default_cutoff, dot, full_rank, mT
-
-
-def uncentered_scale(xp, colsq, offset_sq):
-    """Largest column norm of X before centering (None without an intercept): the scale
-    rounding noise is relative to. Centered data whose columns are all constant are pure
-    noise; a cutoff relative to their own largest singular value would keep it."""
-    if offset_sq is None:
-        return None
-    return xp.sqrt(xp.max(colsq + offset_sq, axis=-1))
-
-
-def filtered_solve(xp, u, s, vh, y, alpha, cutoff, n, scale=None, factor=None):
-    """Solve with the factors ``u @ diag(s) @ vh`` of a matrix with ``n`` columns.
-
-    ``y`` (..., m, k) is the right-hand side in the range space of ``u``; singular values at
-    most ``cutoff`` times the largest (or ``scale`` (...), if larger) count as zero. Returns
-    ``(coef (..., n, k), rank (...))``. Written with ``where`` only, so it traces under
-    ``jax.jit`` and needs no host sync.
-    """
-    s_max = s[..., :1]
-    if scale is not None:
-        s_max = xp.maximum(s_max, scale[..., None])
-    keep = s > cutoff * s_max  # (..., p)
-    safe = xp.where(keep, s, xp.ones_like(s))
-    uty = dot(xp, mT(xp, u), y)  # (..., p, k)
-    if alpha is None:
-        f = xp.where(keep, 1 / safe, xp.zeros_like(s))[..., None]
-        rank = count(xp, keep, s)
-    else:
-        # Filter factors s / (s^2 + alpha), one column per target when alpha is (k,).
-        ss = safe[..., None]
-        f = xp.where(keep[..., None], ss / (ss * ss + alpha), xp.zeros_like(ss))
-        r = count(xp, keep, s)
-        rank = xp.where(xp.all(alpha > 0), full_rank(xp, r.shape, n, s), r)
-    coef = dot(xp, mT(xp, vh), f * uty)
-    if factor:
-        return coef, rank, spectral_factor(xp, s, vh, keep, alpha, vectors=factor == "vectors")
-    return coef, rank
+from . import pinv
 
 
 def solve(xp, X, Y, alpha, rcond, offset_sq=None, *, factor=False):
-    """Minimum-norm solution of X @ W = Y (or ridge); returns (coef, rank, singular values,
-    None), and with ``factor`` (tall X, one penalty or none) the ``_factor.Factor`` of the SVD
-    fifth.
-    The cutoff is relative to the largest singular value, as NumPy's, or with an intercept to
-    the largest column norm before centering if that is larger (``offset_sq``).
-
-    Tall X is reduced to its n x n triangular factor first (X = QR, Q applied implicitly where
-    the library can), whose SVD has the same singular values: cheaper than the SVD of X.
-    """
-    m, n = X.shape[-2:]
-    cutoff = default_cutoff(xp, X, m, n, rcond)
-    if m >= n:
-        if alpha is None and n > 0:
-            from .qr import r_factor  # qr imports this module: kept acyclic here
-
-            R, Z = r_factor(xp, X, Y, rcond, offset_sq)  # CholeskyQR2 where qr would use it
-        else:
-            R, Z = _compat.qr_apply(xp, X, Y)
-        _compat.flush_checks(xp)  # LAPACK's SVD raises on NaN: the value checks come first
-        u, s, vh = _compat.svd(xp, R)
-        scale = uncentered_scale(xp, xp.sum(R * R, axis=-2), offset_sq)
-        if factor:
-            coef, rank, fac = filtered_solve(xp, u, s, vh, Z, alpha, cutoff, n, scale, "vectors")
-            return coef, rank, s, None, fac
-        coef, rank = filtered_solve(xp, u, s, vh, Z, alpha, cutoff, n, scale)
-    else:
-        # X^T = Q R, so X = R^T Q^T; with R^T = U S V^T, X = U S (Q V)^T: the SVD of an m x m
-        # factor, Q applied to the m x k solution (0.6x numpy.linalg.lstsq at 200 x 5000,
-        # where the SVD of X itself, forming its n x m singular vectors, took 1.4x).
-        R, q_times = _compat.qr_implicit(xp, mT(xp, X))
-        _compat.flush_checks(xp)
-        u, s, vh = _compat.svd(xp, mT(xp, R), after_qr_implicit=True)
-        scale = uncentered_scale(xp, xp.sum(X * X, axis=-2), offset_sq)
-        W, rank = filtered_solve(xp, u, s, vh, Y, alpha, cutoff, n, scale)
-        coef = q_times(W)
-    return (coef, rank, s, None, None) if factor else (coef, rank, s, None)
+    """Minimum-norm solution of X @ W = Y (or ridge): ``(coef, rank, singular values, None)``,
+    and with ``factor`` (tall X, one penalty or none) the ``_factor.Factor`` of the SVD fifth
+    (``pinv.minimum_norm``)."""
+    return pinv.minimum_norm(xp, X, Y, alpha, rcond, offset_sq, factor=factor)

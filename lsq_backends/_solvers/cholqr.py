@@ -1,7 +1,9 @@
-"""Shifted CholeskyQR3 (Fukaya, Kannan, Nakatsukasa, Yamamoto and Yanagisawa, 2020): a QR of
-tall ``[X Y]`` past CholeskyQR2's reach made of Gram products and triangular solves only, with
-Householder-level error measured up to cond 1e12. ``qr`` tries it where CholeskyQR2's gate
-fails, before Householder QR."""
+"""CholeskyQR2 (Fukaya, Nakatsukasa, Yamamoto, 2014) and shifted CholeskyQR3 (Fukaya, Kannan,
+Nakatsukasa, Yamamoto and Yanagisawa, 2020): QR factorizations of tall X made of Gram products
+and triangular solves, with their gates. CholeskyQR2 is orthogonal to working precision up to
+``cholqr_limit`` (``eps**-0.5 / 100``); shifted CholeskyQR3 of ``[X Y]`` reaches
+Householder-level error up to cond ~1e11-1e12. ``qr`` tries them in that order before
+Householder QR; ``svd`` takes CholeskyQR2's R where its gate passes."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import array_api_compat as _aac
 
 from .. import _compat
 from .._gram_data import BLOCK_ELEMENTS
+from . import gram
 from ._factor import inverse_factor, triangular_inverse
 from ._shared import (
     all_true,
@@ -18,10 +21,68 @@ from ._shared import (
     eps,
     eye_like,
     full_rank,
+    gated,
     mT,
     pivot_ratios,
     relative_pivots,
 )
+
+
+def cholqr_limit(xp, X):
+    return eps(xp, X) ** -0.5 / 100
+
+
+def cholqr2_gate(xp, X, rcond, offset_sq, fac):
+    """Scalar: may CholeskyQR2 factor X? It has no rank test of its own, so the Gram factor
+    must pass the normal path's, and the condition estimate must be within its limit."""
+    kappa = fac.condition(xp)
+    ok = (kappa <= cholqr_limit(xp, X)) & gram.full_rank_test(xp, fac, X, rcond, offset_sq, global_scale=True)
+    return all_true(xp, ok)
+
+
+def uses_cholqr2(xp, X, alpha):
+    m, n = X.shape[-2:]
+    return m >= n and alpha is None and n > 0 and not _compat.one_pass_qr(xp)
+
+
+def r_factor(xp, X, Y, rcond, offset_sq=None):
+    """``(R, Q^T Y)`` of tall X (m >= n, n > 0): CholeskyQR2 where ``qr`` would use it (its
+    R = L2^T L^T, a backward-stable factor in that range), else Householder with Q applied
+    implicitly. The ``svd`` method takes the SVD of this R."""
+    if not uses_cholqr2(xp, X, None):
+        return _compat.qr_apply(xp, X, Y)
+    fac = gram.Factored(xp, X, Y, None)
+
+    def attempt(X, Y):
+        M, L2, Z, good = cholqr2_factors(xp, X, Y, fac)
+        return (dot(xp, mT(xp, L2), mT(xp, fac.L)), Z), good
+
+    gate = cholqr2_gate(xp, X, rcond, offset_sq, fac)
+    return gated(xp, gate, attempt, lambda X, Y: _compat.qr_apply(xp, X, Y), (X, Y))
+
+
+def cholqr2_factors(xp, X, Y, fac):
+    """CholeskyQR2 on the equilibrated X D, from the Gram factor L (A = X^T X = L L^T).
+
+    X D = Q1 R1 with R1 = (D L)^T, Q1 = X M, M = D R1^{-1}: a matrix product rather than a
+    triangular solve with m right-hand sides (2x faster here through NumPy's BLAS; the solve
+    measured up to 0.4 digits better on NIST's large-residual Wampler problems, which is why
+    ``auto`` uses Householder QR instead). Then Q1 = Q R2 with R2 = L2^T (the second pass repairs Q1's loss of orthogonality, ~eps *
+    cond**2), so X = Q L2^T L^T. Returns (M, L2, Q^T Y = L2^{-1} Q1^T Y, good): ``good`` is
+    False where a pivot of L2 is far from 1 (Q1^T Q1 is I up to eps * cond**2, so the
+    condition estimate was fooled)."""
+    n = X.shape[-1]
+    d = diagonal(xp, fac.A)
+    dinv = 1 / xp.sqrt(xp.where(d > 0, d, xp.ones_like(d)))
+    R1 = mT(xp, dinv[..., :, None] * fac.L)
+    eye = xp.broadcast_to(eye_like(xp, R1, n), tuple(R1.shape))  # some solvers do not broadcast
+    M = dinv[..., :, None] * _compat.solve_triangular(xp, R1, eye, lower=False)
+    Q1 = dot(xp, X, M)
+    L2 = _compat.cholesky(xp, dot(xp, mT(xp, Q1), Q1))
+    Z = _compat.solve_triangular(xp, L2, dot(xp, mT(xp, Q1), Y), lower=True)  # Q^T y
+    good = all_true(xp, xp.abs(diagonal(xp, L2) - 1) < 0.5)
+    return M, L2, Z, good
+
 
 SHIFT = 11.0  # shifted CholeskyQR's shift, in units of the Gram matrix's probable rounding
 

@@ -1,0 +1,204 @@
+"""The Gram-matrix factorization the ``normal``, ``auto`` and ``qr`` solvers share: Cholesky of
+``X^T X + alpha I`` (tall X) or ``X X^T + alpha I`` (wide X), its rank test, its condition
+estimate, and one step of refinement of its solution (``refined``).
+
+Tall X (m >= n): ``(X^T X + alpha I) w = X^T y``. Wide X (m < n): the minimum-norm form
+``w = X^T (X X^T + alpha I)^{-1} y``. One pass over X to form the Gram matrix, then O(p^3) on a
+p x p matrix, p = min(m, n): the fastest method, but the Gram matrix squares the condition
+number, so the error grows like eps * cond(X)**2. Accurate for cond(X) << eps**-0.5.
+
+A numerically singular Gram matrix (the factorization breaks down; a pivot ``L_jj`` is at
+most ``max(rcond, sqrt(gram_noise)) * sqrt(A_jj)`` (``_shared.gram_noise``); or, as in QR, at most
+``rcond * ||X[:, j]||`` with the column's norm before centering: both scale-free) is detected
+and the problem is re-solved by the SVD path, so rank-deficient problems get the minimum-norm
+solution, never NaN.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .. import _compat
+from .._gram_data import TallGram
+from ._factor import inverse_factor, triangular_inverse
+from ._shared import (
+    add_penalty,
+    default_cutoff,
+    diagonal,
+    dot,
+    eps,
+    full_rank,
+    gram_noise,
+    merge_targets,
+    mT,
+    pivot_ratios,
+    split_targets,
+)
+from .condest import condition_estimate
+
+
+class Factored:
+    """A factorized Gram system (kept so that ``auto`` can inspect it before solving)."""
+
+    def __init__(self, xp, X, Y, alpha, check=None, data=None):
+        self.m, self.n = X.shape[-2:]
+        self.wide = self.m < self.n
+        self.alpha = alpha
+        self.data = None
+        if self.wide:
+            A, B = dot(xp, X, mT(xp, X)), Y  # (..., m, m)
+        else:
+            self.data = TallGram(xp, X, Y) if data is None else data
+            A, B = self.data.products(X, Y)  # (..., n, n), (..., n, k)
+        if check is not None:
+            # X's deferred finiteness test (``_input.gram_check``), before factorizing; with the
+            # columns' offsets where the Gram route centered (their uncentered norms)
+            check(A, None if self.data is None else self.data.offset_sq)
+        if alpha is not None:
+            A = add_penalty(xp, A, alpha)
+        self.A, self.B = A, split_targets(xp, B, alpha)
+        self.L = _compat.cholesky(xp, A)
+        self.Lt = None  # _compat.batch_last(L), made once for stacks of small factors
+        self.kappa = None  # the condition estimate, made once (``condition``)
+
+    def condition(self, xp):
+        """Estimate of cond(X) after column equilibration (see ``condest``), made once."""
+        if self.kappa is None:
+            if self.L.ndim > 2 and self.L.shape[-1] <= _compat.SMALL_STACK:
+                self.Lt = _compat.batch_last(xp, self.L)  # shared with the solve
+            self.kappa = condition_estimate(xp, self.L, self.A, self.Lt)
+        return self.kappa
+
+    def solve_or(self, xp, X, Y, ok, fallback, rcond, offset_sq, factor=False):
+        """The refined Cholesky solution where the scalar ``ok`` holds, else ``fallback``'s
+        solution (a traced branch under ``jax.jit``; see ``_compat.cond``). Returns
+        (coef, rank, None, rss): rss (..., k) of tall X, None for wide X; with ``factor``
+        (tall X, one penalty or none) the ``_factor.Factor`` solved with, fifth."""
+        if self.wide:
+            coef, rank = _compat.cond(
+                xp, ok, lambda X, Y: self.solve(xp, X)[:2],
+                lambda X, Y: fallback(xp, X, Y, self.alpha, rcond, offset_sq)[:2], (X, Y),
+            )  # fmt: skip
+            return coef, rank, None, None
+
+        other = self.fallback(xp, fallback, rcond, offset_sq, factor)
+
+        def cholesky(X, Y):
+            solved = self.solve(xp, X, Y)
+            return (*solved, self.factor(xp)) if factor else solved
+
+        coef, rank, rss, *fac = _compat.cond(xp, ok, cholesky, other, (X, Y))
+        return (coef, rank, None, rss, *fac)
+
+    def factor(self, xp):
+        """The ``_factor.Factor`` of the Cholesky factor (full rank)."""
+        return inverse_factor(xp, mT(xp, triangular_inverse(xp, self.L, True)))
+
+    def fallback(self, xp, solver, rcond, offset_sq, factor=False):
+        """``solver`` (another method's solve) as a branch on tall X: (X, Y) -> (coef, rank,
+        rss), on the data as that method takes it (``TallGram.arrays``); with ``factor``, its
+        ``Factor`` fourth (without singular vectors, which the Cholesky branch lacks)."""
+
+        def other(X, Y):
+            X, Y = self.data.arrays(X, Y)
+            solved = solver(xp, X, Y, self.alpha, rcond, offset_sq, factor=True) if factor else None
+            coef, rank = (solved or solver(xp, X, Y, self.alpha, rcond, offset_sq))[:2]
+            R = Y - dot(xp, X, coef)
+            rss = xp.sum(R * R, axis=-2)
+            return (coef, rank, rss, solved[-1]._replace(V=None)) if factor else (coef, rank, rss)
+
+        return other
+
+    def cho_solve(self, xp, B):
+        return merge_targets(
+            xp, _compat.cho_solve(xp, self.L, split_targets(xp, B, self.alpha), Lt=self.Lt), self.alpha
+        )
+
+    def solve(self, xp, X, Y=None):
+        """``(W, rank, rss)``. Tall X: one step of refinement (see :func:`refined`); rss is
+        None for wide X."""
+        W = merge_targets(xp, _compat.cho_solve(xp, self.L, self.B, Lt=self.Lt), self.alpha)
+        rank = full_rank(xp, X.shape[:-2], self.n if self.alpha is not None else min(self.m, self.n), X)
+        if self.wide:
+            return dot(xp, mT(xp, X), W), rank, None
+        W, rss = refined(xp, self, X, Y, W)
+        return W, rank, rss
+
+
+def refined(xp, fac, X, Y, W):
+    """One step of iterative refinement of the normal-equation solution W, and the rss of the
+    solution returned: ``(W', rss)``.
+
+    The residual r = Y - X W that rss needs anyway gives the normal equations' residual
+    ``g = X^T r - alpha W`` in the same pass (``TallGram.residual``: one pass over X, in cache
+    on NumPy), and ``dW = (X^T X + alpha I)^{-1} g`` from the Cholesky factor already made.
+    The Gram matrix's rounding (~eps cond(X)**2 relative) enters the correction only through
+    the factor, so each step shrinks the error by ~eps cond(X)**2 towards the accuracy of the
+    residual itself, ~eps cond(X) (plus ~eps cond(X)**2 ||r|| / (||X|| ||w||), from the
+    rounding of X^T r): one step reaches QR's error where (eps cond**2)**2 <= eps cond,
+    cond <= eps**(-1/3). The refined residual is not formed:
+    ``||r - X dW||^2 = ||r||^2 - 2 dW.h + dW.g - alpha ||dW||^2`` (h = X^T r, and
+    X^T X dW = g - alpha dW), a correction of second order whose own rounding is
+    ~eps cond**2 times itself. So the step is kept where the condition estimate is within
+    ``REFINED_LIMIT`` (float64 1.0e4, float32 12.6; ``auto`` uses no more); beyond it W and
+    rss stay those of the plain normal equations.
+    """
+    h, rss = fac.data.residual(X, Y, W)
+    alpha = fac.alpha
+    g = h if alpha is None else h - alpha * W
+    dW = fac.cho_solve(xp, g)
+    corr = 2 * xp.sum(dW * h, axis=-2) - xp.sum(dW * g, axis=-2)
+    if alpha is not None:
+        corr = corr + alpha * xp.sum(dW * dW, axis=-2)
+    kappa = fac.condition(xp)
+    conv = kappa <= refined_limit(xp, X)  # (...,) or, per-target penalties, (..., k)
+    conv_r = conv if conv.ndim == rss.ndim else conv[..., None]
+    conv_w = conv_r[..., None, :]
+    new = rss - corr
+    new = xp.where(new > 0, new, xp.zeros_like(new))
+    return xp.where(conv_w, W + dW, W), xp.where(conv_r, new, rss)
+
+
+def centered_offsets(fac, offset_sq):
+    """``offset_sq`` for the rank tests: the Gram route's own where it centered X."""
+    if fac.data is not None and fac.data.offset_sq is not None:
+        return fac.data.offset_sq
+    return offset_sq
+
+
+def refined_limit(xp, X):
+    """cond(X) up to which one step of refinement converges (see :func:`refined`)."""
+    return eps(xp, X) ** (-1 / 3) / 16
+
+
+def kappa_limit(xp, X):
+    return eps(xp, X) ** -0.25 / 8
+
+
+def full_rank_test(xp, fac, X, rcond, offset_sq, *, global_scale=False):
+    """Boolean per problem of the batch: does the Gram factor look full rank?
+
+    A pivot against its own column's norm (dependence at the Gram matrix's precision,
+    ``max(rcond, sqrt(gram_noise))``, see ``_shared.gram_noise``); against the column's norm before centering (noise
+    left by centering, ``rcond``, default ``_shared.default_cutoff``); with ``global_scale``, also against
+    the largest column (a dependence hidden by a small column). A failed factorization leaves
+    a non-positive or NaN pivot, which fails every test.
+    """
+    m, n = X.shape[-2:]
+    tol = max(rcond or 0.0, math.sqrt(gram_noise(xp, X, m, n)))
+    pivots = diagonal(xp, fac.L)
+    d = diagonal(xp, fac.A)
+    if fac.wide:
+        # Pivots belong to rows of X (mixed by the intercept elimination): compare with X's
+        # squared Frobenius norm before centering, the scale of its rounding noise.
+        d = xp.sum(d, axis=-1, keepdims=True)
+        if offset_sq is not None:
+            extra = xp.sum(offset_sq, axis=-1, keepdims=True)
+            d = d + (extra[..., None, :] if d.ndim > extra.ndim else extra)
+    ok = pivots / xp.sqrt(xp.where(d > 0, d, xp.ones_like(d))) > tol
+    if not fac.wide:
+        ok = ok & (pivot_ratios(xp, pivots, d, offset_sq) > default_cutoff(xp, X, m, n, rcond))
+        if global_scale:
+            big = xp.sqrt(xp.max(d, axis=-1, keepdims=True))
+            ok = ok & (pivots / xp.where(big > 0, big, xp.ones_like(big)) > tol)
+    return xp.all(ok, axis=-1)
