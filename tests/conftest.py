@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import os
 
+import lazy_fits
 import numpy as np
 import pytest
 
@@ -129,12 +130,16 @@ def _load(name):
 
 
 @pytest.fixture
-def be(backend):
+def be(backend, request):
     """The backend under test (namespace plus conversions). ``torch-cuda`` is torch with its
-    arrays on ``cuda``: the tests see the name ``torch`` and the device."""
+    arrays on ``cuda``: the tests see the name ``torch`` and the device. In a module that
+    declares ``lazy_fits``, those fits run under ``jax.jit`` or a compute-refusing Dask
+    scheduler (``tests/lazy_fits.py``)."""
     if backend == "torch-cuda":
-        return Backend("torch", _load(backend), "cuda")
-    return Backend(backend, _load(backend))
+        yield Backend("torch", _load(backend), "cuda")
+        return
+    with lazy_fits.patched(request.module, backend):
+        yield Backend(backend, _load(backend))
 
 
 @pytest.fixture

@@ -4,13 +4,15 @@ NumPy.
 
 Laziness is tested as array-api-extra does: the fit runs under a scheduler that raises on any
 compute; the result is then computed with a real scheduler and compared with the NumPy fit.
+Every fit of ``test_lstsq`` runs so on Dask (``lazy_fits``); this module tests the helper and
+what it cannot: the fallback's passes, value checks, a real cluster.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from problems import METHODS, cond, design, tolerance
+from problems import cond, design, tolerance
 
 import lsq_backends as lsq
 from lsq_backends import _dask_blocks
@@ -48,28 +50,28 @@ def _fit_lazily(fn, X, y, **kwargs):
     return dask.compute(*(f for f in res if f is not None), scheduler="sync")
 
 
-VARIANTS = {
-    # fit, keyword arguments, rank of X, number of targets
-    "lstsq": ("lstsq", {"check_finite": False}, None, None),
-    "lstsq_deficient": ("lstsq", {"fit_intercept": True}, 4, None),
-    "ridge_weights_targets": ("ridge", {"alpha": np.array([0.5, 1.0, 2.0]), "sample_weight": "w"}, None, 3),
-}
+def test_lazy_fits_refuse_a_compute(monkeypatch):
+    """The helper the fits of ``test_lstsq`` run under on Dask (``lazy_fits``): a call the
+    capability table declares lazy must not compute. ``lsqr`` computes (its convergence
+    tests); declared lazy for this test, it raises."""
+    import types
 
+    import lazy_fits
 
-@pytest.mark.parametrize("variant", VARIANTS)
-@pytest.mark.parametrize("method", METHODS)
-def test_fit_is_lazy_and_matches_numpy(method, variant):
-    fit, kwargs, rank, k = VARIANTS[variant]
-    X, y, w = _data(rank=rank, k=k)
-    kwargs = {key: (w if isinstance(v, str) else v) for key, v in kwargs.items()}
-    fn = lsq.lstsq if fit == "lstsq" else lsq.ridge
-    got = _fit_lazily(fn, X, y, method=method, **kwargs)
-    ref = [f for f in fn(X, y, method=method, **kwargs) if f is not None]
-    Xc = X - X.mean(0) if kwargs.get("fit_intercept", fit == "ridge") else X
-    tol = tolerance(method, np.float64, cond(Xc), M, N)
-    for a, b in zip(got[:2], ref[:2], strict=False):  # coef, intercept
-        assert np.linalg.norm(a - b) <= tol * max(np.linalg.norm(b), 1.0), (a, b)
-    np.testing.assert_array_equal(got[2], ref[2])  # rank
+    from lsq_backends import capabilities
+
+    original = lsq.lstsq
+    lazy_lsqr = {**capabilities.CAPABILITIES["lstsq:lsqr"], "dask_lazy": True}
+    monkeypatch.setitem(capabilities.CAPABILITIES, "lstsq:lsqr", lazy_lsqr)
+    X, y, _ = _data()
+    with lazy_fits.patched(types.SimpleNamespace(lazy_fits=("lstsq",)), "dask"):
+        with pytest.raises(AssertionError, match="computed"):
+            lsq.lstsq(_dask(X), _dask(y), method="lsqr")
+        got = lsq.lstsq(_dask(X), _dask(y), method="qr").coef  # lazy, then computed
+    assert lsq.lstsq is original
+    np.testing.assert_allclose(
+        np.asarray(got), np.linalg.lstsq(X, y, rcond=None)[0], rtol=tolerance("qr", np.float64, cond(X), M, N)
+    )
 
 
 def test_value_checks_are_skipped_for_lazy_input():

@@ -121,3 +121,19 @@ def test_refine_under_jit():
     eager = lsq.lstsq(X, y, fit_intercept=True, refine=2)
     traced = jax.jit(lsq.lstsq, static_argnames=STATIC + ("refine",))(X, y, fit_intercept=True, refine=2)
     np.testing.assert_allclose(np.asarray(traced.coef), np.asarray(eager.coef), rtol=1e-14)
+
+
+def test_lazy_fits_trace_under_jit():
+    """The helper the fits of ``test_lstsq`` run under on JAX (``lazy_fits``): under
+    ``jax.jit`` nothing is read, so NaN input is not refused (eagerly it is) and propagates."""
+    import types
+
+    import lazy_fits
+
+    X, y, _ = _data()
+    X = X.at[0, 0].set(jnp.nan)
+    with pytest.raises(ValueError, match="X"):
+        lsq.lstsq(X, y)
+    with lazy_fits.patched(types.SimpleNamespace(lazy_fits=("lstsq",)), "jax"):
+        coef = lsq.lstsq(X, y, method="qr").coef
+    assert bool(jnp.isnan(coef).any())

@@ -10,6 +10,10 @@ import lsq_backends as lsq
 
 DTYPES = ("float64", "float32")
 
+# On JAX every fit below runs under jax.jit, on Dask under a scheduler that refuses to compute
+# (``lazy_fits``), where the capability table says the call supports it.
+lazy_fits = ("lstsq", "ridge")
+
 
 def _np_eta(Xc, coef, rss):
     w = np.linalg.norm(coef)
