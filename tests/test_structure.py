@@ -105,9 +105,9 @@ def test_the_checker_sees_a_circle():
 
 
 def test_no_module_past_about_400_lines():
-    long = {
-        str(p.relative_to(PACKAGE.parent)): n
-        for p in PACKAGE.rglob("*.py")
-        if (n := len(p.read_text().splitlines())) > MAX_LINES
-    }
+    """The package, its tests, its benchmarks and the docs' hooks."""
+    root = PACKAGE.parent
+    files = [p for d in ("lsq_backends", "tests", "benchmarks", "docs") for p in (root / d).rglob("*.py")]
+    long = {str(p.relative_to(root)): n for p in files if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert len(files) > 100
     assert not long, long
