@@ -1,17 +1,15 @@
 """The Gram-matrix factorization the ``normal``, ``auto`` and ``qr`` solvers share: Cholesky of
-``X^T X + alpha I`` (tall X) or ``X X^T + alpha I`` (wide X), its rank test, its condition
-estimate, and one step of refinement of its solution (``refined``).
+``X^T X + alpha I`` (tall X) or ``X X^T + alpha I`` (wide X), from the products of
+``_gram_data.TallGram`` (with an intercept, of shifted data, corrected on the n x n side).
 
-Tall X (m >= n): ``(X^T X + alpha I) w = X^T y``. Wide X (m < n): the minimum-norm form
-``w = X^T (X X^T + alpha I)^{-1} y``. One pass over X to form the Gram matrix, then O(p^3) on a
-p x p matrix, p = min(m, n): the fastest method, but the Gram matrix squares the condition
-number, so the error grows like eps * cond(X)**2. Accurate for cond(X) << eps**-0.5.
-
-A numerically singular Gram matrix (the factorization breaks down; a pivot ``L_jj`` is at
-most ``max(rcond, sqrt(gram_noise)) * sqrt(A_jj)`` (``_shared.gram_noise``); or, as in QR, at most
-``rcond * ||X[:, j]||`` with the column's norm before centering: both scale-free) is detected
-and the problem is re-solved by the SVD path, so rank-deficient problems get the minimum-norm
-solution, never NaN.
+- ``Factored``: the factor, its condition estimate (``condest``), its solution (refined once
+  on tall X, see ``refined``) or another method's where a test fails (``solve_or``);
+- ``full_rank_test``: a pivot ``L_jj`` at most ``max(rcond, sqrt(gram_noise)) * sqrt(A_jj)``
+  (``_shared.gram_noise``), or, as in QR, at most ``rcond * ||X[:, j]||`` with the column's
+  norm before centering (both scale-free), or a failed factorization (a non-positive or NaN
+  pivot), marks the Gram matrix numerically singular;
+- ``refined_limit``, ``kappa_limit``: the condition numbers up to which one refinement step
+  converges, and up to which the unrefined normal equations are kept on wide X.
 """
 
 from __future__ import annotations

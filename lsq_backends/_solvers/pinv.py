@@ -1,17 +1,13 @@
-"""The SVD filter: the minimum-norm (or ridge) solution from singular factors, with the rank
-cutoff every method shares (``filtered_solve``), and the SVD route itself (``minimum_norm``:
-the ``svd`` solver, and the fallback of the normal equations on a singular Gram matrix).
+"""The SVD filter and the SVD route, shared by the solvers.
 
-Handles every problem: tall, wide, rank deficient. Singular values below
-``rcond * s_max`` are treated as zero (default ``rcond = eps * max(m, n)`` in float64, as
-``numpy.linalg.lstsq``; the factorization's probable noise in float32, see
-``_shared.default_cutoff``), which gives the minimum-norm least-squares solution, the one
-``scipy.linalg.lstsq`` (gelsd) returns. Ridge uses the filter factors
-``s / (s**2 + alpha)``. Error ~ eps * cond(X). Cost: a QR of X plus the SVD of its n x n
-factor (tall X), or a QR of X^T and the SVD of its m x m factor (wide X): the most
-expensive method. The QR of tall least squares is ``qr``'s: CholeskyQR2 where its gate
-passes (well-conditioned, full rank: three Gram-like products instead of Householder's
-BLAS-2 panels), Householder otherwise.
+``filtered_solve``: the minimum-norm (or ridge) solution from singular factors
+``u diag(s) vh``; singular values at most ``cutoff`` times the largest (or times the largest
+column norm before centering, ``uncentered_scale``) count as zero, and ridge uses the filter
+factors ``s / (s**2 + alpha)``. ``minimum_norm``: the SVD route itself, the ``svd`` solver and
+the fallback of the normal equations on a singular Gram matrix: tall X is reduced to its
+n x n triangular factor first (``cholqr.r_factor``: CholeskyQR2 where its gate passes,
+Householder otherwise), wide X to the m x m factor of a QR of X^T, and the SVD is taken of that
+factor.
 """
 
 from __future__ import annotations
