@@ -59,7 +59,9 @@ def tests(session, backend):
         env["JAX_DISABLE_MOST_OPTIMIZATIONS"] = "1"
     elif backend == "dask":
         workers = ["-n", "2"]  # graph building is Python-bound: one process per core
-    session.run("pytest", "-q", *workers, *session.posargs, env=env, success_codes=[0, 5] if session.posargs else [0])
+    # The slowest tests, named in the log: where the session's time goes.
+    codes = [0, 5] if session.posargs else [0]  # a filter may select no test
+    session.run("pytest", "-q", "--durations=15", *workers, *session.posargs, env=env, success_codes=codes)
 
 
 @nox.session
