@@ -39,7 +39,8 @@ def _fit(problem, method, rcond, fit_intercept, refine=0, options=None):
 def _fit_deferred(problem, method, rcond, fit_intercept, refine=0, options=None):
     xp, X, Y, alpha = problem.xp, problem.X, problem.Y, problem.alpha
     m, n = X.shape[-2:]
-    n_iter = None
+    n_iter, rule = None, None
+    per_target = alpha is not None and alpha.shape[0] != 1
     if method in ITERATIVE:
         n_iter = full_rank(xp, tuple(Y.shape[:-2]) + (Y.shape[-1],), 0, X)  # 0 when m or n is 0
     if min(m, n) == 0:
@@ -48,10 +49,9 @@ def _fit_deferred(problem, method, rcond, fit_intercept, refine=0, options=None)
         rank = full_rank(xp, X.shape[:-2], 0, X)
         s = xp.zeros(tuple(X.shape[:-2]) + (0,), dtype=X.dtype, device=_compat.device(X))
         s = s if method == "svd" else None
-    elif _derivatives.wanted(xp, X, Y, alpha, method, refine):
+    elif not refine and not (per_target and method in ITERATIVE) and (rule := _rule_of(xp, X, Y, alpha)):
         # JAX, or PyTorch tensors that require grad: differentiated by the solution's rule.
         kw = (problem.offset_sq, problem.check, options)
-        rule = _torch_autograd if array_api_compat.is_torch_namespace(xp) else _derivatives
         coef, rank, s, n_iter_rule = rule.solve(xp, X, Y, alpha, method, rcond, *kw)
         n_iter = n_iter_rule if method in ITERATIVE else None
     else:
@@ -69,6 +69,14 @@ def _fit_deferred(problem, method, rcond, fit_intercept, refine=0, options=None)
         coef, intercept, rss = coef[..., 0], intercept[..., 0], rss[..., 0]
         n_iter = None if n_iter is None else n_iter[..., 0]
     return LstsqResult(coef, intercept, rank, rss, s, n_iter)
+
+
+def _rule_of(xp, X, Y, alpha):
+    """The module whose ``solve`` differentiates by the solution's rule (``_derivatives`` for
+    JAX, ``_torch_autograd`` for tensors that require grad), or None."""
+    if not _derivatives.wanted(xp, X, Y, alpha):
+        return None
+    return _torch_autograd if array_api_compat.is_torch_namespace(xp) else _derivatives
 
 
 def refined_solution(problem, coef, intercept, rank, steps):
@@ -190,7 +198,7 @@ def lstsq(
     -----
     Differentiable with JAX (``jvp``, ``grad``, ``jacfwd``, ``jacrev``, ``vmap``, ``jit``) and
     PyTorch autograd with respect to X, y and sample_weight, by the derivative of the solution,
-    computed from the fit's own factorization (tall X, every method, ``refine=0``): for
+    computed from the fit's own factorization (every method, tall or wide X, ``refine=0``): for
     rank-deficient X, the derivative of the minimum-norm solution where the numerical rank is
     locally constant. Along a direction dX that would change the rank (with X = U S V^T of rank
     r and U0, V0 the complements, the block ``U0^T dX V0``) the solution jumps and has no

