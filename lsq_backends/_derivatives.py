@@ -11,7 +11,7 @@ are plain array operations and are differentiated as they are), with ``r = Y - X
 
 ``K = (X^T X + alpha I)^+`` and ``N = I - X^+ X``, as the solver's rank decision resolved them
 (``_solvers._factor``): made from the factorization the fit already has (Cholesky factor, R,
-SVD), never a new one. With ``alpha > 0``, ``N = 0`` and this is
+SVD, a path's eigendecomposition), never a new one. With ``alpha > 0``, ``N = 0`` and this is
 the exact derivative. With ``alpha = 0`` it is the derivative of the pseudo-inverse solution
 ``X^+ Y`` (Golub and Pereyra, 1973) wherever the numerical rank is locally constant; it never
 divides by a dropped singular value, so it is finite everywhere, X = 0 included. Wide X
@@ -34,7 +34,8 @@ transposes it as the symmetric solve it is.
 
 Where the rule applies: every method, tall or wide X, one penalty or none, one per target
 (direct methods),
-``refine`` and penalty paths are differentiated through the solver's steps as before.
+a penalty path (``ridge`` with a 1-D alpha: every penalty from the path's one factorization).
+``refine`` is differentiated through its steps as before.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from ._rule import Operators, linearize, penalty, singular_tangent, tangent
 from ._solvers import ITERATIVE
 from ._solvers import fit as solvers_fit
 from ._solvers._shared import dot, eye_like, mT
+from ._solvers.spectral import solve_path
 
 
 def lsqr_factor(xp, X, alpha, options, symmetric_solve=None):
@@ -86,6 +88,13 @@ def fit(xp, X, Y, alpha, method, rcond, offset_sq, check, options, factor=False,
     return coef, rank, s, n_iter, fac
 
 
+def path_fit(xp, X, Y, alpha, method, offset_sq, factor=False):
+    """A penalty path's fit ``(coef, rank, s, None)`` (``spectral.solve_path``), and with
+    ``factor`` its ``Factor`` of operators fifth."""
+    solved = solve_path(xp, X, Y, alpha, method, offset_sq, factor)
+    return solved[0], solved[1], solved[2], None, solved[3] if factor else None
+
+
 def wanted(xp, X, Y, alpha):
     """True where the rule replaces differentiation through the solver's steps: JAX arrays
     (the rule costs nothing until something differentiates), PyTorch tensors that require
@@ -109,6 +118,15 @@ def solve(xp, X, Y, alpha, method, rcond, offset_sq, check, options):
         return fit(xp, X, Y, alpha, method, rcond, offset_sq, check, options, factor, _symmetric_solve)
 
     return _jax_rule(xp, run, X, Y, alpha, offset_sq, False)
+
+
+def solve_path_rule(xp, X, Y, alpha, method, offset_sq):
+    """A penalty path's ``(coef, rank, s)``, differentiated by the rule per penalty in JAX."""
+
+    def run(X, Y, alpha, offset_sq, factor):
+        return path_fit(xp, X, Y, alpha, method, offset_sq, factor)
+
+    return _jax_rule(xp, run, X, Y, alpha, offset_sq, True)[:3]
 
 
 def _jax_rule(xp, run, X, Y, alpha, offset_sq, path):

@@ -4,7 +4,7 @@ with it. The same code serves CPU and CUDA tensors."""
 
 from __future__ import annotations
 
-from ._derivatives import fit
+from ._derivatives import fit, path_fit
 from ._rule import cotangent, linearize, singular_cotangent
 
 _FUNCTION: list = []
@@ -58,3 +58,12 @@ def solve(xp, X, Y, alpha, method, rcond, offset_sq, check, options):
         return fit(xp, X, Y, alpha, method, rcond, offset_sq, check, options, factor)
 
     return torch_fit(xp, X, Y, alpha, run, (True, True, method == "svd", method == "lsqr"))
+
+
+def solve_path_rule(xp, X, Y, alpha, method, offset_sq):
+    """A penalty path's ``(coef, rank, s)``, differentiated by the rule per penalty."""
+
+    def run(X, Y, alpha, factor):
+        return path_fit(xp, X, Y, alpha, method, offset_sq, factor)
+
+    return torch_fit(xp, X, Y, alpha, run, (True, True, method in ("svd", "qr"), False), True)[:3]

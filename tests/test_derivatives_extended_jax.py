@@ -20,9 +20,11 @@ jnp = pytest.importorskip("jax.numpy")
 jax.config.update("jax_enable_x64", True)
 
 METHODS = ("auto", "normal", "qr", "svd", "lsqr")
+PATH_METHODS = METHODS[:4]
 RANK = 4
 H = 1e-5
 LSQR = {"atol": 1e-12, "btol": 1e-12, "max_iter": 500}
+ALPHAS = np.array([0.0, 0.3, 2.0])  # a path through alpha = 0: the minimum-norm solution
 
 
 def curve(m, n, seed=0):
@@ -129,3 +131,53 @@ def test_wide_per_target_alphas(method):
     fx = float(fd(lambda t: loss(X_of(t), a0)))
     assert abs(float(g[1][1]) - fa) < 1e-6 * max(abs(fa), 1.0)
     assert abs(float(jnp.sum(g[0] * dX)) - fx) < 1e-6 * max(abs(fx), 1.0)
+
+
+@pytest.mark.parametrize("method", PATH_METHODS)
+@pytest.mark.parametrize("shape", [(12, 6), (6, 10)])
+def test_path_jvp_and_alpha_grad_equal_finite_differences(method, shape):
+    """A path through alpha = 0 on rank-4 X (tall and wide): every penalty's tangent along the
+    rank-preserving curve, and the gradient with respect to each alpha, from the path's one
+    factorization."""
+    X_of, dX, y, c = curve(*shape, 3)
+
+    def coef(X, alphas):
+        return lsq.ridge(X, jnp.asarray(y), alphas, method=method).coef  # (a, n)
+
+    tan = jax.jit(lambda X, dX: jax.jvp(lambda X: coef(X, jnp.asarray(ALPHAS)), (X,), (dX,))[1])(
+        jnp.asarray(X_of(0.0)), jnp.asarray(dX)
+    )
+    assert np.all(np.isfinite(np.asarray(tan)))
+    for i in range(len(ALPHAS)):
+        ref = fd(lambda t, i=i: lsq.ridge(X_of(t), y, ALPHAS, method=method).coef[i])
+        assert rel_err(tan[i], ref) < 1e-6, i
+    ga = jax.jit(jax.grad(lambda a: jnp.sum(coef(jnp.asarray(X_of(0.0)), a) @ jnp.asarray(c))))(jnp.asarray(ALPHAS))
+    for i in (1, 2):
+        e = np.zeros(3)
+        e[i] = H
+        plus, minus = (lsq.ridge(X_of(0.0), y, ALPHAS + s * e, method=method).coef[i] @ c for s in (1, -1))
+        ref = (plus - minus) / (2 * H)
+        assert abs(float(ga[i]) - ref) < 1e-6 * max(abs(ref), 1.0), i
+
+
+@pytest.mark.parametrize("method", PATH_METHODS)
+def test_path_equals_single_fits_derivatives(method):
+    """grad of a loss over a path = the sum of the single fits' gradients (eager and jit), and
+    y's gradient too; X = 0 is finite."""
+    X_of, _, y, c = curve(12, 6, 4)
+    X = jnp.asarray(X_of(0.0))
+
+    def path_loss(X, y):
+        return jnp.sum(lsq.ridge(X, y, jnp.asarray(ALPHAS), method=method).coef @ jnp.asarray(c))
+
+    def single_loss(X, y):
+        return sum(lsq.ridge(X, y, float(a), method=method).coef @ jnp.asarray(c) for a in ALPHAS)
+
+    eager = jax.grad(path_loss, argnums=(0, 1))(X, jnp.asarray(y))
+    traced = jax.jit(jax.grad(path_loss, argnums=(0, 1)))(X, jnp.asarray(y))
+    single = jax.jit(jax.grad(single_loss, argnums=(0, 1)))(X, jnp.asarray(y))
+    for a, b, s in zip(eager, traced, single, strict=True):
+        np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-10, atol=1e-12)
+        assert rel_err(a, s) < 1e-8
+    g0 = jax.jit(jax.grad(path_loss))(jnp.zeros((12, 6)), jnp.asarray(y))
+    assert np.all(np.isfinite(np.asarray(g0)))

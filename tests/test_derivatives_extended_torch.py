@@ -16,6 +16,7 @@ METHODS = ("auto", "normal", "qr", "svd", "lsqr")
 RANK = 4
 H = 1e-5
 LSQR = {"atol": 1e-12, "btol": 1e-12, "max_iter": 500}
+ALPHAS = np.array([0.0, 0.3, 2.0])
 
 
 def curve(m, n, seed=0):
@@ -70,7 +71,28 @@ def test_wide_zero_X_backward(method):
     np.testing.assert_allclose(X.grad.numpy(), np.outer(np.arange(6.0) - 2.5, np.ones(10)) / 2.0, atol=1e-10)
 
 
-@pytest.mark.parametrize("case", ["wide"])
+@pytest.mark.parametrize("method", METHODS[:4])
+@pytest.mark.parametrize("shape", [(12, 6), (6, 10)])
+def test_path_backward(method, shape):
+    """A path through alpha = 0 on rank-4 X: X along the curve, and each positive alpha."""
+    X_of, dX, y, c = curve(*shape, 3)
+    w = _t(np.linspace(1.0, 2.0, len(ALPHAS)))
+
+    def loss(X, alphas):
+        return torch.sum((lsq.ridge(X, _t(y), alphas, method=method).coef @ _t(c)) * w)
+
+    check_directional(loss, X_of, dX, _t(ALPHAS))
+    a = _t(ALPHAS, grad=True)
+    loss(_t(X_of(0.0)), a).backward()
+    for i in (1, 2):
+        e = np.zeros(3)
+        e[i] = H
+        with torch.no_grad():
+            ref = (float(loss(_t(X_of(0.0)), _t(ALPHAS + e))) - float(loss(_t(X_of(0.0)), _t(ALPHAS - e)))) / (2 * H)
+        assert abs(float(a.grad[i]) - ref) < 1e-6 * max(abs(ref), 1.0), i
+
+
+@pytest.mark.parametrize("case", ["wide", "path"])
 def test_agrees_with_jax(case):
     jax = pytest.importorskip("jax")
     jax.config.update("jax_enable_x64", True)
@@ -80,6 +102,8 @@ def test_agrees_with_jax(case):
     def loss(X, to):
         if case == "wide":
             coef = lsq.ridge(X, to(y), 0.5, method="qr").coef + lsq.lstsq(X, to(y), method="svd").coef
+        elif case == "path":
+            coef = lsq.ridge(X, to(y), to(ALPHAS), method="auto").coef.sum(0)
         return (coef * to(c)).sum()
 
     X = _t(X_of(0.0), grad=True)

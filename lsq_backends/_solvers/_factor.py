@@ -63,3 +63,20 @@ def spectral_factor(xp, s, vh, keep, alpha, vectors=False):
         f = xp.where(keep, 1 / (safe * safe + a), rest)
         h = xp.where(keep | pos, zero, xp.ones_like(s))
     return Factor(dot(xp, V * f[..., None, :], vh), dot(xp, V * h[..., None, :], vh), kept)
+
+
+def path_factor(xp, basis, f, V=None):
+    """Factor of a penalty path (``spectral``), as operators on (a, ..., p, k) with the path's
+    leading penalty axis: ``K = basis diag(f) basis^T`` per penalty, ``f`` (a, ..., p) the
+    path's filter factors ``1 / (lam + alpha)`` (zero where it dropped a direction), and
+    ``N`` the dropped directions' projector. ``basis``: the eigenvectors of ``X^T X`` (tall X)
+    or of ``X X^T`` (wide X: ``K`` is then ``M``). No matrix per penalty is formed."""
+    h = xp.where(f > 0, xp.zeros_like(f), xp.ones_like(f))
+
+    def K(b):
+        return dot(xp, basis, f[..., None] * dot(xp, mT(xp, basis), b))
+
+    def N(b):
+        return dot(xp, basis, h[..., None] * dot(xp, mT(xp, basis), b))
+
+    return Factor(K, N, V)
