@@ -40,7 +40,6 @@ def _fit_deferred(problem, method, rcond, fit_intercept, refine=0, options=None)
     xp, X, Y, alpha = problem.xp, problem.X, problem.Y, problem.alpha
     m, n = X.shape[-2:]
     n_iter, rule = None, None
-    per_target = alpha is not None and alpha.shape[0] != 1
     if method in ITERATIVE:
         n_iter = full_rank(xp, tuple(Y.shape[:-2]) + (Y.shape[-1],), 0, X)  # 0 when m or n is 0
     if min(m, n) == 0:
@@ -49,7 +48,7 @@ def _fit_deferred(problem, method, rcond, fit_intercept, refine=0, options=None)
         rank = full_rank(xp, X.shape[:-2], 0, X)
         s = xp.zeros(tuple(X.shape[:-2]) + (0,), dtype=X.dtype, device=_compat.device(X))
         s = s if method == "svd" else None
-    elif not refine and not (per_target and method in ITERATIVE) and (rule := _rule_of(xp, X, Y, alpha)):
+    elif not refine and (rule := _rule_of(xp, X, Y, alpha)):
         # JAX, or PyTorch tensors that require grad: differentiated by the solution's rule.
         kw = (problem.offset_sq, problem.check, options)
         coef, rank, s, n_iter_rule = rule.solve(xp, X, Y, alpha, method, rcond, *kw)

@@ -29,11 +29,11 @@ the rule returns ``dw = 0``.
 The rule itself is ``_rule`` (array API). JAX: a ``jax.custom_jvp`` (``jvp``, ``grad``,
 ``jacfwd``, ``jacrev``, ``vmap`` and ``jit`` compose). PyTorch: ``_torch_autograd``. LSQR has no
 factor: ``K`` is applied by the same iteration, implicitly, never by unrolling (one penalty:
-two LSQR solves, ``X_a^+ (X_a^+)^T`` with ``X_a = [X; sqrt(alpha) I]``); under JAX inside ``lax.custom_linear_solve``, so that reverse mode
+two LSQR solves, ``X_a^+ (X_a^+)^T`` with ``X_a = [X; sqrt(alpha) I]``; one per target:
+:func:`lsqr_factor`); under JAX inside ``lax.custom_linear_solve``, so that reverse mode
 transposes it as the symmetric solve it is.
 
-Where the rule applies: every method, tall or wide X, one penalty or none, one per target
-(direct methods),
+Where the rule applies: every method, tall or wide X, one penalty or none, one per target,
 a penalty path (``ridge`` with a 1-D alpha: every penalty from the path's one factorization).
 ``refine`` is differentiated through its steps as before.
 """
@@ -53,11 +53,13 @@ def lsqr_factor(xp, X, alpha, options, symmetric_solve=None):
     """LSQR's ``K`` and ``N`` as operators (``_rule.Operators``), at the fit's tolerances.
     One penalty or none: ``K g = X_a^+ (X_a^+)^T g`` (two LSQR solves, on ``X_a^T`` and on
     ``X_a``) with ``X_a = [X; sqrt(alpha) I]``, which is ``(X^T X + alpha I)^+`` for every
-    ``alpha >= 0``; ``N v = v - K X_a^T X_a v``.
+    ``alpha >= 0``; ``N v = v - K X_a^T X_a v``. One penalty per target: :func:`_per_target`.
     JAX passes ``symmetric_solve(matvec, solve)`` (``lax.custom_linear_solve``): a
     transposable ``K``."""
     lsqr = ITERATIVE["lsqr"]
     n = X.shape[-1]
+    if alpha is not None and alpha.shape[0] > 1:
+        return _per_target(xp, X, alpha, options, symmetric_solve)
     Xa = X
     if alpha is not None:
         root = xp.sqrt(alpha[0]) * eye_like(xp, X, n)
@@ -75,6 +77,35 @@ def lsqr_factor(xp, X, alpha, options, symmetric_solve=None):
 
     def N(v):
         return v - K(gram(v))
+
+    return Operators(K, N)
+
+
+def _per_target(xp, X, alpha, options, symmetric_solve):
+    """LSQR's operators with a penalty per target (column j of a (..., n, k) block gets
+    ``alpha_j``), by LSQR's own per-column damping, with no copy of X per target: ``q`` the
+    damped solution of ``X^T q = g``, ``q = (X X^T + alpha I)^+ X g``; then, where
+    ``alpha_j > 0``, ``K g = (g - X^T q) / alpha_j`` (as ``(X^T X + alpha I) (g - X^T q) =
+    alpha g``), and where ``alpha_j = 0``, ``K g = X^+ q`` (a second LSQR solve, on those
+    columns only: the others start converged). ``N`` is zero where ``alpha_j > 0``."""
+    lsqr = ITERATIVE["lsqr"]
+    pos = alpha > 0
+    safe = xp.where(pos, alpha, xp.ones_like(alpha))
+
+    def gram(z):
+        return dot(xp, mT(xp, X), dot(xp, X, z)) + alpha * z
+
+    def solve(_, g):
+        q = lsqr(xp, mT(xp, X), g, alpha, **options)[0]
+        damped = (g - dot(xp, mT(xp, X), q)) / safe
+        plain = lsqr(xp, X, xp.where(pos, xp.zeros_like(q), q), None, **options)[0]
+        return xp.where(pos, damped, plain)
+
+    def K(g):
+        return solve(None, g) if symmetric_solve is None else symmetric_solve(gram, g, solve)
+
+    def N(v):
+        return xp.where(pos, xp.zeros_like(v), v - K(gram(v)))
 
     return Operators(K, N)
 

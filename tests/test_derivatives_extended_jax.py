@@ -112,7 +112,7 @@ def test_wide_zero_X_is_finite(method):
     np.testing.assert_allclose(g, np.outer(yc, np.ones(10)) / 2.0, atol=1e-10)
 
 
-@pytest.mark.parametrize("method", ["normal", "svd"])
+@pytest.mark.parametrize("method", ["normal", "svd", "lsqr"])
 def test_wide_per_target_alphas(method):
     """Wide 6 x 10 of rank 4, one penalty per target (one of them 0): alpha and X against
     central differences."""
@@ -181,3 +181,29 @@ def test_path_equals_single_fits_derivatives(method):
         assert rel_err(a, s) < 1e-8
     g0 = jax.jit(jax.grad(path_loss))(jnp.zeros((12, 6)), jnp.asarray(y))
     assert np.all(np.isfinite(np.asarray(g0)))
+
+
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_lsqr_per_target_alphas(fit_intercept):
+    """lsqr, one penalty per target (one of them 0 on rank-deficient X): reverse mode through
+    implicit differentiation per target, against central differences; jit(grad) = eager grad."""
+    X_of, dX, _, _ = curve(12, 6, 5)
+    rng = np.random.default_rng(5)
+    Y, C, a0 = rng.standard_normal((12, 3)), rng.standard_normal((6, 3)), np.array([0.3, 1.0, 0.0])
+
+    def loss(X, alpha):
+        r = lsq.ridge(X, like(X, Y), alpha, method="lsqr", per_target=True, fit_intercept=fit_intercept, **LSQR)
+        return (r.coef * like(X, C)).sum() + r.intercept.sum()
+
+    args = (jnp.asarray(X_of(0.0)), jnp.asarray(a0))
+    g = jax.jit(jax.grad(loss, argnums=(0, 1)))(*args)
+    eager = jax.grad(loss, argnums=(0, 1))(*args)
+    for a, b in zip(eager, g, strict=True):
+        np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-8, atol=1e-10)
+    fx = float(fd(lambda t: loss(X_of(t), a0)))
+    assert abs(float(jnp.sum(g[0] * dX)) - fx) < 1e-6 * max(abs(fx), 1.0)
+    for i in range(2):  # alpha = 0 has no two-sided difference
+        e = np.zeros(3)
+        e[i] = H
+        fa = (float(loss(X_of(0.0), a0 + e)) - float(loss(X_of(0.0), a0 - e))) / (2 * H)
+        assert abs(float(g[1][i]) - fa) < 1e-6 * max(abs(fa), 1.0), i

@@ -92,18 +92,39 @@ def test_path_backward(method, shape):
         assert abs(float(a.grad[i]) - ref) < 1e-6 * max(abs(ref), 1.0), i
 
 
-@pytest.mark.parametrize("case", ["wide", "path"])
+def test_lsqr_per_target_backward():
+    X_of, dX, _, _ = curve(12, 6, 5)
+    rng = np.random.default_rng(5)
+    Y, C, a0 = rng.standard_normal((12, 3)), rng.standard_normal((6, 3)), np.array([0.3, 1.0, 0.0])
+
+    def loss(X, alpha):
+        r = lsq.ridge(X, _t(Y), alpha, method="lsqr", per_target=True, **LSQR)
+        return torch.sum(r.coef * _t(C)) + torch.sum(r.intercept)
+
+    check_directional(loss, X_of, dX, _t(a0))
+    a = _t(a0, grad=True)
+    loss(_t(X_of(0.0)), a).backward()
+    e = np.array([0.0, H, 0.0])
+    with torch.no_grad():
+        ref = (float(loss(_t(X_of(0.0)), _t(a0 + e))) - float(loss(_t(X_of(0.0)), _t(a0 - e)))) / (2 * H)
+    assert abs(float(a.grad[1]) - ref) < 1e-6 * max(abs(ref), 1.0)
+
+
+@pytest.mark.parametrize("case", ["wide", "path", "lsqr_per_target"])
 def test_agrees_with_jax(case):
     jax = pytest.importorskip("jax")
     jax.config.update("jax_enable_x64", True)
     jnp = jax.numpy
     X_of, _, y, c = curve(6, 10, 7) if case == "wide" else curve(12, 6, 7)
+    Y = np.stack([y, 2 * y, -y], axis=1)
 
     def loss(X, to):
         if case == "wide":
             coef = lsq.ridge(X, to(y), 0.5, method="qr").coef + lsq.lstsq(X, to(y), method="svd").coef
         elif case == "path":
             coef = lsq.ridge(X, to(y), to(ALPHAS), method="auto").coef.sum(0)
+        else:
+            coef = lsq.ridge(X, to(Y), to([0.3, 0.0, 1.0]), method="lsqr", per_target=True, **LSQR).coef.sum(-1)
         return (coef * to(c)).sum()
 
     X = _t(X_of(0.0), grad=True)
