@@ -48,7 +48,7 @@ def _fit_deferred(problem, method, rcond, fit_intercept, refine=0, options=None)
         rank = full_rank(xp, X.shape[:-2], 0, X)
         s = xp.zeros(tuple(X.shape[:-2]) + (0,), dtype=X.dtype, device=_compat.device(X))
         s = s if method == "svd" else None
-    elif not refine and (rule := _rule_of(xp, X, Y, alpha)):
+    elif rule := _rule_of(xp, X, Y, alpha):
         # JAX, or PyTorch tensors that require grad: differentiated by the solution's rule.
         kw = (problem.offset_sq, problem.check, options)
         coef, rank, s, n_iter_rule = rule.solve(xp, X, Y, alpha, method, rcond, *kw)
@@ -58,7 +58,17 @@ def _fit_deferred(problem, method, rcond, fit_intercept, refine=0, options=None)
             xp, X, Y, alpha, method, rcond, problem.offset_sq, problem.check, options
         )
     intercept = intercept_of(xp, problem, coef, fit_intercept)
-    if refine and min(m, n) > 0:
+    if refine and min(m, n) > 0 and rule:
+        # The refined solution is the same solution: the rule's derivative at the unrefined
+        # fit (with its factor), the refinement's own steps not differentiated.
+        _compat.flush_checks(xp)
+        original = tuple(rule.detach(xp, a) for a in problem.original)
+        fixed = refined_solution(
+            problem._replace(original=original), rule.detach(xp, coef), rule.detach(xp, intercept), rank, refine
+        )
+        base = (coef, intercept, Y - dot(xp, X, coef))
+        coef, intercept, resid = (rule.pass_through(xp, b, v) for b, v in zip(base, fixed, strict=True))
+    elif refine and min(m, n) > 0:
         _compat.flush_checks(xp)  # refinement's QR of X must not meet NaN
         coef, intercept, resid = refined_solution(problem, coef, intercept, rank, refine)
     else:
@@ -197,7 +207,8 @@ def lstsq(
     -----
     Differentiable with JAX (``jvp``, ``grad``, ``jacfwd``, ``jacrev``, ``vmap``, ``jit``) and
     PyTorch autograd with respect to X, y and sample_weight, by the derivative of the solution,
-    computed from the fit's own factorization (every method, tall or wide X, ``refine=0``): for
+    computed from the fit's own factorization (every method, tall or wide X; with ``refine``,
+    the derivative of the same solution, the refinement's steps not differentiated): for
     rank-deficient X, the derivative of the minimum-norm solution where the numerical rank is
     locally constant. Along a direction dX that would change the rank (with X = U S V^T of rank
     r and U0, V0 the complements, the block ``U0^T dX V0``) the solution jumps and has no

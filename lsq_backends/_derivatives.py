@@ -34,8 +34,10 @@ two LSQR solves, ``X_a^+ (X_a^+)^T`` with ``X_a = [X; sqrt(alpha) I]``; one per 
 transposes it as the symmetric solve it is.
 
 Where the rule applies: every method, tall or wide X, one penalty or none, one per target,
-a penalty path (``ridge`` with a 1-D alpha: every penalty from the path's one factorization).
-``refine`` is differentiated through its steps as before.
+a penalty path (``ridge`` with a 1-D alpha: every penalty from the path's one factorization),
+and ``refine``: the refined solution is the same solution, so its derivative is the rule's
+at the unrefined fit, whose factor it has (the refinement steps run on detached arrays and
+are not differentiated; ``pass_through``).
 """
 
 from __future__ import annotations
@@ -190,3 +192,36 @@ def _symmetric_solve(matvec, b, solve):
     import jax
 
     return jax.lax.custom_linear_solve(matvec, b, solve, symmetric=True)
+
+
+def detach(xp, a):
+    """``a`` without derivatives (None stays None)."""
+    import jax
+
+    return None if a is None else jax.lax.stop_gradient(a)
+
+
+def pass_through(xp, base, value):
+    """``value``, with the derivatives of ``base`` (the refined solution with the rule's
+    derivative at the unrefined one). ``value`` has none of its own (:func:`detach`)."""
+    return _pass_through()(base, value)
+
+
+_PASS: list = []
+
+
+def _pass_through():
+    if _PASS:
+        return _PASS[0]
+    import jax
+
+    @jax.custom_jvp
+    def f(base, value):
+        return value
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        return primals[1], tangents[0]
+
+    _PASS.append(f)
+    return f

@@ -11,7 +11,8 @@ _FUNCTION: list = []
 
 
 def _function():
-    """The ``autograd.Function`` subclass, made on first use (torch is imported only then)."""
+    """The ``autograd.Function`` subclasses, made on first use (torch is imported only then):
+    the fit, and the pass-through of ``refine``."""
     if _FUNCTION:
         return _FUNCTION
     import torch
@@ -38,7 +39,16 @@ def _function():
                 X_bar = X_bar + singular_cotangent(xp, ctx.fac.V, ctx.s, lin.X, g_s)
             return X_bar, Y_bar, a_bar, None, None, None
 
-    _FUNCTION.append(Fit)
+    class PassThrough(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, base, value):
+            return value.clone()
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad, None
+
+    _FUNCTION.extend([Fit, PassThrough])
     return _FUNCTION
 
 
@@ -67,3 +77,13 @@ def solve_path_rule(xp, X, Y, alpha, method, offset_sq):
         return path_fit(xp, X, Y, alpha, method, offset_sq, factor)
 
     return torch_fit(xp, X, Y, alpha, run, (True, True, method in ("svd", "qr"), False), True)[:3]
+
+
+def detach(xp, a):
+    """``a`` without derivatives (None stays None)."""
+    return None if a is None else a.detach()
+
+
+def pass_through(xp, base, value):
+    """``value`` with the derivatives of ``base`` (``_derivatives.pass_through``)."""
+    return _function()[1].apply(base, value)

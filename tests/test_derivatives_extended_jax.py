@@ -207,3 +207,32 @@ def test_lsqr_per_target_alphas(fit_intercept):
         e[i] = H
         fa = (float(loss(X_of(0.0), a0 + e)) - float(loss(X_of(0.0), a0 - e))) / (2 * H)
         assert abs(float(g[1][i]) - fa) < 1e-6 * max(abs(fa), 1.0), i
+
+
+@pytest.mark.parametrize("method", METHODS[:4])
+@pytest.mark.parametrize("rank_deficient", [False, True])
+def test_refine_derivative_is_the_solutions(method, rank_deficient):
+    """refine=2: the value is the refined solution, the derivative the rule's (refinement is
+    not differentiated): central differences of the refined NumPy fits, along a
+    rank-preserving curve where X is rank-deficient (refine then returns the fit unchanged)."""
+    X_of, dX, y, c = curve(12, 6, 6)
+    if not rank_deficient:
+        rng = np.random.default_rng(6)
+        X0, dX = rng.standard_normal((12, 6)), rng.standard_normal((12, 6))
+        X_of = lambda t: X0 + t * dX  # noqa: E731
+
+    def loss(X, refine):
+        r = lsq.lstsq(X, like(X, y), method=method, fit_intercept=True, refine=refine)
+        return r.coef @ like(X, c) + r.intercept
+
+    X = jnp.asarray(X_of(0.0))
+    g = jax.jit(jax.grad(lambda X: loss(X, 2)))(X)
+    assert np.all(np.isfinite(np.asarray(g)))
+    ref = float(fd(lambda t: loss(X_of(t), 2)))
+    assert abs(float(jnp.sum(g * dX)) - ref) < 1e-6 * max(abs(ref), 1.0)
+    value = lsq.lstsq(X, jnp.asarray(y), method=method, fit_intercept=True, refine=2).coef
+    np.testing.assert_allclose(
+        np.asarray(value),
+        np.asarray(lsq.lstsq(X_of(0.0), y, method=method, fit_intercept=True, refine=2).coef),
+        rtol=1e-13,
+    )

@@ -110,7 +110,27 @@ def test_lsqr_per_target_backward():
     assert abs(float(a.grad[1]) - ref) < 1e-6 * max(abs(ref), 1.0)
 
 
-@pytest.mark.parametrize("case", ["wide", "path", "lsqr_per_target"])
+@pytest.mark.parametrize("method", METHODS[:4])
+def test_refine_backward(method):
+    """refine=2 on full-rank X (Householder QR, which PyTorch cannot differentiate, included)
+    and on rank-4 X; the value is the refined fit's."""
+    rng = np.random.default_rng(6)
+    X0, dX0 = rng.standard_normal((12, 6)), rng.standard_normal((12, 6))
+    y, c = rng.standard_normal(12), rng.standard_normal(6)
+
+    def loss(X):
+        r = lsq.lstsq(X, _t(y), method=method, fit_intercept=True, refine=2)
+        return r.coef @ _t(c) + r.intercept
+
+    check_directional(loss, lambda t: X0 + t * dX0, dX0)
+    X_of, dX, _, _ = curve(12, 6, 6)
+    check_directional(loss, X_of, dX)
+    value = lsq.lstsq(_t(X0, grad=True), _t(y), method=method, fit_intercept=True, refine=2).coef
+    plain = lsq.lstsq(X0, y, method=method, fit_intercept=True, refine=2).coef
+    np.testing.assert_allclose(value.detach().numpy(), plain, rtol=1e-13)
+
+
+@pytest.mark.parametrize("case", ["wide", "path", "lsqr_per_target", "refine"])
 def test_agrees_with_jax(case):
     jax = pytest.importorskip("jax")
     jax.config.update("jax_enable_x64", True)
@@ -123,6 +143,8 @@ def test_agrees_with_jax(case):
             coef = lsq.ridge(X, to(y), 0.5, method="qr").coef + lsq.lstsq(X, to(y), method="svd").coef
         elif case == "path":
             coef = lsq.ridge(X, to(y), to(ALPHAS), method="auto").coef.sum(0)
+        elif case == "refine":
+            coef = lsq.lstsq(X, to(y), method="qr", refine=1, fit_intercept=True).coef
         else:
             coef = lsq.ridge(X, to(Y), to([0.3, 0.0, 1.0]), method="lsqr", per_target=True, **LSQR).coef.sum(-1)
         return (coef * to(c)).sum()
