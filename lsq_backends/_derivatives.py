@@ -37,7 +37,9 @@ Where the rule applies: every method, tall or wide X, one penalty or none, one p
 a penalty path (``ridge`` with a 1-D alpha: every penalty from the path's one factorization),
 and ``refine``: the refined solution is the same solution, so its derivative is the rule's
 at the unrefined fit, whose factor it has (the refinement steps run on detached arrays and
-are not differentiated; ``pass_through``).
+are not differentiated; ``pass_through``). Not here: ``ridge_cv`` (its scores are exact in
+``alphas`` through its own steps, its coefficients not), ``diagnostics``, the accumulators
+and ``nnls``, differentiated through their own steps.
 """
 
 from __future__ import annotations
