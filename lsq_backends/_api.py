@@ -37,7 +37,7 @@ def _fit(problem, method, rcond, fit_intercept, refine=0, options=None):
 def _fit_deferred(problem, method, rcond, fit_intercept, refine=0, options=None):
     xp, X, Y, alpha = problem.xp, problem.X, problem.Y, problem.alpha
     m, n = X.shape[-2:]
-    n_iter = rss = None
+    n_iter = rss = rule = None
     if method in ITERATIVE:
         n_iter = full_rank(xp, tuple(Y.shape[:-2]) + (Y.shape[-1],), 0, X)  # 0 when m or n is 0
     if min(m, n) == 0:
@@ -46,10 +46,9 @@ def _fit_deferred(problem, method, rcond, fit_intercept, refine=0, options=None)
         rank = full_rank(xp, X.shape[:-2], 0, X)
         s = xp.zeros(tuple(X.shape[:-2]) + (0,), dtype=X.dtype, device=_compat.device(X))
         s = s if method == "svd" else None
-    elif problem.centered is None and _derivatives.wanted(xp, X, Y, alpha, method, refine):
+    elif problem.centered is None and (rule := _rule_of(xp, X, Y, alpha)):
         # JAX, or PyTorch tensors that require grad: differentiated by the solution's rule.
         kw = (problem.offset_sq, problem.check, options)
-        rule = _torch_autograd if array_api_compat.is_torch_namespace(xp) else _derivatives
         coef, rank, s, n_iter_rule = rule.solve(xp, X, Y, alpha, method, rcond, *kw)
         n_iter = n_iter_rule if method in ITERATIVE else None
     else:
@@ -59,7 +58,18 @@ def _fit_deferred(problem, method, rcond, fit_intercept, refine=0, options=None)
         if data is not None:  # the exact means the Gram route found
             problem = problem._replace(x_offset=data.x_mean, y_offset=data.y_mean)
     intercept = intercept_of(xp, problem, coef, fit_intercept)
-    if refine and min(m, n) > 0:
+    if refine and min(m, n) > 0 and rule:
+        # The refined solution is the same solution: the rule's derivative at the unrefined
+        # fit (with its factor), the refinement's own steps not differentiated.
+        _compat.flush_checks(xp)
+        original = tuple(rule.detach(xp, a) for a in problem.original)
+        fixed = refined_solution(
+            problem._replace(original=original), rule.detach(xp, coef), rule.detach(xp, intercept), rank, refine
+        )
+        base = (coef, intercept, Y - dot(xp, X, coef))
+        coef, intercept, resid = (rule.pass_through(xp, b, v) for b, v in zip(base, fixed, strict=True))
+        rss = xp.sum(resid * resid, axis=-2)  # (..., k)
+    elif refine and min(m, n) > 0:
         _compat.flush_checks(xp)  # refinement's QR of X must not meet NaN
         coef, intercept, resid = refined_solution(problem, coef, intercept, rank, refine)
         rss = xp.sum(resid * resid, axis=-2)  # (..., k)
@@ -77,6 +87,14 @@ def _tall_gram(problem):
     (``_gram_data.TallGram``): X and Y with their shifts near the means."""
     (root,) = problem.centered
     return TallGram(problem.xp, problem.X, problem.Y, root, problem.x_offset, problem.y_offset)
+
+
+def _rule_of(xp, X, Y, alpha):
+    """The module whose ``solve`` differentiates by the solution's rule (``_derivatives`` for
+    JAX, ``_torch_autograd`` for tensors that require grad), or None."""
+    if not _derivatives.wanted(xp, X, Y, alpha):
+        return None
+    return _torch_autograd if array_api_compat.is_torch_namespace(xp) else _derivatives
 
 
 def refined_solution(problem, coef, intercept, rank, steps):
@@ -200,7 +218,8 @@ def lstsq(
     -----
     Differentiable with JAX (``jvp``, ``grad``, ``jacfwd``, ``jacrev``, ``vmap``, ``jit``) and
     PyTorch autograd with respect to X, y and sample_weight, by the derivative of the solution,
-    computed from the fit's own factorization (tall X, every method, ``refine=0``): for
+    computed from the fit's own factorization (every method, tall or wide X; with ``refine``,
+    the derivative of the same solution, the refinement's steps not differentiated): for
     rank-deficient X, the derivative of the minimum-norm solution where the numerical rank is
     locally constant. Along a direction dX that would change the rank (with X = U S V^T of rank
     r and U0, V0 the complements, the block ``U0^T dX V0``) the solution jumps and has no

@@ -11,10 +11,12 @@ are plain array operations and are differentiated as they are), with ``r = Y - X
 
 ``K = (X^T X + alpha I)^+`` and ``N = I - X^+ X``, as the solver's rank decision resolved them
 (``_solvers._factor``): made from the factorization the fit already has (Cholesky factor, R,
-SVD), never a new one. With ``alpha > 0``, ``N = 0`` and this is the exact derivative. With
-``alpha = 0`` it is the derivative of the pseudo-inverse solution ``X^+ Y`` (Golub and Pereyra,
-1973) wherever the numerical rank is locally constant; it never divides by a dropped singular
-value, so it is finite everywhere, X = 0 included.
+SVD, a path's eigendecomposition), never a new one. With ``alpha > 0``, ``N = 0`` and this is
+the exact derivative. With ``alpha = 0`` it is the derivative of the pseudo-inverse solution
+``X^+ Y`` (Golub and Pereyra, 1973) wherever the numerical rank is locally constant; it never
+divides by a dropped singular value, so it is finite everywhere, X = 0 included. Wide X
+(m < n) takes the same rule in the row space, from the m x m factor of ``X X^T + alpha I`` the
+wide fit has (``_rule``).
 
 Directions that change the rank: with ``X = U S V^T`` (rank r, ``U_0``, ``V_0`` the
 complements), the rule ignores the block ``U_0^T dX V_0`` of a direction (the only part that
@@ -24,126 +26,44 @@ values were held at zero). The true solution jumps there, by ``1/t`` of a singul
 that leaves zero: no derivative exists. At X = 0 (rank 0) every direction changes the rank, and
 the rule returns ``dw = 0``.
 
-Written once on the array API standard: ``tangent`` (forward mode, linear in the tangents
-through matrix products only, so JAX transposes it for reverse mode) and ``cotangent`` (its
-transpose, for PyTorch's ``backward``). JAX: a ``jax.custom_jvp`` (``jvp``, ``grad``,
+The rule itself is ``_rule`` (array API). JAX: a ``jax.custom_jvp`` (``jvp``, ``grad``,
 ``jacfwd``, ``jacrev``, ``vmap`` and ``jit`` compose). PyTorch: ``_torch_autograd``. LSQR has no
-factor: ``K`` is applied by the same iteration (two LSQR solves: ``X_a^+ (X_a^+)^T``, with
-``X_a = [X; sqrt(alpha) I]``), implicitly, never by unrolling; under JAX inside
-``lax.custom_linear_solve``, so that reverse mode transposes it as the symmetric solve it is.
+factor: ``K`` is applied by the same iteration, implicitly, never by unrolling (one penalty:
+two LSQR solves, ``X_a^+ (X_a^+)^T`` with ``X_a = [X; sqrt(alpha) I]``; one per target:
+:func:`lsqr_factor`); under JAX inside ``lax.custom_linear_solve``, so that reverse mode
+transposes it as the symmetric solve it is.
 
-Where the rule applies: tall X (m >= n), every method, one penalty or none, or one per target
-(direct methods: the operators are then stacks, one per target). Wide X, ``lsqr`` with
-per-target penalties, penalty paths and ``refine`` are differentiated through the solver's
-steps as before.
+Where the rule applies: every method, tall or wide X, one penalty or none, one per target,
+a penalty path (``ridge`` with a 1-D alpha: every penalty from the path's one factorization),
+and ``refine``: the refined solution is the same solution, so its derivative is the rule's
+at the unrefined fit, whose factor it has (the refinement steps run on detached arrays and
+are not differentiated; ``pass_through``). Not here: ``ridge_cv`` (its scores are exact in
+``alphas`` through its own steps, its coefficients not), ``diagnostics``, the accumulators
+and ``nnls``, differentiated through their own steps.
 """
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
-
 import array_api_compat as _aac
 
+from ._rule import Operators, linearize, penalty, singular_tangent, tangent
 from ._solvers import ITERATIVE
 from ._solvers import fit as solvers_fit
-from ._solvers._factor import Factor
 from ._solvers._shared import dot, eye_like, mT
-
-
-class Linearization(NamedTuple):
-    """What the rule needs from the fit: its factor's ``K`` and ``N`` (matrices, or LSQR's
-    operators), X, the solution ``W``, its residual ``Res = Y - X W``, ``B = X K W`` and the
-    penalty (0-d, or None)."""
-
-    K: Any
-    N: Any
-    X: Any
-    W: Any
-    Res: Any
-    B: Any
-    alpha: Any
-
-
-def apply(xp, op, b):
-    """``op @ b`` for a factor's matrix (a stack (..., k, n, n) per target: column j of ``b``
-    (..., n, k) to matrix j), ``op(b)`` for an operator (LSQR's)."""
-    if callable(op):
-        return op(b)
-    if op.ndim == b.ndim + 1:
-        return xp.moveaxis(dot(xp, op, xp.moveaxis(b, -1, -2)[..., None])[..., 0], -2, -1)
-    return dot(xp, op, b)
-
-
-def linearize(xp, fac, X, Y, W, alpha):
-    a = None if alpha is None else (alpha[0] if alpha.shape[0] == 1 else alpha)  # 0-d, or (k,)
-    return Linearization(fac.K, fac.N, X, W, Y - dot(xp, X, W), dot(xp, X, apply(xp, fac.K, W)), a)
-
-
-def _gram(xp, lin, x):
-    """``(X^T X + alpha I) x``."""
-    g = dot(xp, mT(xp, lin.X), dot(xp, lin.X, x))
-    return g if lin.alpha is None else g + lin.alpha * x
-
-
-def _corrected(lin):
-    """Whether ``K X^T v`` is refined by one step (corrected seminormal equations, Bjorck):
-    ``x = K X^T v``, then ``x + K (X^T (v - X x) - alpha x)``. A factor's ``K`` applied to ``X^T v`` errs
-    like eps * cond(X)**2 (the normal equations'); the step brings it to the eps * cond(X) of
-    the QR or SVD factor it came from, for two more products with X. Not for LSQR's ``K``
-    (each application is two LSQR solves; it is accurate to its tolerance anyway)."""
-    return not callable(lin.K)
-
-
-def tangent(xp, lin, dX, dY, dalpha):
-    """``dw`` (..., n, k) for the tangents ``dX``, ``dY`` and ``dalpha`` (0-d, or None);
-    linear in them through matrix products (and LSQR's symmetric solve) only."""
-    Xt, dXt = mT(xp, lin.X), mT(xp, dX)
-    v = dY - dot(xp, dX, lin.W)
-    x = apply(xp, lin.K, dot(xp, Xt, v))
-    if _corrected(lin):
-        r = dot(xp, Xt, v - dot(xp, lin.X, x))
-        x = x + apply(xp, lin.K, r if lin.alpha is None else r - lin.alpha * x)
-    g = dot(xp, dXt, lin.Res)
-    if dalpha is not None:
-        g = g - dalpha * lin.W
-    return x + apply(xp, lin.K, g) + apply(xp, lin.N, dot(xp, dXt, lin.B))
-
-
-def cotangent(xp, lin, C):
-    """The transpose of :func:`tangent`: ``(X_bar, Y_bar, alpha_bar)`` for the cotangent ``C``
-    of ``w`` (``alpha_bar`` summed over the stack: 0-d, or (k,) per target). K and N are
-    symmetric."""
-    a, b = apply(xp, lin.K, C), apply(xp, lin.N, C)
-    Y_bar = dot(xp, lin.X, a)
-    if _corrected(lin):  # the transpose of x = 2 K X^T v - K (X^T X + alpha I) K X^T v
-        Y_bar = 2 * Y_bar - dot(xp, lin.X, apply(xp, lin.K, _gram(xp, lin, a)))
-    X_bar = dot(xp, lin.Res, mT(xp, a)) - dot(xp, Y_bar, mT(xp, lin.W)) + dot(xp, lin.B, mT(xp, b))
-    if lin.alpha is not None and lin.alpha.ndim == 1:
-        return X_bar, Y_bar, -xp.sum(xp.reshape(a * lin.W, (-1, a.shape[-1])), axis=0)
-    return X_bar, Y_bar, -xp.sum(a * lin.W)
-
-
-def singular_tangent(xp, V, s, X, dX):
-    """``ds_i = v_i^T dX^T X v_i / s_i`` (zero where ``s_i = 0``)."""
-    pos = s > 0
-    XV = dot(xp, X, V)
-    return xp.where(pos, xp.sum(XV * dot(xp, dX, V), axis=-2) / xp.where(pos, s, xp.ones_like(s)), xp.zeros_like(s))
-
-
-def singular_cotangent(xp, V, s, X, s_bar):
-    """The transpose of :func:`singular_tangent`: X_bar = X V diag(s_bar / s) V^T."""
-    pos = s > 0
-    f = xp.where(pos, s_bar / xp.where(pos, s, xp.ones_like(s)), xp.zeros_like(s))
-    return dot(xp, dot(xp, X, V) * f[..., None, :], mT(xp, V))
+from ._solvers.spectral import solve_path
 
 
 def lsqr_factor(xp, X, alpha, options, symmetric_solve=None):
-    """LSQR's ``K`` and ``N`` as operators: ``K g = X_a^+ (X_a^+)^T g`` (two LSQR solves, on
-    ``X_a^T`` and on ``X_a``, at the fit's tolerances) with ``X_a = [X; sqrt(alpha) I]``, which
-    is ``(X^T X + alpha I)^+`` for every ``alpha >= 0``; ``N v = v - K X_a^T X_a v``. JAX passes
-    ``symmetric_solve(matvec, solve)`` (``lax.custom_linear_solve``): a transposable ``K``."""
+    """LSQR's ``K`` and ``N`` as operators (``_rule.Operators``), at the fit's tolerances.
+    One penalty or none: ``K g = X_a^+ (X_a^+)^T g`` (two LSQR solves, on ``X_a^T`` and on
+    ``X_a``) with ``X_a = [X; sqrt(alpha) I]``, which is ``(X^T X + alpha I)^+`` for every
+    ``alpha >= 0``; ``N v = v - K X_a^T X_a v``. One penalty per target: :func:`_per_target`.
+    JAX passes ``symmetric_solve(matvec, solve)`` (``lax.custom_linear_solve``): a
+    transposable ``K``."""
     lsqr = ITERATIVE["lsqr"]
     n = X.shape[-1]
+    if alpha is not None and alpha.shape[0] > 1:
+        return _per_target(xp, X, alpha, options, symmetric_solve)
     Xa = X
     if alpha is not None:
         root = xp.sqrt(alpha[0]) * eye_like(xp, X, n)
@@ -162,7 +82,36 @@ def lsqr_factor(xp, X, alpha, options, symmetric_solve=None):
     def N(v):
         return v - K(gram(v))
 
-    return Factor(K, N)
+    return Operators(K, N)
+
+
+def _per_target(xp, X, alpha, options, symmetric_solve):
+    """LSQR's operators with a penalty per target (column j of a (..., n, k) block gets
+    ``alpha_j``), by LSQR's own per-column damping, with no copy of X per target: ``q`` the
+    damped solution of ``X^T q = g``, ``q = (X X^T + alpha I)^+ X g``; then, where
+    ``alpha_j > 0``, ``K g = (g - X^T q) / alpha_j`` (as ``(X^T X + alpha I) (g - X^T q) =
+    alpha g``), and where ``alpha_j = 0``, ``K g = X^+ q`` (a second LSQR solve, on those
+    columns only: the others start converged). ``N`` is zero where ``alpha_j > 0``."""
+    lsqr = ITERATIVE["lsqr"]
+    pos = alpha > 0
+    safe = xp.where(pos, alpha, xp.ones_like(alpha))
+
+    def gram(z):
+        return dot(xp, mT(xp, X), dot(xp, X, z)) + alpha * z
+
+    def solve(_, g):
+        q = lsqr(xp, mT(xp, X), g, alpha, **options)[0]
+        damped = (g - dot(xp, mT(xp, X), q)) / safe
+        plain = lsqr(xp, X, xp.where(pos, xp.zeros_like(q), q), None, **options)[0]
+        return xp.where(pos, damped, plain)
+
+    def K(g):
+        return solve(None, g) if symmetric_solve is None else symmetric_solve(gram, g, solve)
+
+    def N(v):
+        return xp.where(pos, xp.zeros_like(v), v - K(gram(v)))
+
+    return Operators(K, N)
 
 
 def fit(xp, X, Y, alpha, method, rcond, offset_sq, check, options, factor=False, symmetric_solve=None):
@@ -188,13 +137,18 @@ def differentiable(*arrays):
     return False
 
 
-def wanted(xp, X, Y, alpha, method, refine):
+def path_fit(xp, X, Y, alpha, method, offset_sq, factor=False):
+    """A penalty path's fit ``(coef, rank, s, None)`` (``spectral.solve_path``), and with
+    ``factor`` its ``Factor`` of operators fifth."""
+    solved = solve_path(xp, X, Y, alpha, method, offset_sq, factor)
+    return solved[0], solved[1], solved[2], None, solved[3] if factor else None
+
+
+def wanted(xp, X, Y, alpha):
     """True where the rule replaces differentiation through the solver's steps: JAX arrays
     (the rule costs nothing until something differentiates), PyTorch tensors that require
     grad. Never elsewhere (NumPy's path is unchanged)."""
-    m, n = X.shape[-2:]
-    per_target = alpha is not None and alpha.shape[0] != 1
-    if refine or m < n or n == 0 or (per_target and method in ITERATIVE):
+    if X.shape[-1] == 0:
         return False
     if _aac.is_jax_namespace(xp):
         return True
@@ -208,15 +162,25 @@ def wanted(xp, X, Y, alpha, method, refine):
 def solve(xp, X, Y, alpha, method, rcond, offset_sq, check, options):
     """``(coef, rank, s, n_iter)`` as the solver gives them, differentiated by the rule in
     JAX (a ``custom_jvp``). PyTorch's twin is ``_torch_autograd.solve``."""
-    return _jax_fit(xp, X, Y, alpha, method, rcond, offset_sq, check, options)
-
-
-def _jax_fit(xp, X, Y, alpha, method, rcond, offset_sq, check, options):
-    import jax
-    import numpy as np
 
     def run(X, Y, alpha, offset_sq, factor):
         return fit(xp, X, Y, alpha, method, rcond, offset_sq, check, options, factor, _symmetric_solve)
+
+    return _jax_rule(xp, run, X, Y, alpha, offset_sq, False)
+
+
+def solve_path_rule(xp, X, Y, alpha, method, offset_sq):
+    """A penalty path's ``(coef, rank, s)``, differentiated by the rule per penalty in JAX."""
+
+    def run(X, Y, alpha, offset_sq, factor):
+        return path_fit(xp, X, Y, alpha, method, offset_sq, factor)
+
+    return _jax_rule(xp, run, X, Y, alpha, offset_sq, True)[:3]
+
+
+def _jax_rule(xp, run, X, Y, alpha, offset_sq, path):
+    import jax
+    import numpy as np
 
     # offset_sq (what centering removed) enters the rank decisions only: no derivative.
     @jax.custom_jvp
@@ -228,8 +192,8 @@ def _jax_fit(xp, X, Y, alpha, method, rcond, offset_sq, check, options):
         X, Y, alpha, offset_sq = primals
         dX, dY, dalpha, _ = tangents
         coef, rank, s, n_iter, fac = run(X, Y, alpha, offset_sq, True)
-        lin = linearize(xp, fac, X, Y, coef, alpha)
-        dcoef = tangent(xp, lin, dX, dY, None if alpha is None else (dalpha[0] if alpha.shape[0] == 1 else dalpha))
+        lin = linearize(xp, fac, X, Y, coef, alpha, path)
+        dcoef = tangent(xp, lin, dX, dY, penalty(xp, dalpha, coef.ndim, path))
         ds = None if s is None else singular_tangent(xp, fac.V, s, X, dX)
 
         def integer(a):
@@ -244,3 +208,36 @@ def _symmetric_solve(matvec, b, solve):
     import jax
 
     return jax.lax.custom_linear_solve(matvec, b, solve, symmetric=True)
+
+
+def detach(xp, a):
+    """``a`` without derivatives (None stays None)."""
+    import jax
+
+    return None if a is None else jax.lax.stop_gradient(a)
+
+
+def pass_through(xp, base, value):
+    """``value``, with the derivatives of ``base`` (the refined solution with the rule's
+    derivative at the unrefined one). ``value`` has none of its own (:func:`detach`)."""
+    return _pass_through()(base, value)
+
+
+_PASS: list = []
+
+
+def _pass_through():
+    if _PASS:
+        return _PASS[0]
+    import jax
+
+    @jax.custom_jvp
+    def f(base, value):
+        return value
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        return primals[1], tangents[0]
+
+    _PASS.append(f)
+    return f

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from . import _compat
+import array_api_compat
+
+from . import _compat, _derivatives, _torch_autograd
 from ._input import intercept_of
 from ._result import LstsqResult
 from ._scaling import unscale
@@ -21,10 +23,14 @@ def fit_path(problem, method, fit_intercept):
         coef = xp.zeros((a, *batch, n, k), dtype=X.dtype, device=dev)
         rank = full_rank(xp, (a, *batch), 0, X)
         s = None if method != "svd" else xp.zeros((*batch, 0), dtype=X.dtype, device=dev)
+    elif _derivatives.wanted(xp, X, Y, alpha):
+        # JAX, or PyTorch tensors that require grad: the rule per penalty, from the path's factor.
+        rule = _torch_autograd if array_api_compat.is_torch_namespace(xp) else _derivatives
+        coef, rank, s = rule.solve_path_rule(xp, X, Y, alpha, method, problem.offset_sq)
     else:
         coef, rank, s = solve_path(xp, X, Y, alpha, method, problem.offset_sq)
-        if method != "svd":
-            s = None  # "qr" factors the same way, but only "svd" reports singular values
+    if method != "svd":
+        s = None  # "qr" factors the same way, but only "svd" reports singular values
     intercept = intercept_of(xp, problem, coef, fit_intercept)
     # The residual itself (accurate for near-exact fits), every penalty in one product X @ W.
     resid = Y - over_alphas(xp, X, coef)

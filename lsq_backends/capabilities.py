@@ -55,12 +55,26 @@ CAPABILITIES = {
     "QRAccumulator": {**_DIRECT, "torch_autograd": False, "host_reads": "3 (one update, then solve)"},
 }
 
-# Why a "no" is a no, shown under the table.
+# Notes on a cell (why a "no" is a no, how a "yes" is done), shown under the table.
 NOTES = {
     (
         "lstsq:lsqr",
         "jax_grad",
-    ): "by implicit differentiation: K is applied by two more LSQR solves inside `lax.custom_linear_solve`, not by unrolling the loop.",
+    ): (
+        "by implicit differentiation: K is applied by two more LSQR solves inside `lax.custom_linear_solve`"
+        " (one penalty per target: one or two, by LSQR's per-column damping), not by unrolling the loop."
+    ),
+    (
+        "ridge (path)",
+        "jax_grad",
+    ): "every penalty by the solution's derivative rule, from the path's one factorization (X, y and each alpha; PyTorch alike).",
+    (
+        "ridge_cv",
+        "jax_grad",
+    ): (
+        "through its own steps, not the solution's rule: exact for the scores with respect to `alphas`;"
+        " its coefficients may be NaN at rank deficiency."
+    ),
     ("nnls", "jax_grad"): "its active-set iteration is a `lax.while_loop`, which has no reverse-mode rule.",
     ("nnls", "dask_lazy"): "the iteration computes every 10 iterations (its convergence test is read).",
     ("QRAccumulator", "torch_autograd"): "its updates call `geqrf`, which has no derivative in PyTorch.",

@@ -4,8 +4,10 @@ the derivative of the solution needs. No solver logic here, and no new factoriza
 operator is made from the factor the solve already has (a triangular inverse, or products
 of singular vectors), O(p**3) on the p x p factor.
 
-Tall X (m >= n) only; the solvers return ``None`` for wide X. With per-target penalties
-(``alpha`` of shape (k,)) each operator is a stack (..., k, n, n), one per target."""
+Tall X (m >= n): the operators of ``X^T X`` (n x n). Wide X (m < n): the fit factors
+``X X^T + alpha I`` (m x m), and ``K`` is ``(X X^T + alpha I)^+`` (``N`` is not used: the rule
+for wide X works in the row space, ``_derivatives``). With per-target penalties (``alpha`` of
+shape (k,)) each operator is a stack (..., k, p, p), one per target."""
 
 from __future__ import annotations
 
@@ -18,8 +20,9 @@ from ._shared import dot, eye_like, mT
 class Factor(NamedTuple):
     """``K = (X^T X + alpha I)^+`` and ``N = I - X^+ X`` as the solver resolved them (its rank
     decision: singular values it dropped count as zero), each (..., n, n); ``N`` is zero for a
-    full-rank factor or a positive penalty. ``V`` (..., n, p): the right singular vectors of the
-    ``svd`` method, the dropped ones zero (for the singular values' derivative), else None."""
+    full-rank factor or a positive penalty. Wide X: ``K = (X X^T + alpha I)^+`` (..., m, m).
+    ``V``: the singular vectors of the ``svd`` method, right (..., n, p) or, for wide X, left
+    (..., m, p), the dropped ones zero (for the singular values' derivative), else None."""
 
     K: Any
     N: Any
@@ -60,3 +63,20 @@ def spectral_factor(xp, s, vh, keep, alpha, vectors=False):
         f = xp.where(keep, 1 / (safe * safe + a), rest)
         h = xp.where(keep | pos, zero, xp.ones_like(s))
     return Factor(dot(xp, V * f[..., None, :], vh), dot(xp, V * h[..., None, :], vh), kept)
+
+
+def path_factor(xp, basis, f, V=None):
+    """Factor of a penalty path (``spectral``), as operators on (a, ..., p, k) with the path's
+    leading penalty axis: ``K = basis diag(f) basis^T`` per penalty, ``f`` (a, ..., p) the
+    path's filter factors ``1 / (lam + alpha)`` (zero where it dropped a direction), and
+    ``N`` the dropped directions' projector. ``basis``: the eigenvectors of ``X^T X`` (tall X)
+    or of ``X X^T`` (wide X: ``K`` is then ``M``). No matrix per penalty is formed."""
+    h = xp.where(f > 0, xp.zeros_like(f), xp.ones_like(f))
+
+    def K(b):
+        return dot(xp, basis, f[..., None] * dot(xp, mT(xp, basis), b))
+
+    def N(b):
+        return dot(xp, basis, h[..., None] * dot(xp, mT(xp, basis), b))
+
+    return Factor(K, N, V)

@@ -70,14 +70,21 @@ class Factored:
     def solve_or(self, xp, X, Y, ok, fallback, rcond, offset_sq, factor=False):
         """The refined Cholesky solution where the scalar ``ok`` holds, else ``fallback``'s
         solution (a traced branch under ``jax.jit``; see ``_compat.cond``). Returns
-        (coef, rank, None, rss): rss (..., k) of tall X, None for wide X; with ``factor``
-        (tall X, one penalty or none) the ``_factor.Factor`` solved with, fifth."""
+        (coef, rank, None, rss): rss (..., k) of tall X, None for wide X; with ``factor`` the
+        ``_factor.Factor`` solved with, fifth (for wide X, of ``X X^T``: the Cholesky factor
+        here is that of ``X X^T + alpha I``)."""
         if self.wide:
-            coef, rank = _compat.cond(
-                xp, ok, lambda X, Y: self.solve(xp, X)[:2],
-                lambda X, Y: fallback(xp, X, Y, self.alpha, rcond, offset_sq)[:2], (X, Y),
-            )  # fmt: skip
-            return coef, rank, None, None
+
+            def wide_cholesky(X, Y):
+                coef, rank = self.solve(xp, X)[:2]
+                return (coef, rank, self.factor(xp)) if factor else (coef, rank)
+
+            def wide_other(X, Y):
+                solved = fallback(xp, X, Y, self.alpha, rcond, offset_sq, **({"factor": True} if factor else {}))
+                return (*solved[:2], solved[-1]._replace(V=None)) if factor else solved[:2]
+
+            coef, rank, *fac = _compat.cond(xp, ok, wide_cholesky, wide_other, (X, Y))
+            return (coef, rank, None, None, *fac)
 
         other = self.fallback(xp, fallback, rcond, offset_sq, factor)
 

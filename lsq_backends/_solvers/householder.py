@@ -115,6 +115,9 @@ def solve(xp, X, Y, alpha, rcond, offset_sq=None, factor=False):
         if wide:
             # X = R^T Q^T; with R^T = U S V^T, X = U S (Q V)^T.
             u, s, vh = _compat.svd(xp, mT(xp, R), after_qr_implicit=True)
+            if factor:
+                W, rank, fac = filtered_solve(xp, u, s, vh, Y, alpha, cutoff, n, frob, True, wide=True)
+                return q_times(W), rank, fac
             W, rank = filtered_solve(xp, u, s, vh, Y, alpha, cutoff, n, frob)
             return q_times(W), rank
         u, s, vh = _compat.svd(xp, R)  # X = (Q U) S V^T, and (Q U)^T y = U^T Z

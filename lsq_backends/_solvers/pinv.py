@@ -33,13 +33,15 @@ def uncentered_scale(xp, colsq, offset_sq):
     return xp.sqrt(xp.max(colsq + offset_sq, axis=-1))
 
 
-def filtered_solve(xp, u, s, vh, y, alpha, cutoff, n, scale=None, factor=None):
+def filtered_solve(xp, u, s, vh, y, alpha, cutoff, n, scale=None, factor=None, wide=False):
     """Solve with the factors ``u @ diag(s) @ vh`` of a matrix with ``n`` columns.
 
     ``y`` (..., m, k) is the right-hand side in the range space of ``u``; singular values at
     most ``cutoff`` times the largest (or ``scale`` (...), if larger) count as zero. Returns
-    ``(coef (..., n, k), rank (...))``. Written with ``where`` only, so it traces under
-    ``jax.jit`` and needs no host sync.
+    ``(coef (..., n, k), rank (...))``, and with ``factor`` the ``_factor.Factor`` of these
+    factors: of ``X^T X`` from ``vh``, or with ``wide`` (``u diag(s) vh`` is X itself, wide)
+    of ``X X^T`` from ``u``. Written with ``where`` only, so it traces under ``jax.jit`` and
+    needs no host sync.
     """
     s_max = s[..., :1]
     if scale is not None:
@@ -58,7 +60,8 @@ def filtered_solve(xp, u, s, vh, y, alpha, cutoff, n, scale=None, factor=None):
         rank = xp.where(xp.all(alpha > 0), full_rank(xp, r.shape, n, s), r)
     coef = dot(xp, mT(xp, vh), f * uty)
     if factor:
-        return coef, rank, spectral_factor(xp, s, vh, keep, alpha, vectors=factor == "vectors")
+        vectors = mT(xp, u) if wide else vh
+        return coef, rank, spectral_factor(xp, s, vectors, keep, alpha, vectors=factor == "vectors")
     return coef, rank
 
 
@@ -94,6 +97,9 @@ def minimum_norm(xp, X, Y, alpha, rcond, offset_sq=None, *, factor=False):
         _compat.flush_checks(xp)
         u, s, vh = _compat.svd(xp, mT(xp, R), after_qr_implicit=True)
         scale = uncentered_scale(xp, xp.sum(X * X, axis=-2), offset_sq)
+        if factor:  # u diag(s) (Q vh^T)^T is X: u is X's left singular vectors
+            W, rank, fac = filtered_solve(xp, u, s, vh, Y, alpha, cutoff, n, scale, "vectors", wide=True)
+            return q_times(W), rank, s, None, fac
         W, rank = filtered_solve(xp, u, s, vh, Y, alpha, cutoff, n, scale)
         coef = q_times(W)
     return (coef, rank, s, None, None) if factor else (coef, rank, s, None)

@@ -43,7 +43,8 @@ from ._shared import (
 def solve(xp, X, Y, alpha, rcond, offset_sq=None, *, factor=False):
     """QR solution (CholeskyQR2 where safe, else shifted CholeskyQR3, else Householder), falling
     back to the SVD of R on a numerically singular factor: ``(coef, rank, None, None)``.
-    ``factor``: also the ``_factor.Factor`` solved with (tall X, one penalty or none), fifth."""
+    ``factor``: also the ``_factor.Factor`` solved with (of ``X^T X``, or for wide X of
+    ``X X^T``), fifth."""
     if not cholqr.uses_cholqr2(xp, X, alpha):
         return householder.solve(xp, X, Y, alpha, rcond, offset_sq, factor)
     fac = gram.Factored(xp, X, Y, None)

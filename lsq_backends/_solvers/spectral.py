@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from .. import _compat
+from ._factor import path_factor
 from ._shared import count, default_cutoff, dot, full_rank, gram_noise, mT
 
 
@@ -38,6 +39,7 @@ class Spectrum(NamedTuple):
     F: Any  # (..., m, p) X V, or None
     L: Any  # (..., m, p) leverage weights, or None
     s: Any  # (..., p) singular values (svd route), or None
+    U: Any = None  # (..., m, m) wide X: left singular (eigen) vectors, X X^T = U diag(lam) U^T
 
 
 def _cut(xp, X, lam, offset_sq, gram):
@@ -78,7 +80,7 @@ def gram(xp, X, Y, offset_sq=None, *, samples=False):
             # X V = U diag(lam); the hat matrix is U diag(lam / (lam + alpha)) U^T.
             F = U * lam[..., None, :]
             L = U * F
-    return Spectrum(lam, _cut(xp, X, lam, offset_sq, True), V, P, F, L, None)
+    return Spectrum(lam, _cut(xp, X, lam, offset_sq, True), V, P, F, L, None, None if m >= n else U)
 
 
 def svd(xp, X, Y, offset_sq=None, *, samples=False):
@@ -100,7 +102,7 @@ def svd(xp, X, Y, offset_sq=None, *, samples=False):
     F = u * s[..., None, :] if samples else None
     L = F * F if samples else None
     lam = s * s
-    return Spectrum(lam, _cut(xp, X, lam, offset_sq, False), mT(xp, vh), P, F, L, s)
+    return Spectrum(lam, _cut(xp, X, lam, offset_sq, False), mT(xp, vh), P, F, L, s, None if m >= n else u)
 
 
 def project(xp, spec, Y):
@@ -172,22 +174,36 @@ def auto_ok(xp, spec, alpha, X):
     return xp.all(lam_max + amin <= kappa_limit(xp, X) ** 2 * (lam_min + amin))
 
 
-def solve_path(xp, X, Y, alpha, method, offset_sq=None):
+def solve_path(xp, X, Y, alpha, method, offset_sq=None, factor=False):
     """Coefficients (a, ..., n, k), rank (a, ...) and singular values (``svd``/``qr``: (..., p),
     else None) for every penalty of ``alpha`` (a,). ``normal``: the ``gram`` route; ``svd`` and
     ``qr``: the ``svd`` route (the QR factor alone does not diagonalize the penalties);
-    ``auto``: ``gram``, or ``svd`` where :func:`auto_ok` fails (a traced branch under jit)."""
+    ``auto``: ``gram``, or ``svd`` where :func:`auto_ok` fails (a traced branch under jit).
+    ``factor``: also the ``_factor.Factor`` of every penalty (``_factor.path_factor``)."""
+
+    def solved(spec):
+        coef, rank = path_coef(xp, spec, alpha)
+        if not factor:
+            return coef, rank
+        return coef, rank, spec.V if spec.U is None else spec.U, filters(xp, spec, alpha)
+
+    s = None
     if method in ("svd", "qr"):
         spec = svd(xp, X, Y, offset_sq)
-        return (*path_coef(xp, spec, alpha), spec.s)
-    spec = gram(xp, X, Y, offset_sq)
-    if method == "normal":
-        return (*path_coef(xp, spec, alpha), None)
-    coef, rank = _compat.cond(
-        xp,
-        auto_ok(xp, spec, alpha, X),
-        lambda X, Y: path_coef(xp, spec, alpha),
-        lambda X, Y: path_coef(xp, svd(xp, X, Y, offset_sq), alpha),
-        (X, Y),
-    )
-    return coef, rank, None
+        out, s = solved(spec), spec.s
+    else:
+        spec = gram(xp, X, Y, offset_sq)
+        if method == "normal":
+            out = solved(spec)
+        else:
+            out = _compat.cond(
+                xp,
+                auto_ok(xp, spec, alpha, X),
+                lambda X, Y: solved(spec),
+                lambda X, Y: solved(svd(xp, X, Y, offset_sq)),
+                (X, Y),
+            )
+    if not factor:
+        return (*out, s)
+    V = None if s is None else xp.where((spec.lam > spec.cut)[..., None, :], spec.V, xp.zeros_like(spec.V))
+    return out[0], out[1], s, path_factor(xp, out[2], out[3], V)
