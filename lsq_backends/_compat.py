@@ -25,7 +25,7 @@ import array_api_compat as _aac
 from ._control import Checks, cond, deferred, flush_checks, is_lazy, jit, loop, over_columns
 from ._dask_blocks import numpy_argmin0
 from ._factorizations import checked_cholesky, cholesky, eigh, one_pass_qr, qr, qr_apply, qr_implicit, qr_r, svd
-from ._products import matmul
+from ._products import cross, matmul
 from ._triangular import SMALL_STACK, batch_last, cho_solve, solve_triangular, triangular_inverse
 
 __all__ = [
@@ -40,6 +40,7 @@ __all__ = [
     "cholesky",
     "cond",
     "compiled",
+    "cross",
     "default_dtypes",
     "deferred",
     "eager_jax",
@@ -204,8 +205,7 @@ def gram(xp, X, Y):
             A += Xb.T @ Xb
             B += Xb.T @ Y[i : i + rows]
         return A, B
-    Xt = xp.linalg.matrix_transpose(X)
-    return matmul(xp, Xt, X), matmul(xp, Xt, Y)
+    return matmul(xp, xp.linalg.matrix_transpose(X), X), cross(xp, X, Y)
 
 
 def update_fresh(xp, a, op, b):
