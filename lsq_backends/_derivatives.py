@@ -11,12 +11,12 @@ are plain array operations and are differentiated as they are), with ``r = Y - X
 
 ``K = (X^T X + alpha I)^+`` and ``N = I - X^+ X``, as the solver's rank decision resolved them
 (``_solvers._factor``): made from the factorization the fit already has (Cholesky factor, R,
-SVD, a path's eigendecomposition), never a new one. With ``alpha > 0``, ``N = 0`` and this is
-the exact derivative. With ``alpha = 0`` it is the derivative of the pseudo-inverse solution
-``X^+ Y`` (Golub and Pereyra, 1973) wherever the numerical rank is locally constant; it never
-divides by a dropped singular value, so it is finite everywhere, X = 0 included. Wide X
-(m < n) takes the same rule in the row space, from the m x m factor of ``X X^T + alpha I`` the
-wide fit has (``_rule``).
+SVD, a path's or the Gram matrix's eigendecomposition), never a new one. With ``alpha > 0``,
+``N = 0`` and this is the exact derivative. With ``alpha = 0`` it is the derivative of the
+pseudo-inverse solution ``X^+ Y`` (Golub and Pereyra, 1973) wherever the numerical rank is
+locally constant; it never divides by a dropped singular value, so it is finite everywhere,
+X = 0 included. Wide X (m < n) takes the same rule in the row space, from the m x m factor of
+``X X^T + alpha I`` the wide fit has (``_rule``).
 
 Directions that change the rank: with ``X = U S V^T`` (rank r, ``U_0``, ``V_0`` the
 complements), the rule ignores the block ``U_0^T dX V_0`` of a direction (the only part that

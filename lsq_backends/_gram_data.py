@@ -90,8 +90,8 @@ class TallGram:
         if self.rows is None:
             Z, V = self._shifted(X, Y)
             Zt = xp.linalg.matrix_transpose(Z)
-            A, B = _compat.matmul(xp, Zt, Z), _compat.matmul(xp, Zt, V)
-            self.s = _compat.matmul(xp, Zt, self.weights)  # (..., n, 1)
+            A, B = _compat.matmul(xp, Zt, Z), _compat.cross(xp, Z, V)
+            self.s = _compat.cross(xp, Z, self.weights)  # (..., n, 1)
             self.t = _compat.matmul(xp, xp.linalg.matrix_transpose(V), self.weights)  # (..., k, 1)
         else:
             A = B = s = t = None
@@ -119,12 +119,11 @@ class TallGram:
             if self.centered:
                 X, Y = self._shifted(X, Y)
             R = Y - _compat.matmul(xp, X, W)
-            Xt = xp.linalg.matrix_transpose(X)
-            h = _compat.matmul(xp, Xt, R)
+            h = _compat.cross(xp, X, R)
             rss = xp.sum(R * R, axis=-2)
             if self.centered:
                 c = _compat.matmul(xp, xp.linalg.matrix_transpose(self.weights), R) / self.total  # (..., 1, k)
-                s = _compat.matmul(xp, Xt, self.weights)  # the sums about the exact means: ~0
+                s = _compat.cross(xp, X, self.weights)  # the sums about the exact means: ~0
         else:
             h = rss = c = s = None
             for Z, V, rb in self._blocks(X, Y):

@@ -21,3 +21,16 @@ def matmul(xp, a, b):
         return xp.matmul(a, b, precision=jax.lax.Precision.HIGHEST)
     with full_float32(xp, a, b):
         return xp.matmul(a, b)
+
+
+def cross(xp, a, b):
+    """``a^T @ b`` at full precision (``a^T`` the matrix transpose), for tall ``a`` (..., m, n) and
+    thin ``b`` (..., m, k): the cross products X^T y and X^T r of the Gram route.
+
+    Quirk: XLA's CPU backend computed ``X^T @ y`` with one column (a matrix-vector product) from
+    a transposed copy of X, an X-sized temporary in every compiled fit (on sharded X, one
+    shard a device). Written ``(y^T @ X)^T`` it reads X as laid out: the same sums, n x k
+    transposed. Elsewhere ``a^T @ b`` as it reads."""
+    if _aac.is_jax_namespace(xp):
+        return xp.linalg.matrix_transpose(matmul(xp, xp.linalg.matrix_transpose(b), a))
+    return matmul(xp, xp.linalg.matrix_transpose(a), b)

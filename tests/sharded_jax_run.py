@@ -1,10 +1,11 @@
 """Run by ``test_sharded_jax.py`` in a fresh process: JAX must see 4 CPU devices, which
 ``XLA_FLAGS`` sets only before JAX is imported, so the rest of the suite keeps one device.
 
-Fits jitted ``normal`` (and ridge) with X sharded by rows over 4 devices and on one device;
-prints JSON with the results and the collectives of the compiled HLO, grouped by where they
-sit: in the fallback branch of a ``conditional`` (branch 0, lax.cond's false branch) or
-anywhere else.
+Fits jitted ``normal`` (and ridge, and a rank-deficient X that takes the fallback branch)
+with X sharded by rows over 4 devices and on one device; prints JSON with the results, the
+collectives of the compiled HLO, grouped by where they sit: in the fallback branch of a
+``conditional`` (branch 0, lax.cond's false branch) or anywhere else, and the compiled fits'
+temporaries per device (``memory_analysis``) at a second, larger size.
 """
 
 from __future__ import annotations
@@ -42,35 +43,56 @@ def collectives(hlo):
     return found, sorted(fallback)
 
 
-def main(m, n, k):
+def data(m, n, k):
     rng = np.random.default_rng(0)
     X = rng.standard_normal((m, n)) @ np.diag(np.logspace(0, -1, n)) + 3.0
-    Y = rng.standard_normal((m, k))
-    w = rng.uniform(0.5, 2.0, m)
+    return X, rng.standard_normal((m, k)), rng.uniform(0.5, 2.0, m)
+
+
+def rank_deficient(X):
+    """X with its last column a copy of the first: rank n - 1, the fallback branch runs."""
+    X = X.copy()
+    X[:, -1] = X[:, 0]
+    return X
+
+
+CASES = {
+    "lstsq": lambda X, Y, w: lsq.lstsq(X, Y, method="normal"),
+    "ridge_intercept": lambda X, Y, w: lsq.ridge(X, Y, 2.0, method="normal", sample_weight=w),
+    "rank_deficient": lambda X, Y, w: lsq.lstsq(X, Y, method="normal"),
+}
+
+
+def main(m, n, k, m_mem, n_mem):
+    X, Y, w = data(m, n, k)
     mesh = Mesh(np.array(jax.devices()), ("rows",))
     rows, vec = NamedSharding(mesh, P("rows", None)), NamedSharding(mesh, P("rows"))
     one = jax.devices()[0]
-    cases = {
-        "lstsq": lambda X, Y, w: lsq.lstsq(X, Y, method="normal"),
-        "ridge_intercept": lambda X, Y, w: lsq.ridge(X, Y, 2.0, method="normal", sample_weight=w),
-    }
-    out = {"devices": len(jax.devices())}
-    for name, f in cases.items():
+    out = {"devices": len(jax.devices()), "memory": {}}
+    for name, f in CASES.items():
         fit = jax.jit(f)
-        args = (jax.device_put(X, rows), jax.device_put(Y, rows), jax.device_put(w, vec))
+        Xc = rank_deficient(X) if name == "rank_deficient" else X
+        args = (jax.device_put(Xc, rows), jax.device_put(Y, rows), jax.device_put(w, vec))
         hlo = fit.lower(*args).compile().as_text()
         found, fallback = collectives(hlo)
         sharded = fit(*args)
-        single = fit(*(jax.device_put(a, one) for a in (X, Y, w)))
+        single = fit(*(jax.device_put(a, one) for a in (Xc, Y, w)))
         out[name] = {
             "collectives": found,
             "fallback": fallback,
             "sharded": [np.asarray(a).tolist() for a in (sharded.coef, sharded.intercept, sharded.rss)],
             "single": [np.asarray(a).tolist() for a in (single.coef, single.intercept, single.rss)],
+            "rank": [int(sharded.rank), int(single.rank)],
             "shard_rows": sorted({s.data.shape[0] for s in args[0].addressable_shards}),
         }
+    # Temporaries of the compiled fits per device, against one shard of X (k = 1: a vector y).
+    X, Y, w = data(m_mem, n_mem, 1)
+    args = (jax.device_put(X, rows), jax.device_put(Y[:, 0], vec), jax.device_put(w, vec))
+    for name in ("lstsq", "ridge_intercept"):
+        stats = jax.jit(CASES[name]).lower(*args).compile().memory_analysis()
+        out["memory"][name] = {"temp": stats.temp_size_in_bytes, "shard": X.nbytes // len(jax.devices())}
     print(json.dumps(out))
 
 
 if __name__ == "__main__":
-    main(*map(int, sys.argv[1:4]))
+    main(*map(int, sys.argv[1:6]))

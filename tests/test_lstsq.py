@@ -184,6 +184,30 @@ def test_duplicated_column(be, method):
     assert int(be.to_numpy(res.rank)) == 3
 
 
+def test_normal_rank_fallback_per_target_ridge(be):
+    """A penalty at rounding level (1e-16: no Cholesky pivot of the duplicated column is above
+    the Gram matrix's noise) takes ``normal``'s rank fallback (on JAX the Gram matrix's
+    eigendecomposition, elsewhere the SVD path), one penalty per target: the SVD filter
+    ``s / (s**2 + alpha)`` over the kept directions, rank n (every penalty positive). The kept
+    part's condition is ~1, so the normal equations' bound is eps-level."""
+    rng = np.random.default_rng(8)
+    X = rng.standard_normal((30, 3))
+    X = np.c_[X, X[:, 1]]
+    y = rng.standard_normal((30, 2))
+    alpha = np.array([1e-16, 2e-16])
+    u, s, vh = np.linalg.svd(X, full_matrices=False)
+    keep = s > 30 * np.finfo(np.float64).eps * s[0]
+    ref = np.stack(
+        [vh[keep].T @ ((s[keep] / (s[keep] ** 2 + a)) * (u[:, keep].T @ y[:, j])) for j, a in enumerate(alpha)], 1
+    )
+    res = lsq.ridge(
+        be.asarray(X), be.asarray(y), be.asarray(alpha), method="normal", fit_intercept=False, per_target=True
+    )
+    tol = tolerance("normal", np.float64, s[0] / s[keep][-1], *X.shape)
+    assert rel_err(be.to_numpy(res.coef), ref) <= tol
+    assert int(be.to_numpy(res.rank)) == 4
+
+
 @pytest.mark.parametrize("method", METHODS)
 def test_worked_example(be, method):
     """(1,1), (2,2), (3,2): y = 2/3 + t/2; p = (7/6, 5/3, 13/6); e = (-1/6, 1/3, -1/6)."""

@@ -10,6 +10,12 @@
   pivot), marks the Gram matrix numerically singular;
 - ``refined_limit``, ``kappa_limit``: the condition numbers up to which one refinement step
   converges, and up to which the unrefined normal equations are kept on wide X.
+
+A numerically singular Gram matrix is re-solved, so rank-deficient problems get the
+minimum-norm solution, never NaN: by the SVD path (a QR of X, QR-level error), or where both branches of the choice are
+compiled into one program (JAX, ``_compat.branches_share_memory``) by the eigendecomposition
+of the Gram matrix already formed (:meth:`Factored.eigen`): no second pass over X to factorize
+it and no copy of X (sharded X is never gathered), at the normal equations' own accuracy.
 """
 
 from __future__ import annotations
@@ -18,9 +24,10 @@ import math
 
 from .. import _compat
 from .._gram_data import TallGram
-from ._factor import inverse_factor, triangular_inverse
+from ._factor import inverse_factor, spectral_factor, triangular_inverse
 from ._shared import (
     add_penalty,
+    count,
     default_cutoff,
     diagonal,
     dot,
@@ -52,6 +59,7 @@ class Factored:
             # X's deferred finiteness test (``_input.gram_check``), before factorizing; with the
             # columns' offsets where the Gram route centered (their uncentered norms)
             check(A, None if self.data is None else self.data.offset_sq)
+        self.G, self.XtY = A, B  # before the penalty (:meth:`eigen`)
         if alpha is not None:
             A = add_penalty(xp, A, alpha)
         self.A, self.B = A, split_targets(xp, B, alpha)
@@ -69,24 +77,31 @@ class Factored:
 
     def solve_or(self, xp, X, Y, ok, fallback, rcond, offset_sq, factor=False):
         """The refined Cholesky solution where the scalar ``ok`` holds, else ``fallback``'s
-        solution (a traced branch under ``jax.jit``; see ``_compat.cond``). Returns
-        (coef, rank, None, rss): rss (..., k) of tall X, None for wide X; with ``factor`` the
-        ``_factor.Factor`` solved with, fifth (for wide X, of ``X X^T``: the Cholesky factor
-        here is that of ``X X^T + alpha I``)."""
+        solution (a traced branch under ``jax.jit``; see ``_compat.cond``); ``fallback`` None:
+        :meth:`eigen`. Returns (coef, rank, None, rss): rss (..., k) of tall X, None for wide
+        X; with ``factor`` the ``_factor.Factor`` solved with, fifth (for wide X, of
+        ``X X^T``: the Cholesky factor here is that of ``X X^T + alpha I``)."""
+        if fallback is None:
+
+            def other(X, Y):
+                return self.eigen(xp, X, Y, rcond, offset_sq, factor)
+
+        elif self.wide:
+
+            def other(X, Y):
+                solved = fallback(xp, X, Y, self.alpha, rcond, offset_sq, **({"factor": True} if factor else {}))
+                return (*solved[:2], solved[-1]._replace(V=None)) if factor else solved[:2]
+
+        else:
+            other = self.fallback(xp, fallback, rcond, offset_sq, factor)
         if self.wide:
 
             def wide_cholesky(X, Y):
                 coef, rank = self.solve(xp, X)[:2]
                 return (coef, rank, self.factor(xp)) if factor else (coef, rank)
 
-            def wide_other(X, Y):
-                solved = fallback(xp, X, Y, self.alpha, rcond, offset_sq, **({"factor": True} if factor else {}))
-                return (*solved[:2], solved[-1]._replace(V=None)) if factor else solved[:2]
-
-            coef, rank, *fac = _compat.cond(xp, ok, wide_cholesky, wide_other, (X, Y))
+            coef, rank, *fac = _compat.cond(xp, ok, wide_cholesky, other, (X, Y))
             return (coef, rank, None, None, *fac)
-
-        other = self.fallback(xp, fallback, rcond, offset_sq, factor)
 
         def cholesky(X, Y):
             solved = self.solve(xp, X, Y)
@@ -113,6 +128,41 @@ class Factored:
             return (coef, rank, rss, solved[-1]._replace(V=None)) if factor else (coef, rank, rss)
 
         return other
+
+    def eigen(self, xp, X, Y, rcond, offset_sq, factor=False):
+        """The minimum-norm (or ridge) solution from the eigendecomposition ``G = V diag(lam)
+        V^T`` of the Gram matrix already formed (before the penalty): ``w = V diag(f) V^T X^T y``
+        (tall X) or ``w = X^T V diag(f) V^T y`` (wide X), ``f = 1 / (lam + alpha)`` on the kept
+        eigenvalues (:func:`eigen_keep`), 0 on the others; rank: their count (``n`` with every
+        penalty positive, as the SVD filter's). Tall X: ``(coef, rank, rss)``, rss from one
+        pass over X (``TallGram.residual``: no copy of X, centered on the n x n side), and with
+        ``factor`` the ``Factor`` of the kept spectrum (``spectral_factor``, ``s = sqrt(lam)``)
+        fourth; wide X: ``(coef, rank)``.
+
+        No pass over X to factorize it and no X-sized temporary: under ``jax.jit`` XLA reserves
+        the buffers of both branches of the rank test, and on sharded X this branch needs no
+        all-gather. The normal equations' own accuracy class: the Gram matrix's rounding
+        (~gram_noise * lam_max, ``_shared.gram_noise``) moves the kept eigenvectors by
+        ~eps cond**2 (cond of the kept part, at most ``1 / sqrt(gram_noise)`` by the cutoff),
+        so coef errs by ~eps cond**2, as the Cholesky branch's before refinement; the SVD path
+        errs by ~eps cond. Not refined: the kept subspace's own error is of that order."""
+        m, n = X.shape[-2:]
+        lam, V = _compat.eigh(xp, self.G)
+        lam = xp.maximum(lam, xp.zeros_like(lam))  # null directions round to +-eps * lam_max
+        keep = eigen_keep(xp, lam, self.G, X, rcond, offset_sq, self.wide)
+        safe = xp.where(keep, lam, xp.ones_like(lam))[..., None]  # (..., p, 1)
+        f = 1 / safe if self.alpha is None else 1 / (safe + self.alpha)  # (..., p, 1 or k)
+        f = xp.where(keep[..., None], f, xp.zeros_like(f))
+        W = dot(xp, V, f * dot(xp, mT(xp, V), self.XtY))
+        rank = count(xp, keep, lam)
+        if self.alpha is not None:
+            rank = xp.where(xp.all(self.alpha > 0), full_rank(xp, rank.shape, n, lam), rank)
+        # of X^T X, or for wide X of X X^T: V holds X's right or left singular vectors
+        fac = spectral_factor(xp, xp.sqrt(lam), mT(xp, V), keep, self.alpha) if factor else None
+        if self.wide:
+            return (dot(xp, mT(xp, X), W), rank, fac) if factor else (dot(xp, mT(xp, X), W), rank)
+        rss = self.data.residual(X, Y, W)[1]
+        return (W, rank, rss, fac) if factor else (W, rank, rss)
 
     def cho_solve(self, xp, B):
         return merge_targets(
@@ -178,6 +228,27 @@ def refined_limit(xp, X):
 
 def kappa_limit(xp, X):
     return eps(xp, X) ** -0.25 / 8
+
+
+def eigen_keep(xp, lam, G, X, rcond, offset_sq, wide):
+    """The eigenvalues ``lam`` (..., p) of the Gram matrix ``G`` of X that :meth:`Factored.eigen`
+    keeps: above ``c**2`` times the largest (``c``: ``rcond``, else ``_shared.default_cutoff``,
+    the SVD path's cutoff on singular values, squared) or, with an intercept, times the largest
+    squared column norm before centering (centering leaves noise at that scale), and above the
+    rounding noise of a formed Gram matrix, ``gram_noise * lam_max`` (``_shared.gram_noise``;
+    the threshold the rank test's pivots use too). As ``spectral``'s ``gram`` route of a ridge
+    path. Scale-free: the same in every unit X is measured in."""
+    m, n = X.shape[-2:]
+    c = default_cutoff(xp, X, m, n, rcond)
+    top = xp.max(lam, axis=-1, keepdims=True)
+    ref = top
+    if offset_sq is not None:
+        # Squared column norms of the centered X: the Gram matrix's diagonal (tall X), a pass
+        # over X (wide X: its Gram matrix is of the rows).
+        colsq = xp.sum(X * X, axis=-2) if wide else diagonal(xp, G)
+        ref = xp.maximum(ref, xp.max(colsq + offset_sq, axis=-1, keepdims=True))
+    cut = xp.maximum(c * c * ref, gram_noise(xp, X, m, n) * top)
+    return lam > cut
 
 
 def full_rank_test(xp, fac, X, rcond, offset_sq, *, global_scale=False):

@@ -8,23 +8,29 @@ number, so the error grows like eps * cond(X)**2. Accurate for cond(X) << eps**-
 A numerically singular Gram matrix (the factorization breaks down; a pivot ``L_jj`` is at
 most ``max(rcond, sqrt(gram_noise)) * sqrt(A_jj)`` (``_shared.gram_noise``); or, as in QR, at most
 ``rcond * ||X[:, j]||`` with the column's norm before centering: both scale-free) is detected
-and the problem is re-solved by the SVD path, so rank-deficient problems get the minimum-norm
-solution, never NaN.
+and the problem is re-solved, so rank-deficient problems get the minimum-norm solution, never
+NaN. The fallback: the SVD path (a QR of X, then the SVD of its R factor; error ~ eps cond);
+on JAX the eigendecomposition of the Gram matrix already formed (``gram.Factored.eigen``:
+error ~ eps cond**2 of the kept part, the normal equations' own), since XLA reserves the
+memory of both branches of the rank test in every compiled fit: the QR's copy of X (on
+sharded X, the all-gather of all of X onto every device) would be paid by every fit.
 """
 
 from __future__ import annotations
 
+from .. import _compat
 from . import gram, pinv
 from ._shared import all_true
 
 
 def solve(xp, X, Y, alpha, rcond, offset_sq=None, *, check=None, data=None, factor=False):
-    """Normal-equation solution, refined once (tall X), falling back to the SVD path on a
-    singular Gram matrix: ``(coef, rank, None, rss)``. ``check(A)``, if given, validates the
-    Gram matrix before it is factorized; ``data``, a ``TallGram`` of tall X (uncentered X
+    """Normal-equation solution, refined once (tall X), falling back to the SVD path (JAX: the
+    Gram matrix's eigendecomposition) on a singular Gram matrix: ``(coef, rank, None, rss)``.
+    ``check(A)``, if given, validates the Gram matrix before it is factorized; ``data``, a ``TallGram`` of tall X (uncentered X
     and Y with their shifts, for a fit with an intercept); ``factor``: see
     ``gram.Factored.solve_or``."""
     fac = gram.Factored(xp, X, Y, alpha, check, data)
     offset_sq = gram.centered_offsets(fac, offset_sq)
     ok = gram.full_rank_test(xp, fac, X, rcond, offset_sq)
-    return fac.solve_or(xp, X, Y, all_true(xp, ok), pinv.minimum_norm, rcond, offset_sq, factor)
+    fallback = None if _compat.branches_share_memory(xp) else pinv.minimum_norm
+    return fac.solve_or(xp, X, Y, all_true(xp, ok), fallback, rcond, offset_sq, factor)
