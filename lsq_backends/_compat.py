@@ -43,6 +43,8 @@ __all__ = [
     "default_dtypes",
     "deferred",
     "eager_jax",
+    "finfo",
+    "isdtype",
     "flush_checks",
     "float64_for",
     "diagonal",
@@ -54,6 +56,7 @@ __all__ = [
     "jit",
     "loop",
     "matmul",
+    "memo",
     "one_pass_qr",
     "over_columns",
     "qr",
@@ -145,8 +148,41 @@ def argmin0(xp, x):
     return xp.argmin(x, axis=0)
 
 
+_MEMO: dict = {}
+
+
+def memo(key, make):
+    """``make()``, remembered under ``key`` (per-namespace constants: dtype kinds, finfo,
+    default dtypes; each query costs 1-2 us through the namespace, a dozen of them per small
+    fit). Keys that cannot be hashed are computed every time."""
+    try:
+        return _MEMO[key]
+    except KeyError:
+        value = _MEMO[key] = make()
+        return value
+    except TypeError:
+        return make()
+
+
+def isdtype(xp, dtype, kind):
+    """``xp.isdtype(dtype, kind)``, remembered per namespace, dtype and kind."""
+    return memo(("isdtype", xp, dtype, kind), lambda: xp.isdtype(dtype, kind))
+
+
+def finfo(xp, dtype):
+    """``xp.finfo(dtype)``, remembered per namespace and dtype."""
+    return memo(("finfo", xp, dtype), lambda: xp.finfo(dtype))
+
+
 def default_dtypes(xp, dev):
-    """(default real float, default integer) of ``xp`` on ``dev``."""
+    """(default real float, default integer) of ``xp`` on ``dev`` (JAX's follow its x64 flag,
+    which may change: asked every time)."""
+    if _aac.is_jax_namespace(xp):
+        return _default_dtypes(xp, dev)
+    return memo(("default_dtypes", xp, dev), lambda: _default_dtypes(xp, dev))
+
+
+def _default_dtypes(xp, dev):
     info = xp.__array_namespace_info__()
     try:
         d = info.default_dtypes(device=dev)
@@ -173,10 +209,10 @@ def diagonal(xp, a):
     matrices measured 1.7x slower than on a copy (0.39 against 0.23 ms for one division and
     square root on the diagonals of 10000 8x8 factors; the copy costs 0.08 ms).
     """
-    d = xp.linalg.diagonal(a)
-    if _aac.is_numpy_namespace(xp) and a.ndim > 2:
-        return xp.asarray(d, copy=True)
-    return d
+    if _aac.is_numpy_namespace(xp):
+        d = a.diagonal(axis1=-2, axis2=-1)  # a read-only view, as xp.linalg.diagonal's
+        return d.copy() if a.ndim > 2 else d
+    return xp.linalg.diagonal(a)
 
 
 # Row block of ``gram`` on NumPy: ~256 KB of float64, so X^T Y reads the block from cache.

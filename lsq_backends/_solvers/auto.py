@@ -23,6 +23,7 @@ the safer path.
 
 from __future__ import annotations
 
+from .. import _compat
 from . import gram, householder
 from ._shared import (
     all_true,
@@ -44,7 +45,7 @@ def solve(xp, X, Y, alpha, rcond, offset_sq=None, *, check=None, data=None, fact
     ok = (kappa <= limit) & gram.full_rank_test(xp, fac, X, rcond, offset_sq, global_scale=True)
     # A Gram matrix in the subnormal range has lost bits however well conditioned X is.
     d = xp.min(diagonal(xp, fac.A), axis=-1)
-    ok = all_true(xp, ok & (d >= xp.finfo(X.dtype).smallest_normal / eps(xp, X)))
+    ok = all_true(xp, ok & (d >= _compat.finfo(xp, X.dtype).smallest_normal / eps(xp, X)))
     if fac.wide:
         return fac.solve_or(xp, X, Y, ok, householder.solve, rcond, offset_sq, factor)
 
