@@ -59,6 +59,13 @@ __all__ = [
     "memo",
     "one_pass_qr",
     "over_columns",
+    "positive_or_one",
+    "reduce_all",
+    "reduce_max",
+    "reduce_mean",
+    "matrix_transpose",
+    "reduce_min",
+    "reduce_sum",
     "qr",
     "qr_apply",
     "qr_implicit",
@@ -200,6 +207,57 @@ def float64_for(xp, dev):
     except TypeError:  # some wrapped namespaces take no device argument
         floats = info.dtypes(kind="real floating")
     return floats.get("float64")
+
+
+def reduce_sum(xp, a, axis=None, keepdims=False):
+    """``xp.sum`` of a float array. Quirk: NumPy's ``sum`` (and the namespace's wrapper around
+    it) costs ~2x the reduction on the small arrays of a small fit; the method does not."""
+    if _aac.is_numpy_namespace(xp):
+        return a.sum(axis=axis, keepdims=keepdims)
+    return xp.sum(a, axis=axis, keepdims=keepdims)
+
+
+def reduce_mean(xp, a, axis=None, keepdims=False):
+    """``xp.mean`` (the method on NumPy, as :func:`reduce_sum`)."""
+    if _aac.is_numpy_namespace(xp):
+        return a.mean(axis=axis, keepdims=keepdims)
+    return xp.mean(a, axis=axis, keepdims=keepdims)
+
+
+def matrix_transpose(xp, a):
+    """``xp.linalg.matrix_transpose`` (a view; ``swapaxes`` on NumPy, without the wrapper)."""
+    if _aac.is_numpy_namespace(xp):
+        return a.swapaxes(-1, -2)
+    return xp.linalg.matrix_transpose(a)
+
+
+def reduce_max(xp, a, axis=None, keepdims=False):
+    """``xp.max`` (the method on NumPy, as :func:`reduce_sum`)."""
+    if _aac.is_numpy_namespace(xp):
+        return a.max(axis=axis, keepdims=keepdims)
+    return xp.max(a, axis=axis, keepdims=keepdims)
+
+
+def reduce_min(xp, a, axis=None, keepdims=False):
+    """``xp.min`` (the method on NumPy, as :func:`reduce_sum`)."""
+    if _aac.is_numpy_namespace(xp):
+        return a.min(axis=axis, keepdims=keepdims)
+    return xp.min(a, axis=axis, keepdims=keepdims)
+
+
+def reduce_all(xp, a, axis=None):
+    """``xp.all`` (the method on NumPy, as :func:`reduce_sum`)."""
+    if _aac.is_numpy_namespace(xp):
+        return a.all(axis=axis)
+    return xp.all(a, axis=axis)
+
+
+def positive_or_one(xp, a):
+    """``a`` where positive, else 1 (a safe divisor). NumPy: a Python 1.0 in ``where`` keeps
+    the dtype (NEP 50) without a ``ones_like`` array."""
+    if _aac.is_numpy_namespace(xp):
+        return xp.where(a > 0, a, 1.0)
+    return xp.where(a > 0, a, xp.ones_like(a))
 
 
 def diagonal(xp, a):

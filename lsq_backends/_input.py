@@ -142,7 +142,7 @@ def gram_check(xp, X, check_finite, checks):
         return None
 
     def check(A, offset_sq=None):
-        checks.add(xp.all(xp.isfinite(xp.linalg.diagonal(A))), lambda: _exact_finite(xp, X, "X"))
+        checks.add(_compat.reduce_all(xp, xp.isfinite(_compat.diagonal(xp, A))), lambda: _exact_finite(xp, X, "X"))
 
     return check
 
@@ -188,6 +188,34 @@ def check_bool(value, name):
     raise TypeError(msg)
 
 
+def _plain_numpy(*arrays):
+    np = sys.modules.get("numpy")
+    return all(a is None or type(a) is np.ndarray for a in arrays)
+
+
+def _converted(X, y, sample_weight):
+    """The namespace, the device and the inputs as arrays of that namespace, after the checks
+    of kind, known shape and device."""
+    for name, a in (("X", X), ("y", y), ("sample_weight", sample_weight)):
+        check_kind(a, name)
+    xp = namespace_of(X, y, sample_weight)
+    dev = None
+    like = None  # a float dtype given by an array argument: lists are converted to it
+    for a in (X, y, sample_weight):
+        if _aac.is_array_api_obj(a):
+            dev = _compat.device(a) if dev is None else dev
+            if like is None and _compat.isdtype(xp, a.dtype, "real floating"):
+                like = a.dtype
+    X = as_array(xp, X, "X", dev, like)
+    y = as_array(xp, y, "y", dev, like)
+    if sample_weight is not None:
+        sample_weight = as_array(xp, sample_weight, "sample_weight", dev, like)
+    for name, a in (("X", X), ("y", y), ("sample_weight", sample_weight)):
+        check_known_shape(a, name)
+    check_devices({"X": X, "y": y, "sample_weight": sample_weight})
+    return xp, dev, X, y, sample_weight
+
+
 class Validated(NamedTuple):
     """Inputs that passed the shape, dtype and device checks, cast to one float dtype; their
     value checks recorded in ``checks``, not yet read."""
@@ -209,23 +237,13 @@ def validate(
     recorded in the returned ``checks`` (read them with ``checks.read(xp)``). With
     ``defer_x_check`` X's finiteness is left to its Gram matrix (:func:`gram_check`).
     ``alpha_name`` is what errors about ``alpha`` call it (``alphas`` for ridge_cv)."""
-    for name, a in (("X", X), ("y", y), ("sample_weight", sample_weight)):
-        check_kind(a, name)
-    xp = namespace_of(X, y, sample_weight)
-    dev = None
-    like = None  # a float dtype given by an array argument: lists are converted to it
-    for a in (X, y, sample_weight):
-        if _aac.is_array_api_obj(a):
-            dev = _compat.device(a) if dev is None else dev
-            if like is None and _compat.isdtype(xp, a.dtype, "real floating"):
-                like = a.dtype
-    X = as_array(xp, X, "X", dev, like)
-    y = as_array(xp, y, "y", dev, like)
-    if sample_weight is not None:
-        sample_weight = as_array(xp, sample_weight, "sample_weight", dev, like)
-    for name, a in (("X", X), ("y", y), ("sample_weight", sample_weight)):
-        check_known_shape(a, name)
-    check_devices({"X": X, "y": y, "sample_weight": sample_weight})
+    if _plain_numpy(X, y, sample_weight):
+        # Plain NumPy arrays (not subclasses: no masked array) pass the checks of kind, known
+        # shape and device by construction, and need no conversion.
+        xp = _compat.memo("numpy namespace", lambda: _compat.array_namespace(X))
+        dev = _compat.device(X)
+    else:
+        xp, dev, X, y, sample_weight = _converted(X, y, sample_weight)
 
     if X.ndim < 2:
         msg = f"X must have shape (m, n) or (..., m, n); got shape {tuple(X.shape)}"

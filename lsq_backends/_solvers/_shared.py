@@ -11,7 +11,7 @@ from .. import _compat
 
 def mT(xp, x):
     """Matrix transpose of a stack (``.mT`` is missing on Dask arrays)."""
-    return xp.linalg.matrix_transpose(x)
+    return _compat.matrix_transpose(xp, x)
 
 
 def dot(xp, a, b):
@@ -75,9 +75,7 @@ def merge_targets(xp, w, alpha):
 
 def all_true(xp, mask):
     """Scalar: every entry of ``mask`` (the whole batch takes one branch)."""
-    if _aac.is_numpy_namespace(xp):
-        return mask.all()  # np.all's Python wrapper costs twice the reduction on small masks
-    return xp.all(mask)
+    return _compat.reduce_all(xp, mask)
 
 
 def pivot_ratios(xp, pivots, colsq, offset_sq):
@@ -94,7 +92,7 @@ def pivot_ratios(xp, pivots, colsq, offset_sq):
     if offset_sq is not None:
         ref = ref + (offset_sq[..., None, :] if colsq.ndim > offset_sq.ndim else offset_sq)
     ref = xp.sqrt(ref)
-    return xp.abs(pivots) / xp.where(ref > 0, ref, xp.ones_like(ref))
+    return xp.abs(pivots) / _compat.positive_or_one(xp, ref)
 
 
 def gram_noise(xp, a, m, n):
@@ -173,4 +171,4 @@ def relative_pivots(xp, R):
     or whose norm is negligible next to the largest (the scale SVD's cutoff uses too)."""
     d = xp.abs(diagonal(xp, R))
     norms = xp.max(xp.linalg.vector_norm(R, axis=-2), axis=-1, keepdims=True)
-    return d / xp.where(norms > 0, norms, xp.ones_like(norms))
+    return d / _compat.positive_or_one(xp, norms)
