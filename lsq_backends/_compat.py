@@ -21,6 +21,7 @@ settings), through :mod:`._products`.
 from __future__ import annotations
 
 import array_api_compat as _aac
+import numpy as _np
 
 from ._control import Checks, cond, deferred, flush_checks, is_lazy, jit, loop, over_columns
 from ._dask_blocks import numpy_argmin0
@@ -59,7 +60,10 @@ __all__ = [
     "memo",
     "one_pass_qr",
     "over_columns",
+    "plain_numpy",
     "positive_or_one",
+    "positive_or_zero",
+    "full",
     "reduce_all",
     "reduce_max",
     "reduce_mean",
@@ -78,7 +82,19 @@ __all__ = [
     "zero_first_row",
 ]
 
-device = _aac.device
+
+def device(x):
+    """``array_api_compat.device``; "cpu" at once for a plain NumPy array (the common case:
+    the general lookup tests for a dozen libraries' array types first)."""
+    if type(x) is _np.ndarray:
+        return "cpu"
+    return _aac.device(x)
+
+
+def plain_numpy(*arrays) -> bool:
+    """True when every argument is None or a plain NumPy array (no subclass): such inputs
+    are neither JAX nor PyTorch arrays, need no conversion, and live on the CPU."""
+    return all(a is None or type(a) is _np.ndarray for a in arrays)
 
 
 def array_namespace(*arrays):
@@ -89,6 +105,8 @@ def array_namespace(*arrays):
 
 def eager_jax(*arrays) -> bool:
     """True when the arguments hold concrete JAX arrays and no tracer: an eager JAX call."""
+    if plain_numpy(*arrays):
+        return False
     found = False
     for a in arrays:
         if _aac.is_jax_array(a):
@@ -218,9 +236,10 @@ def reduce_sum(xp, a, axis=None, keepdims=False):
 
 
 def reduce_mean(xp, a, axis=None, keepdims=False):
-    """``xp.mean`` (the method on NumPy, as :func:`reduce_sum`)."""
-    if _aac.is_numpy_namespace(xp):
-        return a.mean(axis=axis, keepdims=keepdims)
+    """``xp.mean`` over one axis (NumPy: the sum divided by the count, as ``numpy.mean``
+    computes it, without its Python layers)."""
+    if _aac.is_numpy_namespace(xp) and isinstance(axis, int) and a.dtype.kind == "f" and a.dtype.itemsize >= 4:
+        return a.sum(axis=axis, keepdims=keepdims) / a.shape[axis]
     return xp.mean(a, axis=axis, keepdims=keepdims)
 
 
@@ -250,6 +269,21 @@ def reduce_all(xp, a, axis=None):
     if _aac.is_numpy_namespace(xp):
         return a.all(axis=axis)
     return xp.all(a, axis=axis)
+
+
+def full(xp, shape, value, dtype, like):
+    """``xp.full`` on ``like``'s device (NumPy's own ``full``: the namespace's wrapper
+    checks the device first)."""
+    if _aac.is_numpy_namespace(xp):
+        return _np.full(shape, value, dtype=dtype)
+    return xp.full(shape, value, dtype=dtype, device=device(like))
+
+
+def positive_or_zero(xp, a):
+    """``a`` where positive, else 0 (NaN too), as :func:`positive_or_one`."""
+    if _aac.is_numpy_namespace(xp):
+        return xp.where(a > 0, a, 0.0)
+    return xp.where(a > 0, a, xp.zeros_like(a))
 
 
 def positive_or_one(xp, a):

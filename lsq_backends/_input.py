@@ -15,6 +15,7 @@ import sys
 from typing import Any, NamedTuple
 
 import array_api_compat as _aac
+import numpy as np
 
 from . import _compat
 from ._alpha import failure, validate_alpha
@@ -111,7 +112,7 @@ def _check_finite(xp, a, name, checks):
     # which overflow of huge finite values could also give, needs the exact test.
     if _aac.is_numpy_namespace(xp):  # the same test, without the namespace's wrappers
         flat = a.reshape(-1, a.shape[-1]) if a.ndim > 1 else a.reshape(1, -1)
-        ok = xp.isfinite(flat @ xp.ones(flat.shape[-1], dtype=flat.dtype)).all()
+        ok = xp.isfinite(flat @ np.ones(flat.shape[-1], dtype=flat.dtype)).all()
         checks.add(ok, lambda: _exact_finite(xp, a, name))
         return
     flat = xp.reshape(a, (-1, a.shape[-1])) if a.ndim > 1 else xp.reshape(a, (1, -1))
@@ -188,11 +189,6 @@ def check_bool(value, name):
     raise TypeError(msg)
 
 
-def _plain_numpy(*arrays):
-    np = sys.modules.get("numpy")
-    return all(a is None or type(a) is np.ndarray for a in arrays)
-
-
 def _converted(X, y, sample_weight):
     """The namespace, the device and the inputs as arrays of that namespace, after the checks
     of kind, known shape and device."""
@@ -237,7 +233,7 @@ def validate(
     recorded in the returned ``checks`` (read them with ``checks.read(xp)``). With
     ``defer_x_check`` X's finiteness is left to its Gram matrix (:func:`gram_check`).
     ``alpha_name`` is what errors about ``alpha`` call it (``alphas`` for ridge_cv)."""
-    if _plain_numpy(X, y, sample_weight):
+    if _compat.plain_numpy(X, y, sample_weight):
         # Plain NumPy arrays (not subclasses: no masked array) pass the checks of kind, known
         # shape and device by construction, and need no conversion.
         xp = _compat.memo("numpy namespace", lambda: _compat.array_namespace(X))
@@ -310,7 +306,7 @@ def intercept_of(xp, problem, coef, fit_intercept):
     if fit_intercept:
         return (problem.y_offset - _compat.matmul(xp, problem.x_offset, coef))[..., 0, :]
     shape = (*coef.shape[:-2], coef.shape[-1])
-    return xp.zeros(shape, dtype=coef.dtype, device=_compat.device(coef))
+    return _compat.full(xp, shape, 0, coef.dtype, coef)
 
 
 def _both(first, second):

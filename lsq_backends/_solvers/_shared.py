@@ -36,7 +36,7 @@ def eps(xp, a):
 def full_rank(xp, batch_shape, value, like):
     """An integer array of shape ``batch_shape`` filled with ``value``, on ``like``'s device."""
     _, int_dtype = _compat.default_dtypes(xp, _compat.device(like))
-    return xp.full(batch_shape, value, dtype=int_dtype, device=_compat.device(like))
+    return _compat.full(xp, batch_shape, value, int_dtype, like)
 
 
 def count(xp, mask, like):

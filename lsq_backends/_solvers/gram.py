@@ -155,7 +155,7 @@ def refined(xp, fac, X, Y, W):
     conv_r = conv if conv.ndim == rss.ndim else conv[..., None]
     conv_w = conv_r[..., None, :]
     new = rss - corr
-    new = xp.where(new > 0, new, xp.zeros_like(new))
+    new = _compat.positive_or_zero(xp, new)
     return xp.where(conv_w, W + dW, W), xp.where(conv_r, new, rss)
 
 
