@@ -121,13 +121,13 @@ class TallGram:
         if self.rows is None:
             if self.centered:
                 X, Y = self._shifted(X, Y)
-            R = Y - _compat.matmul(xp, X, W)
+            R = _compat.minus_fresh(xp, Y, _compat.matmul(xp, X, W))
             Xt = _compat.matrix_transpose(xp, X)
             h = _compat.matmul(xp, Xt, R)
-            rss = _compat.reduce_sum(xp, R * R, axis=-2)
             if self.centered:
                 c = _compat.matmul(xp, _compat.matrix_transpose(xp, self.weights), R) / self.total  # (..., 1, k)
                 s = _compat.matmul(xp, Xt, self.weights)  # the sums about the exact means: ~0
+            rss = _compat.sum_of_squares(xp, R, axis=-2)  # R is not used after this
         else:
             h = rss = c = s = None
             for Z, V, rb in self._blocks(X, Y):

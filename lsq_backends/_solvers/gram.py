@@ -103,8 +103,7 @@ class Factored:
             X, Y = self.data.arrays(X, Y)
             solved = solver(xp, X, Y, self.alpha, rcond, offset_sq, factor=True) if factor else None
             coef, rank = (solved or solver(xp, X, Y, self.alpha, rcond, offset_sq))[:2]
-            R = Y - dot(xp, X, coef)
-            rss = _compat.reduce_sum(xp, R * R, axis=-2)
+            rss = _compat.sum_of_squares(xp, _compat.minus_fresh(xp, Y, dot(xp, X, coef)), axis=-2)
             return (coef, rank, rss, solved[-1]._replace(V=None)) if factor else (coef, rank, rss)
 
         return other
