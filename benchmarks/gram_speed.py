@@ -9,7 +9,8 @@
 - ``illcond``: ``qr`` at cond 1e8 and 1e12 (200000 x 50, rcond 1e-15), against ``X.T @ X``
   and ``numpy.linalg.lstsq`` (time, and error against a double-double refined reference).
 - ``small``: one 442 x 10 fit per call, ``normal``/``auto`` against ``numpy.linalg.lstsq``.
-- ``batched``: 10000 x (64 x 8) ``auto`` against a Python loop of ``numpy.linalg.lstsq``.
+- ``batched``: 10000 x (64 x 8) ``auto`` against a Python loop of ``numpy.linalg.lstsq``
+  (and ``torch.linalg.lstsq``'s batched call, where PyTorch is installed).
 
 Calls of a row are interleaved (one of each per round), medians of the rounds reported.
 """
@@ -135,10 +136,18 @@ def batched(lsq, repeat):
         "auto": lambda X=X, y=y: lsq.lstsq(X, y, method="auto"),
         "normal": lambda X=X, y=y: lsq.lstsq(X, y, method="normal"),
     }
+    try:  # PyTorch's batched LAPACK lstsq (gelsy on the CPU), where PyTorch is installed
+        import torch
+
+        Xt, yt = torch.asarray(X), torch.asarray(y)[..., None]
+        calls["torch.linalg.lstsq"] = lambda: torch.linalg.lstsq(Xt, yt)
+    except ImportError:
+        pass
     med = _rounds(calls, repeat)
     _print("batched 10000 x (64x8), cond 100", med, "loop of numpy.linalg.lstsq")
-    for k in ("auto", "normal"):
-        print(f"  speed-up {k}: {med['loop of numpy.linalg.lstsq'] / med[k]:.1f}x")
+    for k in ("auto", "normal", "torch.linalg.lstsq"):
+        if k in med:
+            print(f"  speed-up {k}: {med['loop of numpy.linalg.lstsq'] / med[k]:.1f}x")
     q, r = np.linalg.qr(X)
     ref = np.linalg.solve(r, np.swapaxes(q, -1, -2) @ y[..., None])[..., 0]
     e_np = _err(np.stack([np.linalg.lstsq(a, b, rcond=None)[0] for a, b in zip(X, y, strict=True)]), ref)

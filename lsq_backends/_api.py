@@ -74,8 +74,7 @@ def _fit_deferred(problem, method, rcond, fit_intercept, refine=0, options=None)
         coef, intercept, resid = refined_solution(problem, coef, intercept, rank, refine)
         rss = xp.sum(resid * resid, axis=-2)  # (..., k)
     elif rss is None:
-        resid = Y - dot(xp, X, coef)
-        rss = xp.sum(resid * resid, axis=-2)
+        rss = _compat.sum_of_squares(xp, _compat.minus_fresh(xp, Y, dot(xp, X, coef)), axis=-2)
     if problem.y_was_vector:
         coef, intercept, rss = coef[..., 0], intercept[..., 0], rss[..., 0]
         n_iter = None if n_iter is None else n_iter[..., 0]

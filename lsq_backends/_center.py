@@ -32,7 +32,8 @@ def sample_means(xp, X, Y):
     pass over X), (..., 1, n) and (..., 1, k): the shifts of the Gram route (``TallGram``),
     which only need to be near the means (sorted or drifting data included)."""
     step = max(X.shape[-2] // SAMPLE_ROWS, 1)
-    return xp.mean(X[..., ::step, :], axis=-2, keepdims=True), xp.mean(Y[..., ::step, :], axis=-2, keepdims=True)
+    Xs, Ys = X[..., ::step, :], Y[..., ::step, :]
+    return _compat.reduce_mean(xp, Xs, axis=-2, keepdims=True), _compat.reduce_mean(xp, Ys, axis=-2, keepdims=True)
 
 
 def eliminate_intercept(xp, X, Y, root, eliminate=True):

@@ -21,6 +21,7 @@ settings), through :mod:`._products`.
 from __future__ import annotations
 
 import array_api_compat as _aac
+import numpy as _np
 
 from ._control import Checks, cond, deferred, flush_checks, is_lazy, jit, loop, over_columns
 from ._dask_blocks import numpy_argmin0
@@ -45,6 +46,8 @@ __all__ = [
     "default_dtypes",
     "deferred",
     "eager_jax",
+    "finfo",
+    "isdtype",
     "flush_checks",
     "float64_for",
     "diagonal",
@@ -56,8 +59,19 @@ __all__ = [
     "jit",
     "loop",
     "matmul",
+    "memo",
     "one_pass_qr",
     "over_columns",
+    "plain_numpy",
+    "positive_or_one",
+    "positive_or_zero",
+    "full",
+    "reduce_all",
+    "reduce_max",
+    "reduce_mean",
+    "matrix_transpose",
+    "reduce_min",
+    "reduce_sum",
     "qr",
     "qr_apply",
     "qr_implicit",
@@ -67,10 +81,24 @@ __all__ = [
     "svd",
     "take_rows",
     "update_fresh",
+    "minus_fresh",
+    "sum_of_squares",
     "zero_first_row",
 ]
 
-device = _aac.device
+
+def device(x):
+    """``array_api_compat.device``; "cpu" at once for a plain NumPy array (the common case:
+    the general lookup tests for a dozen libraries' array types first)."""
+    if type(x) is _np.ndarray:
+        return "cpu"
+    return _aac.device(x)
+
+
+def plain_numpy(*arrays) -> bool:
+    """True when every argument is None or a plain NumPy array (no subclass): such inputs
+    are neither JAX nor PyTorch arrays, need no conversion, and live on the CPU."""
+    return all(a is None or type(a) is _np.ndarray for a in arrays)
 
 
 def array_namespace(*arrays):
@@ -81,6 +109,8 @@ def array_namespace(*arrays):
 
 def eager_jax(*arrays) -> bool:
     """True when the arguments hold concrete JAX arrays and no tracer: an eager JAX call."""
+    if plain_numpy(*arrays):
+        return False
     found = False
     for a in arrays:
         if _aac.is_jax_array(a):
@@ -161,8 +191,41 @@ def argmin0(xp, x):
     return xp.argmin(x, axis=0)
 
 
+_MEMO: dict = {}
+
+
+def memo(key, make):
+    """``make()``, remembered under ``key`` (per-namespace constants: dtype kinds, finfo,
+    default dtypes; each query costs 1-2 us through the namespace, a dozen of them per small
+    fit). Keys that cannot be hashed are computed every time."""
+    try:
+        return _MEMO[key]
+    except KeyError:
+        value = _MEMO[key] = make()
+        return value
+    except TypeError:
+        return make()
+
+
+def isdtype(xp, dtype, kind):
+    """``xp.isdtype(dtype, kind)``, remembered per namespace, dtype and kind."""
+    return memo(("isdtype", xp, dtype, kind), lambda: xp.isdtype(dtype, kind))
+
+
+def finfo(xp, dtype):
+    """``xp.finfo(dtype)``, remembered per namespace and dtype."""
+    return memo(("finfo", xp, dtype), lambda: xp.finfo(dtype))
+
+
 def default_dtypes(xp, dev):
-    """(default real float, default integer) of ``xp`` on ``dev``."""
+    """(default real float, default integer) of ``xp`` on ``dev`` (JAX's follow its x64 flag,
+    which may change: asked every time)."""
+    if _aac.is_jax_namespace(xp):
+        return _default_dtypes(xp, dev)
+    return memo(("default_dtypes", xp, dev), lambda: _default_dtypes(xp, dev))
+
+
+def _default_dtypes(xp, dev):
     info = xp.__array_namespace_info__()
     try:
         d = info.default_dtypes(device=dev)
@@ -182,6 +245,73 @@ def float64_for(xp, dev):
     return floats.get("float64")
 
 
+def reduce_sum(xp, a, axis=None, keepdims=False):
+    """``xp.sum`` of a float array. Quirk: NumPy's ``sum`` (and the namespace's wrapper around
+    it) costs ~2x the reduction on the small arrays of a small fit; the method does not."""
+    if _aac.is_numpy_namespace(xp):
+        return a.sum(axis=axis, keepdims=keepdims)
+    return xp.sum(a, axis=axis, keepdims=keepdims)
+
+
+def reduce_mean(xp, a, axis=None, keepdims=False):
+    """``xp.mean`` over one axis (NumPy: the sum divided by the count, as ``numpy.mean``
+    computes it, without its Python layers)."""
+    if _aac.is_numpy_namespace(xp) and isinstance(axis, int) and a.dtype.kind == "f" and a.dtype.itemsize >= 4:
+        return a.sum(axis=axis, keepdims=keepdims) / a.shape[axis]
+    return xp.mean(a, axis=axis, keepdims=keepdims)
+
+
+def matrix_transpose(xp, a):
+    """``xp.linalg.matrix_transpose`` (a view; ``swapaxes`` on NumPy, without the wrapper)."""
+    if _aac.is_numpy_namespace(xp):
+        return a.swapaxes(-1, -2)
+    return xp.linalg.matrix_transpose(a)
+
+
+def reduce_max(xp, a, axis=None, keepdims=False):
+    """``xp.max`` (the method on NumPy, as :func:`reduce_sum`)."""
+    if _aac.is_numpy_namespace(xp):
+        return a.max(axis=axis, keepdims=keepdims)
+    return xp.max(a, axis=axis, keepdims=keepdims)
+
+
+def reduce_min(xp, a, axis=None, keepdims=False):
+    """``xp.min`` (the method on NumPy, as :func:`reduce_sum`)."""
+    if _aac.is_numpy_namespace(xp):
+        return a.min(axis=axis, keepdims=keepdims)
+    return xp.min(a, axis=axis, keepdims=keepdims)
+
+
+def reduce_all(xp, a, axis=None):
+    """``xp.all`` (the method on NumPy, as :func:`reduce_sum`)."""
+    if _aac.is_numpy_namespace(xp):
+        return a.all(axis=axis)
+    return xp.all(a, axis=axis)
+
+
+def full(xp, shape, value, dtype, like):
+    """``xp.full`` on ``like``'s device (NumPy's own ``full``: the namespace's wrapper
+    checks the device first)."""
+    if _aac.is_numpy_namespace(xp):
+        return _np.full(shape, value, dtype=dtype)
+    return xp.full(shape, value, dtype=dtype, device=device(like))
+
+
+def positive_or_zero(xp, a):
+    """``a`` where positive, else 0 (NaN too), as :func:`positive_or_one`."""
+    if _aac.is_numpy_namespace(xp):
+        return xp.where(a > 0, a, 0.0)
+    return xp.where(a > 0, a, xp.zeros_like(a))
+
+
+def positive_or_one(xp, a):
+    """``a`` where positive, else 1 (a safe divisor). NumPy: a Python 1.0 in ``where`` keeps
+    the dtype (NEP 50) without a ``ones_like`` array."""
+    if _aac.is_numpy_namespace(xp):
+        return xp.where(a > 0, a, 1.0)
+    return xp.where(a > 0, a, xp.ones_like(a))
+
+
 def diagonal(xp, a):
     """Diagonal of a stack of square matrices, shape (..., p).
 
@@ -189,10 +319,10 @@ def diagonal(xp, a):
     matrices measured 1.7x slower than on a copy (0.39 against 0.23 ms for one division and
     square root on the diagonals of 10000 8x8 factors; the copy costs 0.08 ms).
     """
-    d = xp.linalg.diagonal(a)
-    if _aac.is_numpy_namespace(xp) and a.ndim > 2:
-        return xp.asarray(d, copy=True)
-    return d
+    if _aac.is_numpy_namespace(xp):
+        d = a.diagonal(axis1=-2, axis2=-1)  # a read-only view, as xp.linalg.diagonal's
+        return d.copy() if a.ndim > 2 else d
+    return xp.linalg.diagonal(a)
 
 
 # Row block of ``gram`` on NumPy: ~256 KB of float64, so X^T Y reads the block from cache.
@@ -235,6 +365,24 @@ def update_fresh(xp, a, op, b):
     if _aac.is_numpy_namespace(xp) and getattr(a, "flags", None) is not None and a.flags.writeable:
         return getattr(xp, op)(a, b, out=a)
     return getattr(xp, op)(a, b)
+
+
+def minus_fresh(xp, b, a):
+    """``b - a``, where ``a`` is a temporary the caller made (a product ``X @ W``: the residual
+    ``Y - X @ W``), as :func:`update_fresh`: written into ``a`` on NumPy where the shapes
+    allow (10000 stacked 64 x 8 residuals: an X-sized temporary fewer, ~2 ms)."""
+    if (
+        _aac.is_numpy_namespace(xp) and getattr(a, "flags", None) is not None and a.flags.writeable
+        and tuple(_np.broadcast_shapes(b.shape, a.shape)) == tuple(a.shape)
+    ):  # fmt: skip
+        return _np.subtract(b, a, out=a)
+    return b - a
+
+
+def sum_of_squares(xp, a, axis):
+    """``sum(a * a, axis)`` where ``a`` is a temporary the caller no longer needs: squared in
+    place on NumPy (:func:`update_fresh`)."""
+    return reduce_sum(xp, update_fresh(xp, a, "multiply", a), axis=axis)
 
 
 def zero_first_row(xp, a, first):

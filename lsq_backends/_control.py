@@ -18,11 +18,22 @@ from ._dask_blocks import dask_gate
 __all__ = ["Checks", "cond", "deferred", "flush_checks", "is_lazy", "jit", "loop", "over_columns"]
 
 
+def _eager_types():
+    import numpy as np
+
+    return frozenset({np.ndarray, np.bool_, np.float64, np.float32, np.int64, np.int32})
+
+
+_EAGER_TYPES = _eager_types()
+
+
 def is_lazy(x) -> bool:
     """True for arrays whose values cannot be read now: JAX tracers (under ``jax.jit``,
     ``vmap``, ``grad``) and Dask graphs. Concrete JAX arrays outside a trace are readable.
 
     Quirk: array-api-compat calls every JAX array lazy, since any may be traced."""
+    if type(x) in _EAGER_TYPES:  # NumPy arrays and scalars: the common case, decided at once
+        return False
     if _aac.is_jax_array(x):
         import jax
 
@@ -55,6 +66,13 @@ class Checks:
         """Read the pending checks (raising the first that fails) and ``pred``, in one read."""
         items, self.items = self.items, []
         if not items:
+            return None if pred is None else bool(pred)
+        if _aac.is_numpy_namespace(xp):
+            # Host memory: each flag is read as it is (free), no packed word of ~3 operations
+            # per flag (a tenth of a small fit's time).
+            for ok, on_fail in items:
+                if not ok.all():
+                    on_fail()
             return None if pred is None else bool(pred)
         if len(items) > 30:
             msg = f"{len(items)} value checks do not fit one int32 read"

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import array_api_compat as _aac
 
+from . import _compat
 from ._rule import Operators, linearize, penalty, singular_tangent, tangent
 from ._solvers import ITERATIVE
 from ._solvers import fit as solvers_fit
@@ -126,6 +127,8 @@ def differentiable(*arrays):
     """True where the rule may serve the fit of these inputs (see :func:`wanted`): any JAX
     array (traced or not), or a PyTorch tensor that requires grad with grad enabled. Such a
     fit centers X before the solver, as the rule needs."""
+    if _compat.plain_numpy(*arrays):
+        return False
     for a in arrays:
         if _aac.is_jax_array(a):
             return True

@@ -54,7 +54,7 @@ class TallGram:
             ones = _compat.align_rows(xp, xp.ones((m, 1), dtype=X.dtype, device=_compat.device(X)), X)
             self.weights = ones if root is None else root  # root of the weights, (..., m, 1)
             w = ones if root is None else root * root
-            self.total = xp.sum(w, axis=-2, keepdims=True)  # (..., 1, 1)
+            self.total = _compat.reduce_sum(xp, w, axis=-2, keepdims=True)  # (..., 1, 1)
 
     def _blocks(self, X, Y):
         """(Zb, Vb, rb) per row block: the shifted, weighted block (in reused buffers) and its
@@ -89,10 +89,10 @@ class TallGram:
             return _compat.gram(xp, X, Y)  # blocked on NumPy where that pays (narrow X)
         if self.rows is None:
             Z, V = self._shifted(X, Y)
-            Zt = xp.linalg.matrix_transpose(Z)
+            Zt = _compat.matrix_transpose(xp, Z)
             A, B = _compat.matmul(xp, Zt, Z), _compat.cross(xp, Z, V)
             self.s = _compat.cross(xp, Z, self.weights)  # (..., n, 1)
-            self.t = _compat.matmul(xp, xp.linalg.matrix_transpose(V), self.weights)  # (..., k, 1)
+            self.t = _compat.matmul(xp, _compat.matrix_transpose(xp, V), self.weights)  # (..., k, 1)
         else:
             A = B = s = t = None
             for Z, V, rb in self._blocks(X, Y):
@@ -100,7 +100,10 @@ class TallGram:
                 a, b, s_, t_ = Zt @ Z, Zt @ V, Zt @ rb, V.T @ rb
                 A, B, s, t = (a, b, s_, t_) if A is None else (A + a, B + b, s + s_, t + t_)
             self.s, self.t = s, t
-        st = xp.linalg.matrix_transpose
+
+        def st(a):
+            return _compat.matrix_transpose(xp, a)
+
         # s / total first: s s^T alone under- or overflows where the weights are tiny or huge
         A, B = A - self.s * (st(self.s) / self.total), B - self.s * (st(self.t) / self.total)
         # The exact means (the shifts only need to be near them), the shifts of the residual
@@ -118,12 +121,12 @@ class TallGram:
         if self.rows is None:
             if self.centered:
                 X, Y = self._shifted(X, Y)
-            R = Y - _compat.matmul(xp, X, W)
+            R = _compat.minus_fresh(xp, Y, _compat.matmul(xp, X, W))
             h = _compat.cross(xp, X, R)
-            rss = xp.sum(R * R, axis=-2)
             if self.centered:
-                c = _compat.matmul(xp, xp.linalg.matrix_transpose(self.weights), R) / self.total  # (..., 1, k)
+                c = _compat.matmul(xp, _compat.matrix_transpose(xp, self.weights), R) / self.total  # (..., 1, k)
                 s = _compat.cross(xp, X, self.weights)  # the sums about the exact means: ~0
+            rss = _compat.sum_of_squares(xp, R, axis=-2)  # R is not used after this
         else:
             h = rss = c = s = None
             for Z, V, rb in self._blocks(X, Y):

@@ -15,6 +15,7 @@ import sys
 from typing import Any, NamedTuple
 
 import array_api_compat as _aac
+import numpy as np
 
 from . import _compat
 from ._alpha import failure, validate_alpha
@@ -54,7 +55,7 @@ def as_array(xp, a, name, dev, like=None):
         return a
     try:
         arr = xp.asarray(a, device=dev)
-        if like is not None and xp.isdtype(arr.dtype, "real floating") and arr.dtype != like:
+        if like is not None and _compat.isdtype(xp, arr.dtype, "real floating") and arr.dtype != like:
             arr = xp.asarray(a, dtype=like, device=dev)
         return arr
     except Exception as exc:
@@ -88,17 +89,17 @@ def check_dtype(xp, a, name):
     if dt == xp.bool:
         msg = f"{name} has a boolean dtype; least squares needs real numbers (cast it first)"
         raise TypeError(msg)
-    if xp.isdtype(dt, "complex floating"):
+    if _compat.isdtype(xp, dt, "complex floating"):
         msg = f"{name} is complex ({dt}); complex least squares is not supported"
         raise TypeError(msg)
-    floating = xp.isdtype(dt, "real floating")
+    floating = _compat.isdtype(xp, dt, "real floating")
     if floating and dt != xp.float32 and dt != xp.float64:
         msg = (
             f"{name} has dtype {dt}; the supported dtypes are {SUPPORTED}: cast it first, e.g. "
             f"xp.astype({name}, xp.float32) ({name}.astype(np.float32), {name}.float() in PyTorch)"
         )
         raise TypeError(msg)
-    if not floating and not xp.isdtype(dt, "integral"):
+    if not floating and not _compat.isdtype(xp, dt, "integral"):
         msg = f"{name} must have a real numeric dtype, {SUPPORTED}; got {dt}"
         raise TypeError(msg)
 
@@ -109,6 +110,11 @@ def _check_finite(xp, a, name, checks):
     # Fast path: NaN and infinity propagate through a product with a vector of ones (one
     # matrix-vector pass, no boolean temporary of the size of ``a``); only a non-finite sum,
     # which overflow of huge finite values could also give, needs the exact test.
+    if _aac.is_numpy_namespace(xp):  # the same test, without the namespace's wrappers
+        flat = a.reshape(-1, a.shape[-1]) if a.ndim > 1 else a.reshape(1, -1)
+        ok = xp.isfinite(flat @ np.ones(flat.shape[-1], dtype=flat.dtype)).all()
+        checks.add(ok, lambda: _exact_finite(xp, a, name))
+        return
     flat = xp.reshape(a, (-1, a.shape[-1])) if a.ndim > 1 else xp.reshape(a, (1, -1))
     ones = xp.ones((flat.shape[-1],), dtype=flat.dtype, device=_compat.device(a))
     checks.add(xp.all(xp.isfinite(_compat.matmul(xp, flat, ones))), lambda: _exact_finite(xp, a, name))
@@ -137,7 +143,7 @@ def gram_check(xp, X, check_finite, checks):
         return None
 
     def check(A, offset_sq=None):
-        checks.add(xp.all(xp.isfinite(xp.linalg.diagonal(A))), lambda: _exact_finite(xp, X, "X"))
+        checks.add(_compat.reduce_all(xp, xp.isfinite(_compat.diagonal(xp, A))), lambda: _exact_finite(xp, X, "X"))
 
     return check
 
@@ -183,6 +189,29 @@ def check_bool(value, name):
     raise TypeError(msg)
 
 
+def _converted(X, y, sample_weight):
+    """The namespace, the device and the inputs as arrays of that namespace, after the checks
+    of kind, known shape and device."""
+    for name, a in (("X", X), ("y", y), ("sample_weight", sample_weight)):
+        check_kind(a, name)
+    xp = namespace_of(X, y, sample_weight)
+    dev = None
+    like = None  # a float dtype given by an array argument: lists are converted to it
+    for a in (X, y, sample_weight):
+        if _aac.is_array_api_obj(a):
+            dev = _compat.device(a) if dev is None else dev
+            if like is None and _compat.isdtype(xp, a.dtype, "real floating"):
+                like = a.dtype
+    X = as_array(xp, X, "X", dev, like)
+    y = as_array(xp, y, "y", dev, like)
+    if sample_weight is not None:
+        sample_weight = as_array(xp, sample_weight, "sample_weight", dev, like)
+    for name, a in (("X", X), ("y", y), ("sample_weight", sample_weight)):
+        check_known_shape(a, name)
+    check_devices({"X": X, "y": y, "sample_weight": sample_weight})
+    return xp, dev, X, y, sample_weight
+
+
 class Validated(NamedTuple):
     """Inputs that passed the shape, dtype and device checks, cast to one float dtype; their
     value checks recorded in ``checks``, not yet read."""
@@ -204,23 +233,13 @@ def validate(
     recorded in the returned ``checks`` (read them with ``checks.read(xp)``). With
     ``defer_x_check`` X's finiteness is left to its Gram matrix (:func:`gram_check`).
     ``alpha_name`` is what errors about ``alpha`` call it (``alphas`` for ridge_cv)."""
-    for name, a in (("X", X), ("y", y), ("sample_weight", sample_weight)):
-        check_kind(a, name)
-    xp = namespace_of(X, y, sample_weight)
-    dev = None
-    like = None  # a float dtype given by an array argument: lists are converted to it
-    for a in (X, y, sample_weight):
-        if _aac.is_array_api_obj(a):
-            dev = _compat.device(a) if dev is None else dev
-            if like is None and xp.isdtype(a.dtype, "real floating"):
-                like = a.dtype
-    X = as_array(xp, X, "X", dev, like)
-    y = as_array(xp, y, "y", dev, like)
-    if sample_weight is not None:
-        sample_weight = as_array(xp, sample_weight, "sample_weight", dev, like)
-    for name, a in (("X", X), ("y", y), ("sample_weight", sample_weight)):
-        check_known_shape(a, name)
-    check_devices({"X": X, "y": y, "sample_weight": sample_weight})
+    if _compat.plain_numpy(X, y, sample_weight):
+        # Plain NumPy arrays (not subclasses: no masked array) pass the checks of kind, known
+        # shape and device by construction, and need no conversion.
+        xp = _compat.memo("numpy namespace", lambda: _compat.array_namespace(X))
+        dev = _compat.device(X)
+    else:
+        xp, dev, X, y, sample_weight = _converted(X, y, sample_weight)
 
     if X.ndim < 2:
         msg = f"X must have shape (m, n) or (..., m, n); got shape {tuple(X.shape)}"
@@ -244,7 +263,7 @@ def validate(
             check_dtype(xp, a, name)
 
     float_default, _ = _compat.default_dtypes(xp, dev)
-    floats = [a.dtype for a in (X, y) if xp.isdtype(a.dtype, "real floating")]
+    floats = [a.dtype for a in (X, y) if _compat.isdtype(xp, a.dtype, "real floating")]
     dtype = xp.result_type(*floats) if floats else float_default
     X = xp.astype(X, dtype, copy=False) if X.dtype != dtype else X
     y = xp.astype(y, dtype, copy=False) if y.dtype != dtype else y
@@ -287,7 +306,7 @@ def intercept_of(xp, problem, coef, fit_intercept):
     if fit_intercept:
         return (problem.y_offset - _compat.matmul(xp, problem.x_offset, coef))[..., 0, :]
     shape = (*coef.shape[:-2], coef.shape[-1])
-    return xp.zeros(shape, dtype=coef.dtype, device=_compat.device(coef))
+    return _compat.full(xp, shape, 0, coef.dtype, coef)
 
 
 def _both(first, second):

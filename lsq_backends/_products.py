@@ -15,6 +15,8 @@ def matmul(xp, a, b):
     and CuPy take it from process-wide settings a user may have lowered (TF32, bfloat16):
     forced to full float32 around the call and put back (:mod:`._precision`).
     """
+    if _aac.is_numpy_namespace(xp):
+        return a @ b  # the same product, without the namespace wrapper's dispatch
     if _aac.is_jax_namespace(xp):
         import jax
 

@@ -50,19 +50,25 @@ class Scale(NamedTuple):
 def _limits(dtype_info):
     """(safe, limit): magnitudes within 2**(+-safe) are solved as given; exponents are kept
     within +-limit (2**limit and 2**-limit are normal numbers)."""
+    return _compat.memo(("scaling limits", float(dtype_info.max)), lambda: _limits_of(dtype_info))
+
+
+def _limits_of(dtype_info):
     emax = round(math.log2(float(dtype_info.max)))
     return emax // 4, emax - 2
 
 
 def _magnitude(xp, A, axis):
     """max |A| over ``axis`` (no |A| temporary)."""
+    if _aac.is_numpy_namespace(xp):
+        return xp.maximum(A.max(axis=axis), -A.min(axis=axis))  # methods: no Python wrapper
     return xp.maximum(xp.max(A, axis=axis), -xp.min(A, axis=axis))
 
 
 def _exponent(xp, big):
     """floor(log2(big)) where that lies outside the safe range, else 0 (also for zero, NaN or
     infinite ``big``: those are left to the value checks and the solvers)."""
-    safe, limit = _limits(xp.finfo(big.dtype))
+    safe, limit = _limits(_compat.finfo(xp, big.dtype))
     ok = (big > 0) & xp.isfinite(big)
     k = xp.floor(xp.log2(xp.where(ok, big, xp.ones_like(big))))
     k = xp.minimum(xp.maximum(k, xp.full_like(k, -limit)), xp.full_like(k, limit))
@@ -75,7 +81,7 @@ def _powers(xp, requests):
     no ``ldexp``, and ``pow`` is not promised exact), all in one small array. With ``split``
     (|k| up to twice the exponent range) a pair of factors, each within range."""
     like = requests[0][0]
-    _, limit = _limits(xp.finfo(like.dtype))
+    _, limit = _limits(_compat.finfo(xp, like.dtype))
     parts, layout = [], []
     for k, split in requests:
         shape = tuple(k.shape)
@@ -126,14 +132,14 @@ def gram_certificate(xp, X, alpha):
     alpha) <= 2**safe), the ``max |X|`` passes would have chosen 1 too. Ordinary data never
     pay those two read-only passes over X (a quarter of ``normal``'s time at 100000 x 20);
     the rest (NaN, overflow, extreme scales) takes them, as before, and decides the same."""
-    safe, _ = _limits(xp.finfo(X.dtype))
+    safe, _ = _limits(_compat.finfo(xp, X.dtype))
     m = X.shape[-2]
 
     def certify(A, offset_sq=None):
         d = xp.linalg.diagonal(A)
         if offset_sq is not None:
             d = d + offset_sq
-        big = float(xp.max(d))  # NumPy: free to read
+        big = float(d.max())  # NumPy: free to read
         ok = m * 2.0 ** (-2 * safe) <= big <= 2.0 ** (2 * safe)
         if alpha is not None and alpha.shape[0] > 0:
             ok = ok and float(xp.min(alpha)) <= 2.0 ** (2 * safe)
@@ -163,8 +169,8 @@ def scale_problem(xp, X, Y, alpha, *, shared_y=False, skip_x=False):
         return X, Y, alpha, None
     if skip_x:
         big_y = _magnitude(xp, Y, None if shared_y else tuple(range(Y.ndim - 1)))
-        safe, _ = _limits(xp.finfo(Y.dtype))
-        lo, hi = float(xp.min(big_y)), float(xp.max(big_y))  # NumPy: free to read
+        safe, _ = _limits(_compat.finfo(xp, Y.dtype))
+        lo, hi = float(big_y.min()), float(big_y.max())  # NumPy: free to read
         if 2.0**-safe <= lo and hi < 2.0 ** (safe + 1):  # every exponent 0 (see _exponent)
             return X, Y, alpha, None
         ky = _exponent(xp, xp.reshape(big_y, (-1,)))

@@ -11,7 +11,7 @@ from .. import _compat
 
 def mT(xp, x):
     """Matrix transpose of a stack (``.mT`` is missing on Dask arrays)."""
-    return xp.linalg.matrix_transpose(x)
+    return _compat.matrix_transpose(xp, x)
 
 
 def dot(xp, a, b):
@@ -30,13 +30,13 @@ def eye_like(xp, a, p):
 
 
 def eps(xp, a):
-    return xp.finfo(a.dtype).eps
+    return _compat.finfo(xp, a.dtype).eps
 
 
 def full_rank(xp, batch_shape, value, like):
     """An integer array of shape ``batch_shape`` filled with ``value``, on ``like``'s device."""
     _, int_dtype = _compat.default_dtypes(xp, _compat.device(like))
-    return xp.full(batch_shape, value, dtype=int_dtype, device=_compat.device(like))
+    return _compat.full(xp, batch_shape, value, int_dtype, like)
 
 
 def count(xp, mask, like):
@@ -75,7 +75,7 @@ def merge_targets(xp, w, alpha):
 
 def all_true(xp, mask):
     """Scalar: every entry of ``mask`` (the whole batch takes one branch)."""
-    return xp.all(mask)
+    return _compat.reduce_all(xp, mask)
 
 
 def pivot_ratios(xp, pivots, colsq, offset_sq):
@@ -92,7 +92,7 @@ def pivot_ratios(xp, pivots, colsq, offset_sq):
     if offset_sq is not None:
         ref = ref + (offset_sq[..., None, :] if colsq.ndim > offset_sq.ndim else offset_sq)
     ref = xp.sqrt(ref)
-    return xp.abs(pivots) / xp.where(ref > 0, ref, xp.ones_like(ref))
+    return xp.abs(pivots) / _compat.positive_or_one(xp, ref)
 
 
 def gram_noise(xp, a, m, n):
@@ -124,7 +124,7 @@ def default_cutoff(xp, a, m, n, rcond):
     """
     if rcond is not None:
         return rcond
-    if xp.finfo(a.dtype).bits >= 64:
+    if _compat.finfo(xp, a.dtype).bits >= 64:
         return eps(xp, a) * max(m, n, 1)
     return eps(xp, a) * (math.sqrt(max(m, n, 1)) + min(m, n))
 
@@ -171,4 +171,4 @@ def relative_pivots(xp, R):
     or whose norm is negligible next to the largest (the scale SVD's cutoff uses too)."""
     d = xp.abs(diagonal(xp, R))
     norms = xp.max(xp.linalg.vector_norm(R, axis=-2), axis=-1, keepdims=True)
-    return d / xp.where(norms > 0, norms, xp.ones_like(norms))
+    return d / _compat.positive_or_one(xp, norms)

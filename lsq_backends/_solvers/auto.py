@@ -23,6 +23,7 @@ the safer path.
 
 from __future__ import annotations
 
+from .. import _compat
 from . import gram, householder
 from ._shared import (
     all_true,
@@ -43,14 +44,14 @@ def solve(xp, X, Y, alpha, rcond, offset_sq=None, *, check=None, data=None, fact
     # NaN (a failed factorization) compares False and goes to QR.
     ok = (kappa <= limit) & gram.full_rank_test(xp, fac, X, rcond, offset_sq, global_scale=True)
     # A Gram matrix in the subnormal range has lost bits however well conditioned X is.
-    d = xp.min(diagonal(xp, fac.A), axis=-1)
-    ok = all_true(xp, ok & (d >= xp.finfo(X.dtype).smallest_normal / eps(xp, X)))
+    d = _compat.reduce_min(xp, diagonal(xp, fac.A), axis=-1)
+    ok = all_true(xp, ok & (d >= _compat.finfo(xp, X.dtype).smallest_normal / eps(xp, X)))
     if fac.wide:
         return fac.solve_or(xp, X, Y, ok, householder.solve, rcond, offset_sq, factor)
 
     def attempt(X, Y):
         W, rank, rss = fac.solve(xp, X, Y)
-        signal = xp.sum(W * merge_targets(xp, fac.B, alpha), axis=-2)  # ~ ||X w||^2 (..., k)
+        signal = _compat.reduce_sum(xp, W * merge_targets(xp, fac.B, alpha), axis=-2)  # ~ ||X w||^2 (..., k)
         k2 = kappa * kappa
         k2 = k2 if k2.ndim == rss.ndim else k2[..., None]
         good = all_true(xp, k2 * k2 * rss <= RESIDUAL_LIMIT**2 * signal)

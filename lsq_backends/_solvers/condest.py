@@ -25,7 +25,7 @@ def _start_vector(xp, like, p):
 
 def _normalize(xp, v):
     nrm = xp.linalg.vector_norm(v, axis=-2, keepdims=True)
-    return v / xp.where(nrm > 0, nrm, xp.ones_like(nrm))
+    return v / _compat.positive_or_one(xp, nrm)
 
 
 def condition_estimate(xp, L, A, Lt=None):
@@ -42,13 +42,13 @@ def condition_estimate(xp, L, A, Lt=None):
         # of L has squared norm A_ii), so only the inverse is computed, entry by entry over
         # the stack, without forming D L (half of auto's extra cost on 10000 8x8 problems).
         return math.sqrt(p) * _stacked_inverse_norm(xp, L, d, Lt)
-    dinv = 1 / xp.sqrt(xp.where(d > 0, d, xp.ones_like(d)))
+    dinv = 1 / xp.sqrt(_compat.positive_or_one(xp, d))
     Ls = dinv[..., :, None] * L  # Cholesky factor of D A D
     if p <= SMALL:
         # Small factors: ||Ls||_F ||Ls^-1||_F, an upper bound on cond(X D) at most p times
         # too large, for two reductions instead of 15 products.
         Li = _compat.triangular_inverse(xp, Ls, lower=True)
-        return xp.sqrt(xp.sum(Ls * Ls, axis=(-2, -1)) * xp.sum(Li * Li, axis=(-2, -1)))
+        return xp.sqrt(_compat.reduce_sum(xp, Ls * Ls, axis=(-2, -1)) * _compat.reduce_sum(xp, Li * Li, axis=(-2, -1)))
     # One triangular solve for the inverse factor, then matrix products only: batched stacks
     # of small problems pay one call instead of ten (O(p^3 / 3), as much as the Cholesky).
     Linv = _compat.triangular_inverse(xp, Ls, lower=True)
@@ -73,7 +73,7 @@ def _stacked_inverse_norm(xp, L, d=None, Lt=None):
     p = L.shape[-1]
     Lt = _compat.batch_last(xp, L) if Lt is None else Lt
     if d is not None:
-        dt = _compat.batch_last(xp, xp.where(d > 0, d, xp.ones_like(d))[..., None])  # (p, 1, N)
+        dt = _compat.batch_last(xp, _compat.positive_or_one(xp, d)[..., None])  # (p, 1, N)
     rows = [[Lt[i, k, ...] for k in range(i + 1)] for i in range(p)]
     total = None
     for j in range(p):  # column j of L^-1: x_i = 0 for i < j

@@ -123,8 +123,7 @@ class Factored:
             X, Y = self.data.arrays(X, Y)
             solved = solver(xp, X, Y, self.alpha, rcond, offset_sq, factor=True) if factor else None
             coef, rank = (solved or solver(xp, X, Y, self.alpha, rcond, offset_sq))[:2]
-            R = Y - dot(xp, X, coef)
-            rss = xp.sum(R * R, axis=-2)
+            rss = _compat.sum_of_squares(xp, _compat.minus_fresh(xp, Y, dot(xp, X, coef)), axis=-2)
             return (coef, rank, rss, solved[-1]._replace(V=None)) if factor else (coef, rank, rss)
 
         return other
@@ -202,15 +201,15 @@ def refined(xp, fac, X, Y, W):
     alpha = fac.alpha
     g = h if alpha is None else h - alpha * W
     dW = fac.cho_solve(xp, g)
-    corr = 2 * xp.sum(dW * h, axis=-2) - xp.sum(dW * g, axis=-2)
+    corr = 2 * _compat.reduce_sum(xp, dW * h, axis=-2) - _compat.reduce_sum(xp, dW * g, axis=-2)
     if alpha is not None:
-        corr = corr + alpha * xp.sum(dW * dW, axis=-2)
+        corr = corr + alpha * _compat.reduce_sum(xp, dW * dW, axis=-2)
     kappa = fac.condition(xp)
     conv = kappa <= refined_limit(xp, X)  # (...,) or, per-target penalties, (..., k)
     conv_r = conv if conv.ndim == rss.ndim else conv[..., None]
     conv_w = conv_r[..., None, :]
     new = rss - corr
-    new = xp.where(new > 0, new, xp.zeros_like(new))
+    new = _compat.positive_or_zero(xp, new)
     return xp.where(conv_w, W + dW, W), xp.where(conv_r, new, rss)
 
 
@@ -271,10 +270,10 @@ def full_rank_test(xp, fac, X, rcond, offset_sq, *, global_scale=False):
         if offset_sq is not None:
             extra = xp.sum(offset_sq, axis=-1, keepdims=True)
             d = d + (extra[..., None, :] if d.ndim > extra.ndim else extra)
-    ok = pivots / xp.sqrt(xp.where(d > 0, d, xp.ones_like(d))) > tol
+    ok = pivots / xp.sqrt(_compat.positive_or_one(xp, d)) > tol
     if not fac.wide:
         ok = ok & (pivot_ratios(xp, pivots, d, offset_sq) > default_cutoff(xp, X, m, n, rcond))
         if global_scale:
-            big = xp.sqrt(xp.max(d, axis=-1, keepdims=True))
-            ok = ok & (pivots / xp.where(big > 0, big, xp.ones_like(big)) > tol)
-    return xp.all(ok, axis=-1)
+            big = xp.sqrt(_compat.reduce_max(xp, d, axis=-1, keepdims=True))
+            ok = ok & (pivots / _compat.positive_or_one(xp, big) > tol)
+    return _compat.reduce_all(xp, ok, axis=-1)
