@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from problems import rel_err
+from rank_curves import curve
 
 import lsq_backends as lsq
 
@@ -21,23 +22,9 @@ jax.config.update("jax_enable_x64", True)
 
 METHODS = ("auto", "normal", "qr", "svd", "lsqr")
 PATH_METHODS = METHODS[:4]
-RANK = 4
 H = 1e-5
 LSQR = {"atol": 1e-12, "btol": 1e-12, "max_iter": 500}
 ALPHAS = np.array([0.0, 0.3, 2.0])  # a path through alpha = 0: the minimum-norm solution
-
-
-def curve(m, n, seed=0):
-    """X(t) = (A + t A1)(B + t B1)^T: rank exactly RANK for every small t; X'(0) exact; y, c."""
-    rng = np.random.default_rng(seed)
-    A, A1 = rng.standard_normal((2, m, RANK))
-    B, B1 = rng.standard_normal((2, n, RANK))
-    return (
-        (lambda t: (A + t * A1) @ (B + t * B1).T),
-        A1 @ B.T + A @ B1.T,
-        rng.standard_normal(m),
-        rng.standard_normal(n),
-    )
 
 
 def options(method):

@@ -7,29 +7,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from rank_curves import curve
 
 import lsq_backends as lsq
 
 torch = pytest.importorskip("torch")
 
 METHODS = ("auto", "normal", "qr", "svd", "lsqr")
-RANK = 4
 H = 1e-5
 LSQR = {"atol": 1e-12, "btol": 1e-12, "max_iter": 500}
 ALPHAS = np.array([0.0, 0.3, 2.0])
-
-
-def curve(m, n, seed=0):
-    """X(t) = (A + t A1)(B + t B1)^T, rank exactly RANK for small t, and X'(0); y, c."""
-    rng = np.random.default_rng(seed)
-    A, A1 = rng.standard_normal((2, m, RANK))
-    B, B1 = rng.standard_normal((2, n, RANK))
-    return (
-        (lambda t: (A + t * A1) @ (B + t * B1).T),
-        A1 @ B.T + A @ B1.T,
-        rng.standard_normal(m),
-        rng.standard_normal(n),
-    )
 
 
 def options(method):

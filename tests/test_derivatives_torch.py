@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from problems import rel_err
+from rank_curves import curve
 
 import lsq_backends as lsq
 
@@ -24,16 +25,8 @@ def _options(method):
 
 
 def _curve(seed=0):
-    """X(t) = (A + t A1)(B + t B1)^T, rank exactly RANK for small t, and X'(0)."""
-    rng = np.random.default_rng(seed)
-    A, A1 = rng.standard_normal((2, M, RANK))
-    B, B1 = rng.standard_normal((2, N, RANK))
-    return (
-        (lambda t: (A + t * A1) @ (B + t * B1).T),
-        A1 @ B.T + A @ B1.T,
-        rng.standard_normal(M),
-        rng.standard_normal(N),
-    )
+    """X(t) of rank exactly RANK for small t, and X'(0) (``rank_curves``); y, c."""
+    return curve(M, N, seed, RANK)
 
 
 def _t(a, grad=False):
