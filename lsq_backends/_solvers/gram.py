@@ -89,8 +89,7 @@ class Factored:
         elif self.wide:
 
             def other(X, Y):
-                solved = fallback(xp, X, Y, self.alpha, rcond, offset_sq, **({"factor": True} if factor else {}))
-                return (*solved[:2], solved[-1]._replace(V=None)) if factor else solved[:2]
+                return self.other_solve(xp, fallback, X, Y, rcond, offset_sq, factor)
 
         else:
             other = self.fallback(xp, fallback, rcond, offset_sq, factor)
@@ -114,6 +113,14 @@ class Factored:
         """The ``_factor.Factor`` of the Cholesky factor (full rank)."""
         return inverse_factor(xp, mT(xp, triangular_inverse(xp, self.L, True)))
 
+    def other_solve(self, xp, solver, X, Y, rcond, offset_sq, factor=False):
+        """``solver``'s (another method's) ``(coef, rank)``, and with ``factor`` its ``Factor``
+        third, without singular vectors (which the Cholesky branch it stands in for lacks)."""
+        if not factor:
+            return solver(xp, X, Y, self.alpha, rcond, offset_sq)[:2]
+        solved = solver(xp, X, Y, self.alpha, rcond, offset_sq, factor=True)
+        return solved[0], solved[1], solved[-1]._replace(V=None)
+
     def fallback(self, xp, solver, rcond, offset_sq, factor=False):
         """``solver`` (another method's solve) as a branch on tall X: (X, Y) -> (coef, rank,
         rss), on the data as that method takes it (``TallGram.arrays``); with ``factor``, its
@@ -121,10 +128,9 @@ class Factored:
 
         def other(X, Y):
             X, Y = self.data.arrays(X, Y)
-            solved = solver(xp, X, Y, self.alpha, rcond, offset_sq, factor=True) if factor else None
-            coef, rank = (solved or solver(xp, X, Y, self.alpha, rcond, offset_sq))[:2]
+            coef, rank, *fac = self.other_solve(xp, solver, X, Y, rcond, offset_sq, factor)
             rss = _compat.sum_of_squares(xp, _compat.minus_fresh(xp, Y, dot(xp, X, coef)), axis=-2)
-            return (coef, rank, rss, solved[-1]._replace(V=None)) if factor else (coef, rank, rss)
+            return (coef, rank, rss, *fac)
 
         return other
 
