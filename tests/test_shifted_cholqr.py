@@ -54,3 +54,21 @@ def test_householder_only_where_shifted_cholqr3_fails(numpy_reference, monkeypat
     r = lsq.lstsq(X, y, method="qr")
     assert calls and int(r.rank) == 9
     np.testing.assert_allclose(r.coef, np.linalg.lstsq(X, y, rcond=None)[0], rtol=0, atol=1e-10)
+
+
+def test_third_round_only_where_q1_is_ill_conditioned(numpy_reference, monkeypatch):
+    """The third round repairs Q2's orthogonality, ~eps cond(Q1)**2: skipped at cond 1e8
+    (cond(Q1) ~ 1e2: two Gram passes after the first), taken at cond 1e13 (cond(Q1) ~ 1e6:
+    three), both within the Householder bound of the accuracy test above."""
+    from lsq_backends._solvers import cholqr
+
+    rounds = []
+    after = cholqr._gram_after
+    monkeypatch.setattr(cholqr, "_gram_after", lambda *a, **k: rounds.append(1) or after(*a, **k))
+    for cond, passes in ((1e8, 1), (1e13, 2)):
+        X, y = _problem(3000, 10, cond, 1e-2, seed=int(math.log10(cond)))
+        ref = lsq.lstsq(X, y, method="svd", rcond=1e-17, refine=4).coef
+        rounds.clear()
+        got = lsq.lstsq(X, y, method="qr", rcond=1e-15).coef
+        assert len(rounds) == passes, cond
+        assert np.linalg.norm(got - ref) <= 10 * EPS * cond * np.linalg.norm(ref), cond
