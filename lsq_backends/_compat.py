@@ -325,8 +325,9 @@ def diagonal(xp, a):
     return xp.linalg.diagonal(a)
 
 
-# Row block of ``gram`` on NumPy: ~256 KB of float64, so X^T Y reads the block from cache.
-GRAM_BLOCK_ELEMENTS = 1 << 15
+# Row block of ``gram`` on NumPy: ~1 MB of float64, so X^T Y reads the block from cache (with
+# it, 1.15x a bare X.T @ X at 200000 x 50; 1.23x with 256 KB blocks, 1.26x unblocked).
+GRAM_BLOCK_ELEMENTS = 1 << 17
 GRAM_BLOCK_MAX_COLUMNS = 64
 
 
