@@ -8,8 +8,6 @@ skips cleanly where no CUDA device is usable.
 
 from __future__ import annotations
 
-import os
-
 import nox
 
 nox.options.default_venv_backend = "virtualenv"
@@ -52,21 +50,18 @@ def tests(session, backend):
     module = {"dask": "dask.array"}.get(backend, backend)
     session.run("python", "-c", f"import {module}")  # the backend must import, or fail here
     env = {"LSQ_BACKENDS": backend}
+    workers = []
     if backend == "jax":
         # The JAX session is dominated by single-threaded XLA compilation of tiny problems:
-        # XLA's cheap compile mode (a third less CPU time per compile here; runtime is
-        # irrelevant at these sizes, and results stay within every tolerance).
+        # two workers, and XLA's cheap compile mode (a third less CPU time per compile here;
+        # runtime is irrelevant at these sizes, and results stay within every tolerance).
+        workers = ["-n", "2"]
         env["JAX_DISABLE_MOST_OPTIMIZATIONS"] = "1"
-        # Many tests compile the same program (a solver on the same shapes, through different
-        # closures): JAX's persistent cache compiles it once per run (with two workers, a
-        # cold cache took the session from 10.6 to 8.7 minutes).
-        env["JAX_COMPILATION_CACHE_DIR"] = os.path.join(session.create_tmp(), "jax-cache")
-        env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
-    # One process per session: ``nox`` runs two sessions at a time (see the end of this file).
-    # Alone, ``nox -s "tests(backend='jax')" -- -n 2`` uses both cores (pytest-xdist).
+    elif backend == "dask":
+        workers = ["-n", "2"]  # graph building is Python-bound: one process per core
     # The slowest tests, named in the log: where the session's time goes.
     codes = [0, 5] if session.posargs else [0]  # a filter may select no test
-    session.run("pytest", "-q", "--durations=15", *session.posargs, env=env, success_codes=codes)
+    session.run("pytest", "-q", "--durations=15", *workers, *session.posargs, env=env, success_codes=codes)
 
 
 @nox.session
@@ -120,12 +115,6 @@ def bench_quick(session):
     )  # fmt: skip
 
 
-# CI: every CPU backend's tests, lint, type check, the docs, then the benchmark as a smoke test
-# (--quick: shrunken shapes, one timed call; not asserted on speed). Two sessions at a time
-# (``nox -j 1`` for one), one process each: the compile-bound JAX session (~15 minutes of one
-# core) on one core, all the others in turn on the other. Two pytest-xdist workers per session
-# as well made four processes on two cores (18 minutes in all).
-SLOW_FIRST = ["jax", "dask"] + [b for b in CPU_BACKENDS if b not in ("jax", "dask")]
-nox.options.sessions = [f"tests(backend='{b}')" for b in SLOW_FIRST] + ["lint", "typecheck", "docs", "bench_quick"]
-nox.options.parallel = 2
-nox.options.allow_parallel = True
+# CI: lint, type check, every CPU backend's tests, the docs, then the benchmark as a smoke test
+# (--quick: shrunken shapes, one timed call; not asserted on speed).
+nox.options.sessions = ["lint", "typecheck"] + [f"tests(backend='{b}')" for b in CPU_BACKENDS] + ["docs", "bench_quick"]
