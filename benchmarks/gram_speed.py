@@ -30,7 +30,7 @@ from .backends import limit_threads
 RCOND = 1e-15  # illcond: below 1/cond, so that cond 1e12 at m = 200000 is full rank (the default is 4.4e-11)
 
 
-def _data(m, n, cond, seed=0, offset=0.0, batch=()):
+def make_problem(m, n, cond, seed=0, offset=0.0, batch=()):
     rng = np.random.default_rng(seed)
     U = np.linalg.qr(rng.standard_normal(batch + (m, n)))[0]
     V = np.linalg.qr(rng.standard_normal(batch + (n, n)))[0]
@@ -66,7 +66,7 @@ def _print(title, med, base):
 
 def tall(lsq, repeat):
     for m, n in ((200_000, 50), (100_000, 200)):
-        Xo, yo, X, y = _data(m, n, 100.0, offset=1e8)
+        Xo, yo, X, y = make_problem(m, n, 100.0, offset=1e8)
         Xs, ys = Xo - 1e8, yo - 1e8  # exact: the data as given, offsets removed
         ref = np.linalg.lstsq(Xs - Xs.mean(0), ys - ys.mean(), rcond=None)[0]
         calls = {
@@ -84,7 +84,7 @@ def tall(lsq, repeat):
 
 def accuracy(lsq, repeat):
     for m, n in ((200_000, 50), (100_000, 200), (2000, 50)):
-        _, _, X, y = _data(m, n, 100.0, seed=1)
+        _, _, X, y = make_problem(m, n, 100.0, seed=1)
         ref = np.linalg.solve(X.T @ X, X.T @ y)  # replaced by a refined reference below
         q, r = np.linalg.qr(X)
         ref = np.linalg.solve(r, q.T @ y)
@@ -98,7 +98,7 @@ def accuracy(lsq, repeat):
 
 def illcond(lsq, repeat):
     for cond in (1e8, 1e12):
-        _, _, X, y = _data(200_000, 50, cond, seed=2)
+        _, _, X, y = make_problem(200_000, 50, cond, seed=2)
         calls = {
             "X.T @ X": lambda X=X: X.T @ X,
             "qr": lambda X=X, y=y: lsq.lstsq(X, y, method="qr", rcond=RCOND),
@@ -114,7 +114,7 @@ def illcond(lsq, repeat):
 
 
 def small(lsq, repeat):
-    _, _, X, y = _data(442, 10, 100.0, seed=3)
+    _, _, X, y = make_problem(442, 10, 100.0, seed=3)
     calls = {
         "numpy.linalg.lstsq": lambda: np.linalg.lstsq(X, y, rcond=None),
         "normal": lambda X=X, y=y: lsq.lstsq(X, y, method="normal"),
@@ -130,7 +130,7 @@ def small(lsq, repeat):
 
 
 def batched(lsq, repeat):
-    _, _, X, y = _data(64, 8, 100.0, seed=4, batch=(10_000,))
+    _, _, X, y = make_problem(64, 8, 100.0, seed=4, batch=(10_000,))
     calls = {
         "loop of numpy.linalg.lstsq": lambda: [np.linalg.lstsq(a, b, rcond=None) for a, b in zip(X, y, strict=True)],
         "auto": lambda X=X, y=y: lsq.lstsq(X, y, method="auto"),

@@ -88,7 +88,8 @@ def cholqr2_factors(xp, X, Y, fac):
 SHIFT = 11.0  # shifted CholeskyQR's shift, in units of the Gram matrix's probable rounding
 # eps * cond(Q1)**2 up to which shifted CholeskyQR's third round is skipped: below it the third
 # round moved the solution's error by less than 2x (in either direction), measured from
-# cond 1e9 to 1e13 on 20000 x 50, 200000 x 50, 50000 x 200 and 3000 x 10 at two noise levels.
+# cond 1e9 to 1e13 on 20000 x 50, 200000 x 50, 50000 x 200 and 3000 x 10 at two noise levels
+# (``python -m benchmarks.cholqr_rounds``).
 THIRD_ROUND = 1e-4
 
 
