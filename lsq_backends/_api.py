@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import array_api_compat
-
-from . import _compat, _derivatives, _torch_autograd
+from . import _compat, _derivatives
 from ._empty import pad_empty_batch
 from ._gram_data import TallGram
 from ._input import check_bool, check_method, intercept_of, prepare, validated_now
-from ._path import fit_path
+from ._path import fit_path, rule_of
 from ._refine import refine as _refine
 from ._result import LstsqResult
 from ._scaling import Rescale, uncertified, unscale
@@ -46,7 +44,7 @@ def _fit_deferred(problem, method, rcond, fit_intercept, refine=0, options=None)
         rank = full_rank(xp, X.shape[:-2], 0, X)
         s = xp.zeros(tuple(X.shape[:-2]) + (0,), dtype=X.dtype, device=_compat.device(X))
         s = s if method == "svd" else None
-    elif problem.centered is None and (rule := _rule_of(xp, X, Y, alpha)):
+    elif problem.centered is None and (rule := rule_of(xp, X, Y, alpha)):
         # JAX, or PyTorch tensors that require grad: differentiated by the solution's rule.
         kw = (problem.offset_sq, problem.check, options)
         coef, rank, s, n_iter_rule = rule.solve(xp, X, Y, alpha, method, rcond, *kw)
@@ -86,14 +84,6 @@ def _tall_gram(problem):
     (``_gram_data.TallGram``): X and Y with their shifts near the means."""
     (root,) = problem.centered
     return TallGram(problem.xp, problem.X, problem.Y, root, problem.x_offset, problem.y_offset)
-
-
-def _rule_of(xp, X, Y, alpha):
-    """The module whose ``solve`` differentiates by the solution's rule (``_derivatives`` for
-    JAX, ``_torch_autograd`` for tensors that require grad), or None."""
-    if not _derivatives.wanted(xp, X, Y, alpha):
-        return None
-    return _torch_autograd if array_api_compat.is_torch_namespace(xp) else _derivatives
 
 
 def refined_solution(problem, coef, intercept, rank, steps):

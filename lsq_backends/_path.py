@@ -12,6 +12,15 @@ from ._solvers._shared import full_rank
 from ._solvers.spectral import over_alphas, solve_path
 
 
+def rule_of(xp, X, Y, alpha):
+    """The module whose ``solve`` (``solve_path_rule`` for a path) differentiates by the
+    solution's rule (``_derivatives`` for JAX, ``_torch_autograd`` for tensors that require
+    grad), or None."""
+    if not _derivatives.wanted(xp, X, Y, alpha):
+        return None
+    return _torch_autograd if array_api_compat.is_torch_namespace(xp) else _derivatives
+
+
 def fit_path(problem, method, fit_intercept):
     """LstsqResult whose every field has a leading axis of length a = len(alpha)."""
     xp, X, Y, alpha = problem.xp, problem.X, problem.Y, problem.alpha
@@ -23,9 +32,8 @@ def fit_path(problem, method, fit_intercept):
         coef = xp.zeros((a, *batch, n, k), dtype=X.dtype, device=dev)
         rank = full_rank(xp, (a, *batch), 0, X)
         s = None if method != "svd" else xp.zeros((*batch, 0), dtype=X.dtype, device=dev)
-    elif _derivatives.wanted(xp, X, Y, alpha):
+    elif rule := rule_of(xp, X, Y, alpha):
         # JAX, or PyTorch tensors that require grad: the rule per penalty, from the path's factor.
-        rule = _torch_autograd if array_api_compat.is_torch_namespace(xp) else _derivatives
         coef, rank, s = rule.solve_path_rule(xp, X, Y, alpha, method, problem.offset_sq)
     else:
         coef, rank, s = solve_path(xp, X, Y, alpha, method, problem.offset_sq)
