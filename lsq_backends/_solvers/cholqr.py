@@ -143,12 +143,12 @@ def shifted_cholqr3(xp, X, Y, fac, rcond, offset_sq, factor=False):
         # the last round's pivots are 1 up to O(1), else cond(Q1) was past CholeskyQR2's reach
         return dot(xp, R3, R2), xp.all(xp.abs(diagonal(xp, R3)[..., :n] - 1) < 0.5, axis=-1)
 
-    q1_cond = condition_estimate(xp, L2, G2)
-    two_rounds = all_true(xp, eps(xp, X) * q1_cond * q1_cond <= THIRD_ROUND)
     # The choice where it costs no host read: NumPy, or traced JAX (one branch runs). The
     # derivative rules take R11 as X's own triangular factor: Q orthogonal, three rounds.
-    free = _aac.is_numpy_namespace(xp) or (_aac.is_jax_namespace(xp) and _compat.is_lazy(two_rounds))
+    free = _aac.is_numpy_namespace(xp) or (_aac.is_jax_namespace(xp) and _compat.is_lazy(L2))
     if free and not factor:
+        q1_cond = condition_estimate(xp, L2, G2)
+        two_rounds = all_true(xp, eps(xp, X) * q1_cond * q1_cond <= THIRD_ROUND)
         R32, orthogonal = _compat.cond(xp, two_rounds, lambda R2: (R2, xp.isfinite(q1_cond)), third_round, (R2,))
     else:
         R32, orthogonal = third_round(R2)
