@@ -29,7 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def run(request):
     if "jax" not in request.config._lsq_backends:
         pytest.skip("runs in the jax backend's session")
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu")
+    flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=4".strip()  # keep the session's
+    env = dict(os.environ, XLA_FLAGS=flags, JAX_PLATFORMS="cpu")
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
     script = str(Path(__file__).with_name("sharded_jax_run.py"))
     argv = [sys.executable, script, *map(str, (M, N, K, M_MEM, N_MEM))]
