@@ -78,6 +78,14 @@ def bench(session):
 
 
 @nox.session
+def gram_speed(session):
+    """The Gram-speed rows, each against its peer in the same run (one BLAS thread): refined
+    normal equations, intercept, ill-conditioned ``qr``, small and batched fits."""
+    _install(session, "bench", "torch", "scipy")
+    session.run("python", "-m", "benchmarks.gram_speed", *session.posargs)
+
+
+@nox.session
 def accuracy(session):
     """LRE table on the NIST StRD datasets against numpy, scipy and scikit-learn."""
     _install(session, "bench", "jax", "torch", "scipy", "strict")
