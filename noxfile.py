@@ -8,6 +8,8 @@ skips cleanly where no CUDA device is usable.
 
 from __future__ import annotations
 
+import os
+
 import nox
 
 nox.options.default_venv_backend = "virtualenv"
@@ -33,7 +35,11 @@ PINS = {"torch": ["torch==2.13.0"]}
 # session is dominated by single-threaded compilation of small programs, and the two together
 # halve its time (333 s against 631 s for the suite, two workers); runtime is irrelevant at
 # these sizes, and every result stays within its tolerance.
-JAX_CHEAP_COMPILE = {"JAX_DISABLE_MOST_OPTIMIZATIONS": "1", "XLA_FLAGS": "--xla_cpu_use_fusion_emitters=false"}
+# Appended to the caller's own XLA_FLAGS (a device count, say), which a session's env replaces.
+JAX_CHEAP_COMPILE = {
+    "JAX_DISABLE_MOST_OPTIMIZATIONS": "1",
+    "XLA_FLAGS": f"{os.environ.get('XLA_FLAGS', '')} --xla_cpu_use_fusion_emitters=false".strip(),
+}
 
 
 def _install(session, *extras):
