@@ -3,11 +3,12 @@ documented behaviour; the GPU run (``python -m lsq_backends.check``) confirms it
 
 from __future__ import annotations
 
+import cupy_standin
 import numpy as np
 import pytest
 import scipy.linalg
 
-from lsq_backends import _compat
+from lsq_backends import _compat, _factorizations
 
 
 def _partial_factor(a):
@@ -65,3 +66,31 @@ def test_retry_on_cpu_after_a_convergence_failure(numpy_reference):
     assert calls == ["cpu", "cpu"] and torch.allclose(w, torch.full((3,), 2.0, dtype=torch.float64))
     with pytest.raises(ValueError, match="other"):
         retry_on_cpu(lambda a: (_ for _ in ()).throw(ValueError("other")), a)  # not a solver failure: raised
+
+
+@pytest.mark.parametrize("p", [2, 3, 5])
+def test_cupy_qr_r_is_the_r_factor(monkeypatch, p, numpy_reference):
+    """CuPy's ``qr(mode="r")`` returns R alone; array-api-compat's wrapper would unpack it into
+    ``QRResult(*R)``: a TypeError for p != 2, and for p = 2 (one feature and one target in a
+    QRAccumulator) a silently wrong "R" (its second row)."""
+    cupy = cupy_standin.install(monkeypatch)
+    x = np.random.default_rng(0).standard_normal((7, p))
+    r = _factorizations.qr_r(cupy.xp, x)
+    ref = np.linalg.qr(x, mode="r")
+    assert r.shape == (p, p)
+    np.testing.assert_allclose(np.abs(r), np.abs(ref), rtol=1e-12, atol=1e-12)
+
+
+def test_cupy_cholesky_under_errstate_raise(monkeypatch, numpy_reference):
+    """A caller's ``cupyx.errstate(linalg="raise")`` must not turn a singular Gram matrix into an
+    exception: the factorization reports NaN, as everywhere, and the solver falls back."""
+    cupy = cupy_standin.install(monkeypatch)
+    singular = np.array([[4.0, 2, 2], [2, 1, 1], [2, 1, 5]])
+    good = np.array([[4.0, 2, 0], [2, 5, 1], [0, 1, 3]])
+    import cupyx
+
+    with cupyx.errstate(linalg="raise"):
+        assert np.all(np.isnan(_factorizations.cholesky(cupy.xp, singular)))
+        np.testing.assert_allclose(_factorizations.cholesky(cupy.xp, good), np.linalg.cholesky(good), rtol=1e-14)
+        assert cupy.errstate == "raise"  # the caller's setting is back after each call
+    assert np.all(np.isnan(_factorizations.cholesky(cupy.xp, singular)))
