@@ -64,7 +64,7 @@ def install(monkeypatch, *, compute_type="DEFAULT", compute_api=True):
     def cholesky(a):
         c, info = scipy.linalg.lapack.dpotrf(np.asarray(a, dtype=np.float64), lower=1, clean=1)
         if info > 0 and state.errstate == "raise":
-            raise np.linalg.LinAlgError("Error reported by potrf in cuSOLVER. devInfo = %d" % info)
+            raise np.linalg.LinAlgError(f"Error reported by potrf in cuSOLVER. devInfo = {info}")
         return np.tril(c).astype(a.dtype)
 
     bare = types.ModuleType("cupy")
