@@ -49,7 +49,7 @@ def _default_cutoff(xp, state, n, rcond):
     if rcond is not None:
         return rcond
     count = state.count
-    n_ = xp.asarray(float(n), dtype=count.dtype, device=_compat.device(count))
+    n_ = xp.full((), float(n), dtype=count.dtype, device=_compat.device(count))
     if xp.finfo(state.mean.dtype).bits >= 64:
         return eps(xp, state.mean) * xp.maximum(count, n_)
     return eps(xp, state.mean) * (xp.sqrt(xp.maximum(count, n_)) + xp.minimum(count, n_))
@@ -62,6 +62,7 @@ class _Solvable(Accumulator):
     """``solve`` for both accumulators; each defines ``_solve(xp, n, fit_intercept, rcond,
     state, alpha) -> (coef (n, k), rank, rss (k,))``, an array function (jitted on JAX)."""
 
+    @_compat.on_input_device
     def solve(self, alpha=0.0, *, fit_intercept=True, rcond=None):
         """Least squares (``alpha=0``) or ridge on every row accumulated so far.
 
@@ -184,7 +185,7 @@ class NormalAccumulator(_Solvable):
         # precision (sqrt(eps * rows)), and against the column before centering (cutoff).
         tol = xp.maximum(
             xp.sqrt(_default_cutoff(xp, state, n, None)),
-            xp.asarray(rcond or 0.0, dtype=S.dtype, device=_compat.device(S)),
+            xp.full((), rcond or 0.0, dtype=S.dtype, device=_compat.device(S)),
         )
         pivots, d = diagonal(xp, L), diagonal(xp, A)
         ok = pivots / xp.sqrt(xp.where(d > 0, d, xp.ones_like(d))) > tol

@@ -138,6 +138,7 @@ def check_refine(refine):
         raise ValueError(msg)
 
 
+@_compat.on_input_device
 def lstsq(
     X: Array,
     y: Array,
@@ -269,6 +270,7 @@ def lstsq(
         return fit(False)
 
 
+@_compat.on_input_device
 def ridge(
     X: Array,
     y: Array,

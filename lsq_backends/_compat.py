@@ -15,7 +15,8 @@ read with them), :mod:`._factorizations` (Cholesky, QR, SVD, eigh: each library'
 modes and its cheaper routes), :mod:`._triangular` (triangular solves and inverses, which the
 standard lacks), :mod:`._dask_blocks` (the NumPy code that runs inside Dask tasks) and
 :mod:`._precision` (full float32 products on PyTorch and CuPy, whatever the process-wide
-settings), through :mod:`._products`.
+settings), through :mod:`._products`, and :mod:`._devices` (constants made on the device, the
+input's device entered on CuPy).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import numpy as _np
 
 from ._control import Checks, cond, deferred, flush_checks, is_lazy, jit, loop, over_columns
 from ._dask_blocks import numpy_argmin0
+from ._devices import constants, device_scope, on_input_device, powers_of_two
 from ._factorizations import checked_cholesky, cholesky, eigh, one_pass_qr, qr, qr_apply, qr_implicit, qr_r, svd
 from ._products import cross, matmul
 from ._triangular import SMALL_STACK, batch_last, cho_solve, solve_triangular, triangular_inverse
@@ -42,6 +44,7 @@ __all__ = [
     "cholesky",
     "cond",
     "compiled",
+    "constants",
     "cross",
     "default_dtypes",
     "deferred",
@@ -53,6 +56,7 @@ __all__ = [
     "diagonal",
     "gram",
     "device",
+    "device_scope",
     "eigh",
     "is_lazy",
     "is_readable",
@@ -82,6 +86,8 @@ __all__ = [
     "take_rows",
     "update_fresh",
     "minus_fresh",
+    "on_input_device",
+    "powers_of_two",
     "sum_of_squares",
     "zero_first_row",
 ]

@@ -103,6 +103,7 @@ def _refit_batched(xp, spec, alpha, Y, batch):
     return _compat.over_columns(xp, block, (Y, alpha) if per_target else (Y,), batch)[0]
 
 
+@_compat.on_input_device
 def ridge_cv(
     X: Array,
     y: Array,

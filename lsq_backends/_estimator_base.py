@@ -226,6 +226,7 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
             coef = coef[0, ...]
         return {"coef_": coef, "intercept_": result.intercept}
 
+    @_compat.on_input_device
     def predict(self, X):
         """Predict with the fitted linear model.
 
@@ -247,6 +248,7 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
         W = coef if coef.ndim == 1 else xp.permute_dims(coef, (1, 0))
         return _compat.matmul(xp, X, xp.astype(W, dtype, copy=False)) + xp.astype(self.intercept_, dtype, copy=False)
 
+    @_compat.on_input_device
     def score(self, X, y, sample_weight=None):
         """Coefficient of determination R² of ``predict(X)`` against ``y``.
 

@@ -47,6 +47,7 @@ def check_options(max_iter, tol):
     check_fraction(tol, "tol")
 
 
+@_compat.on_input_device
 def nnls(
     X: Array,
     y: Array,

@@ -94,10 +94,7 @@ def _powers(xp, requests):
         layout.append((shape, math.prod(shape), split))
     k = xp.concat(parts)[:, None]  # (r, 1)
     nbits = limit.bit_length()
-    dev = _compat.device(like)
-    step = xp.asarray([float(2**b) for b in range(nbits)], dtype=like.dtype, device=dev)
-    up = xp.asarray([2.0 ** (2**b) for b in range(nbits)], dtype=like.dtype, device=dev)
-    down = xp.asarray([2.0 ** -(2**b) for b in range(nbits)], dtype=like.dtype, device=dev)
+    step, up, down = _compat.powers_of_two(xp, nbits, like)  # made on the device (no host copy)
     bit = xp.remainder(xp.floor(xp.abs(k) / step), 2) == 1  # (r, nbits)
     p = xp.prod(xp.where(bit, xp.where(k < 0, down, up), xp.ones_like(up)), axis=-1)
     out, i = [], 0

@@ -84,7 +84,7 @@ def chunk_summary(xp, X, Y, root, state):
     Z = xp.concat([X, Y], axis=-1)
     m = Z.shape[0]
     dev = _compat.device(Z)
-    count = xp.asarray(float(m), dtype=Z.dtype, device=dev)
+    count = xp.full((), float(m), dtype=Z.dtype, device=dev)
     weights = None if root is None else root * root
 
     def weighted_sum(A):
@@ -209,6 +209,7 @@ class Accumulator:
         mean = xp.zeros((p,), dtype=meta.dtype, device=meta.device)
         return StreamState(zero, zero, mean, mean, xp.zeros((p, p), dtype=meta.dtype, device=meta.device))
 
+    @_compat.on_input_device
     def step(self, state, X, y, /, sample_weight=None, *, check_finite=True):
         """The pure update behind :meth:`update`: ``state`` plus one chunk, as a new state.
 
@@ -224,6 +225,7 @@ class Accumulator:
             state = self._empty_state(meta)
         return _kernel(type(self), xp)(state, X, Y, root)
 
+    @_compat.on_input_device
     def update(self, X, y, /, sample_weight=None, *, check_finite=True):
         """Add a chunk of rows (validated like :func:`lstsq`'s inputs); returns ``self``.
 
@@ -237,6 +239,7 @@ class Accumulator:
         self._meta = meta
         return self
 
+    @_compat.on_input_device
     def merge(self, other):
         """Add the rows of ``other`` (an accumulator of the same kind) to this one, in place, as
         :meth:`update` adds a chunk; returns ``self``. ``other`` is not modified.

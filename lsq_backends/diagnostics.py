@@ -199,6 +199,7 @@ def _ratio(xp, a, b):
     return xp.where(pos, q, xp.where(a == 0, xp.zeros_like(q), xp.where(a > 0, inf, -inf)))
 
 
+@_compat.on_input_device
 def diagnostics(
     X: Array,
     y: Array,

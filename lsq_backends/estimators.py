@@ -74,6 +74,7 @@ class LinearRegression(LinearModelBase):
         self.check_finite = check_finite
         self.positive = positive
 
+    @_compat.on_input_device
     def fit(self, X, y, sample_weight=None):
         """Fit on ``X`` (m, n_features) and ``y`` (m,) or (m, n_targets); returns ``self``."""
         check_method(self.method, self.rcond)
@@ -136,6 +137,7 @@ class Ridge(LinearModelBase):
         self.check_finite = check_finite
         self.positive = positive
 
+    @_compat.on_input_device
     def fit(self, X, y, sample_weight=None):
         """Fit on ``X`` (m, n_features) and ``y`` (m,) or (m, n_targets); returns ``self``."""
         check_method(self.method, None)
@@ -282,6 +284,7 @@ class RidgeCV(LinearModelBase):
         self.gcv_mode = gcv_mode
         self.check_finite = check_finite
 
+    @_compat.on_input_device
     def fit(self, X, y, sample_weight=None, groups=None):
         """Choose the penalty and fit on ``X`` (m, n_features), ``y`` (m,) or (m, n_targets);
         ``groups`` go to a ``cv`` splitter's ``split``."""
@@ -332,5 +335,6 @@ def _alpha_arg(alpha, X, name):
         return alpha
     import numpy as np
 
-    xp = _compat.array_namespace(X)
-    return xp.asarray(np.asarray(alpha, dtype=np.float64), device=_compat.device(X))
+    xp, dev = _compat.array_namespace(X), _compat.device(X)
+    dtype = _compat.float64_for(xp, dev) or _compat.default_dtypes(xp, dev)[0]
+    return _compat.constants(xp, np.asarray(alpha, dtype=np.float64).tolist(), dtype, dev)  # filled on the device

@@ -86,8 +86,8 @@ def solve(xp, X, Y, alpha, *, max_iter=None, tol=None):
     n_iter = xp.zeros(tuple(b.shape[:-1]), dtype=int_dtype, device=_compat.device(X))
     state = _State(x=xp.zeros_like(b), passive=false, inner=false[..., 0], n_iter=n_iter, done=false[..., 0])
     idx = xp.arange(n, device=_compat.device(X))
-    neg_inf = xp.asarray(-float("inf"), dtype=X.dtype, device=_compat.device(X))
-    pos_inf = xp.asarray(float("inf"), dtype=X.dtype, device=_compat.device(X))
+    neg_inf = xp.full((), -float("inf"), dtype=X.dtype, device=_compat.device(X))
+    pos_inf = xp.full((), float("inf"), dtype=X.dtype, device=_compat.device(X))
     alpha_col = alpha[:, None]  # (k or 1, 1)
 
     def step(s, A, b):
