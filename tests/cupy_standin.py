@@ -12,7 +12,8 @@ It reproduces what those branches depend on, from CuPy's and array-api-compat's 
 - ``cupyx.errstate`` and ``cupyx.scipy.linalg``.
 - ``cupy._core._routines_linalg``: the private per-dtype compute type of matrix products
   (``COMPUTE_TYPE_*`` with CuPy's values, ``get_compute_type``/``set_compute_type``).
-- ``cupy.cuda.Device``: a context manager that records which device is current.
+- ``cupy.cuda.Device``: a context manager that records which device is current, and
+  ``cupy.ndarray``: a NumPy array on such a device.
 """
 
 from __future__ import annotations
@@ -52,6 +53,22 @@ class Device:
         return f"<CUDA Device {self.id}>"
 
 
+class ndarray(np.ndarray):  # noqa: N801 (CuPy's name: array-api-compat tests for cupy.ndarray)
+    """A CuPy array: a NumPy array on a :class:`Device` (``device_id``)."""
+
+    def __new__(cls, a, device_id=0):
+        obj = np.asarray(a).view(cls)
+        obj.device_id = device_id
+        return obj
+
+    def __array_finalize__(self, obj):
+        self.device_id = getattr(obj, "device_id", 0)
+
+    @property
+    def device(self):
+        return Device(self.device_id)
+
+
 class StandIn(types.SimpleNamespace):
     """The installed stand-in: ``bare``, ``xp``, ``errstate`` (the current ``linalg`` mode),
     ``compute_type`` (float32's), ``linalg_routines``."""
@@ -71,6 +88,7 @@ def install(monkeypatch, *, compute_type="DEFAULT", compute_api=True):
     vars(bare).update(_public(np))
     bare.linalg = types.SimpleNamespace(**{**_public(np.linalg), "cholesky": cholesky})
     bare.cuda = types.SimpleNamespace(Device=Device)
+    bare.ndarray = ndarray
     bare.__version__ = "14.0.0"
 
     xp = types.ModuleType("array_api_compat.cupy")

@@ -3,12 +3,16 @@ documented behaviour; the GPU run (``python -m lsq_backends.check``) confirms it
 
 from __future__ import annotations
 
+import importlib.util
+import types
+
 import cupy_standin
 import numpy as np
 import pytest
 import scipy.linalg
 
-from lsq_backends import _compat, _factorizations
+import lsq_backends as lsq
+from lsq_backends import _compat, _devices, _factorizations
 
 
 def _partial_factor(a):
@@ -94,3 +98,68 @@ def test_cupy_cholesky_under_errstate_raise(monkeypatch, numpy_reference):
         np.testing.assert_allclose(_factorizations.cholesky(cupy.xp, good), np.linalg.cholesky(good), rtol=1e-14)
         assert cupy.errstate == "raise"  # the caller's setting is back after each call
     assert np.all(np.isnan(_factorizations.cholesky(cupy.xp, singular)))
+
+
+def test_device_scope_enters_the_cupy_input_device(monkeypatch, numpy_reference):
+    """array-api-compat ignores ``device=`` in CuPy's creation functions: arrays land on the
+    current device. The scope makes the device of the first CuPy argument current."""
+    cupy_standin.install(monkeypatch)
+    on1 = cupy_standin.ndarray(np.ones(3), device_id=1)
+    state = types.SimpleNamespace(state=(cupy_standin.ndarray(np.ones(2), device_id=2),))
+    for args, want in [
+        ((None, np.ones(2), 0.5, on1), 1),
+        (((np.ones(1), on1),), 1),
+        ((state, on1), 2),
+        ((np.ones(2),), 0),
+    ]:
+        with _devices.device_scope(*args):
+            assert cupy_standin.Device.current[-1] == want
+    assert cupy_standin.Device.current == [0]
+
+    @_devices.on_input_device
+    def fit(X, y, *, sample_weight=None):
+        return cupy_standin.Device.current[-1]
+
+    assert fit(np.ones(2), np.ones(2), sample_weight=on1) == 1
+    assert fit(on1, None) == 1 and fit(np.ones(2), None) == 0
+
+
+def test_every_entry_point_enters_its_input_device(monkeypatch, numpy_reference):
+    """Each public entry point opens the scope with its inputs (the accumulator for ``solve`` and
+    ``merge``): the one mechanism, on every path."""
+    seen = []
+    real = _devices.device_scope
+
+    def spy(*objs):
+        seen.append(objs)
+        return real(*objs)
+
+    monkeypatch.setattr(_devices, "device_scope", spy)
+    rng = np.random.default_rng(0)
+    X, y = rng.standard_normal((30, 3)), rng.standard_normal(30)
+    acc, other = lsq.QRAccumulator(), lsq.QRAccumulator().update(X, y)
+    calls = [
+        ("lstsq", X, lambda: lsq.lstsq(X, y)),
+        ("ridge", X, lambda: lsq.ridge(X, y, 1.0)),
+        ("ridge_cv", X, lambda: lsq.ridge_cv(X, y, [0.1, 1.0])),
+        ("nnls", X, lambda: lsq.nnls(X, y)),
+        ("diagnostics", X, lambda: lsq.diagnostics(X, y)),
+        ("update", X, lambda: acc.update(X, y)),
+        ("step", X, lambda: acc.step(None, X, y)),
+        ("solve", acc, lambda: acc.solve()),
+        ("merge", acc, lambda: acc.merge(other)),
+    ]
+    if importlib.util.find_spec("sklearn") is not None:
+        from lsq_backends.estimators import LinearRegression, Ridge, RidgeCV
+
+        for est in (LinearRegression(), Ridge(), RidgeCV()):
+            name = type(est).__name__
+            calls += [
+                (f"{name}.fit", X, lambda est=est: est.fit(X, y)),
+                (f"{name}.predict", X, lambda est=est: est.predict(X)),
+                (f"{name}.score", X, lambda est=est: est.score(X, y)),
+            ]
+    for name, given, call in calls:
+        seen.clear()
+        call()
+        assert seen and any(o is given for o in seen[0]), name
