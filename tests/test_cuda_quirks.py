@@ -193,3 +193,60 @@ def test_small_stack_condition_estimate_is_a_few_operations_off_numpy(p, numpy_r
         got = condition_estimate(xp, Lt, At)
     assert Count.n <= 40, Count.n
     np.testing.assert_allclose(got.numpy(), ref, rtol=1e-10)
+
+
+def _jax_session(request):
+    if "jax" not in request.config._lsq_backends:
+        pytest.skip("runs in the jax backend's session")
+    return pytest.importorskip("jax")
+
+
+@pytest.mark.parametrize("target", [0, 35, 100])
+def test_traced_loop_trips_of_ten_on_accelerators(monkeypatch, request, target):
+    """XLA:GPU reads a while_loop's predicate on the host every trip: on accelerators a traced
+    loop runs 10 iterations a trip (n // 10 + 1 reads for n iterations), and stops at
+    max_iter exactly. Here on the CPU with the accelerator setting forced; the predicate
+    evaluations are counted with a host callback."""
+    jax = _jax_session(request)
+    import jax.numpy as jnp
+
+    from lsq_backends import _control
+
+    def run(per_trip):
+        monkeypatch.setattr(_control, "steps_per_trip", lambda jax: per_trip)
+        reads = []
+
+        def done(s):
+            jax.debug.callback(lambda: reads.append(1))
+            return s[0] >= target
+
+        def body(s):  # a finished state is left unchanged, as loop() requires
+            return (jnp.where(s[0] >= target, s[0], s[0] + 1), s[1] + 1)
+
+        fn = jax.jit(lambda s: _control.loop(jnp, body, s, 23, done))
+        out = jax.block_until_ready(fn((jnp.asarray(0), jnp.asarray(0))))
+        return int(out[0]), len(reads)
+
+    count1, reads1 = run(1)
+    count10, reads10 = run(10)
+    assert count1 == count10 == min(target, 23)
+    assert reads1 == min(target, 23) + 1
+    assert reads10 == min(target, 23) // 10 + 1, reads10
+
+
+def test_traced_lsqr_and_nnls_agree_with_trips_of_ten(monkeypatch, request):
+    """The solvers' loops leave a finished state unchanged: trips of 10 give the same answer,
+    iteration counts included."""
+    jax = _jax_session(request)
+    from lsq_backends import _control
+
+    rng = np.random.default_rng(6)
+    X, y = rng.standard_normal((60, 5)), rng.standard_normal(60)
+    out = {}
+    for per_trip in (1, 10):
+        monkeypatch.setattr(_control, "steps_per_trip", lambda jax, k=per_trip: k)
+        r = jax.jit(lambda X, y: lsq.lstsq(X, y, method="lsqr"))(X, y)
+        n = jax.jit(lambda X, y: lsq.nnls(X, y))(X, y)
+        out[per_trip] = [np.asarray(a) for a in (r.coef, r.n_iter, n.coef, n.n_iter)]
+    for a, b in zip(out[1], out[10], strict=True):
+        np.testing.assert_array_equal(a, b)
