@@ -221,3 +221,68 @@ def test_constants_made_on_the_device_are_exact(lib, dtype, numpy_reference):
     got = _compat.constants(xp, values, like.dtype, like)
     np.testing.assert_array_equal(np.asarray(got), np.asarray(values, dtype=dtype))
     assert tuple(_compat.constants(xp, 0.1, like.dtype, like).shape) == ()
+
+
+# --- XLA:GPU: predicates copied to the host inside a compiled call --------------------------
+
+
+def _xla_entries():
+    """Entry of the capability table -> a call on (X, y, w) as JAX arrays."""
+    return {
+        "lstsq:normal": lambda X, y: lsq.lstsq(X, y, method="normal"),
+        "lstsq:auto": lambda X, y: lsq.lstsq(X, y, method="auto"),
+        "lstsq:qr": lambda X, y: lsq.lstsq(X, y, method="qr"),
+        "lstsq:svd": lambda X, y: lsq.lstsq(X, y, method="svd"),
+        "lstsq:lsqr": lambda X, y: lsq.lstsq(X, y, method="lsqr"),
+        "ridge (path)": lambda X, y: lsq.ridge(X, y, X[:3, 0] ** 2 + 0.1),
+        "ridge_cv": lambda X, y: lsq.ridge_cv(X, y, X[:3, 0] ** 2 + 0.1),
+        "diagnostics": lambda X, y: lsq.diagnostics(X, y),
+        "nnls": lambda X, y: lsq.nnls(X, y),
+        "NormalAccumulator": lambda X, y: lsq.NormalAccumulator().update(X, y).solve(),
+        "QRAccumulator": lambda X, y: lsq.QRAccumulator().update(X, y).solve(),
+    }
+
+
+@pytest.mark.parametrize("entry", sorted(_xla_entries()))
+def test_xla_gpu_syncs_match_the_capability_table(entry, request, monkeypatch):
+    """XLA:GPU copies to the host the predicate of every ``lax.cond`` it executes and of every
+    ``while_loop`` trip. Counted here on the CPU: each traced cond and loop test gets a host
+    callback, so the compiled call reports the predicates it evaluates; with the eager read
+    of the value checks, the total is the capability table's common-path figure (loops run as
+    on an accelerator: 10 iterations a trip)."""
+    if "jax" not in request.config._lsq_backends:
+        pytest.skip("runs in the jax backend's session")
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    from lsq_backends import _control
+    from lsq_backends.capabilities import CAPABILITIES
+
+    evaluated = []
+    real_cond, real_while = jax.lax.cond, jax.lax.while_loop
+
+    def cond(pred, *args, **kwargs):
+        jax.debug.callback(lambda: evaluated.append("cond"))
+        return real_cond(pred, *args, **kwargs)
+
+    def while_loop(cond_fun, body, init):
+        def test(c):
+            jax.debug.callback(lambda: evaluated.append("while"))
+            return cond_fun(c)
+
+        return real_while(test, body, init)
+
+    monkeypatch.setattr(jax.lax, "cond", cond)
+    monkeypatch.setattr(jax.lax, "while_loop", while_loop)
+    monkeypatch.setattr(_control, "steps_per_trip", lambda jax: 10)
+    rng = np.random.default_rng(7)
+    X = jnp.asarray(_design(rng, 311, 7))  # a shape of its own: traced afresh, with the callbacks
+    y = X @ jnp.asarray(rng.standard_normal(7))
+    with count_host_reads("jax-cpu") as reads:
+        r = jax.block_until_ready(_xla_entries()[entry](X, y))
+    total = reads.count + len(evaluated)
+    cell = CAPABILITIES[entry]["xla_gpu_syncs"]
+    want = int(cell.split()[0])
+    if "per 10 iterations" in cell:
+        want += -(-int(np.max(np.asarray(r.n_iter))) // 10)  # trips of 10 begun
+    assert total == want, (cell, reads.count, evaluated)
