@@ -4,6 +4,8 @@ Static and stdlib-only: runs in the numpy session only."""
 
 from __future__ import annotations
 
+import signal
+import subprocess
 import sys
 import tarfile
 from pathlib import Path
@@ -110,3 +112,21 @@ def test_summary_reads_the_benchmark_progress_lines(tmp_path, capsys):
     assert "own lstsq 10 ms, X.T@X 2 ms" in text
     assert "normal 0.5/2.5" in text and "qr FAILED" in text and "3.0e-06" in text
     assert "cut short after 4 rows" in text
+
+
+def test_sigterm_stops_the_jobs_and_still_writes_the_summary(tmp_path):
+    """The command's own limit (SIGTERM) ends the job under way; the summary and the archive
+    are written all the same."""
+    cmd = [sys.executable, "-m", "benchmarks.gpu", "--only", "env", "--out", str(tmp_path)]
+    proc = subprocess.Popen(cmd, cwd=TESTS.parent, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = []
+    for line in proc.stdout:  # the driver's own lines, flushed as they come
+        lines.append(line)
+        if ": started" in line:
+            break
+    proc.send_signal(signal.SIGTERM)
+    lines += proc.stdout.readlines()
+    assert proc.wait(timeout=60) == 128 + signal.SIGTERM, "".join(lines)
+    assert "== GPU check summary" in (tmp_path / "summary.txt").read_text()
+    with tarfile.open(tmp_path / "results.tgz") as tar:
+        assert ": stopped after" in tar.extractfile("stages.txt").read().decode()

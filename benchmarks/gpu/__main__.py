@@ -20,6 +20,7 @@ import glob
 import importlib.util
 import os
 import shutil
+import signal
 import sys
 import tempfile
 
@@ -88,10 +89,13 @@ def main(argv=None):
     runner.note(
         f"worst case {plan.worst_case(stages):.0f} s; wheels: {[os.path.basename(w) for w in wheels] or 'none'}"
     )
+    # SIGTERM (the command's own limit) ends the jobs under way and still writes the summary
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     try:
         for stage in stages:
             runner.stage(stage)
     finally:  # the summary and the archive, whatever happened above
+        runner.stop()
         text = "\n".join(summary(work, runner.records)) + "\n"
         for folder in (work, args.out):
             with open(os.path.join(folder, "summary.txt"), "w", encoding="utf-8") as f:

@@ -42,10 +42,12 @@ def usable(work):
 class Runner:
     """Runs jobs, records one line per job in ``stages.txt`` and keeps ``archive`` current."""
 
-    def __init__(self, work, archive, env, dry_run=False, echo=print):
-        self.work, self.archive, self.env, self.dry_run, self.echo = work, archive, env, dry_run, echo
+    def __init__(self, work, archive, env, dry_run=False, echo=None):
+        self.work, self.archive, self.env, self.dry_run = work, archive, env, dry_run
+        self.echo = echo or (lambda line: print(line, flush=True))
         self.start = time.monotonic()
         self.records = []
+        self.running = []  # (job, process, log, start) of the jobs under way
         self._packed = 0.0
 
     def elapsed(self):
@@ -104,11 +106,13 @@ class Runner:
             [*wrap, *job.cmd], stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
             start_new_session=True,
         )  # fmt: skip
+        self.running.append((job, proc, log, time.monotonic()))  # before anything can interrupt
         self.note(f"{job.name}: started (limit {job.limit:.0f} s)")
-        return proc, log, time.monotonic()
 
     def _run(self, jobs):
-        running = [(job, *self._start(job)) for job in jobs]
+        self.running = running = []
+        for job in jobs:
+            self._start(job)
         while running:
             time.sleep(0.2)
             for item in list(running):
@@ -123,6 +127,14 @@ class Runner:
                     self._record(job, STATUS.get(rc, f"exit {rc}"), time.monotonic() - t0)
             if running and time.monotonic() - self._packed > PACK_EVERY_S:
                 self.pack()
+
+    def stop(self):
+        """End the jobs under way (their process groups), each recorded as stopped."""
+        for job, proc, log, t0 in self.running:
+            _kill_group(proc)
+            log.close()
+            self._record(job, "stopped", time.monotonic() - t0)
+        self.running = []
 
     def _record(self, job, status, seconds):
         self.records.append({"job": job.name, "status": status, "seconds": round(seconds, 1), "limit": job.limit})

@@ -37,14 +37,6 @@ def _tail(path, n=2):
     return [ln[:WIDTH] for ln in lines[-n:]] or ["(no output)"]
 
 
-def _range(values, spec=".2g"):
-    values = sorted(v for v in values if v is not None)
-    if not values:
-        return "—"
-    mid = format(statistics.median(values), spec)
-    return mid if len(values) == 1 else f"{mid} ({format(values[0], spec)}–{format(values[-1], spec)})"
-
-
 def env_lines(work):
     env = _load(os.path.join(work, "env.json"))
     if env is None:
@@ -58,8 +50,8 @@ def env_lines(work):
 
 def check_lines(work):
     """Per self-check run: its summary line; per backend and dtype the pass count, the worst
-    error over its threshold, and per method the median time over the backend's own lstsq and
-    over a bare X.T @ X (the problems' range in brackets)."""
+    error over its threshold, and per method the median (over the problems) of the time over
+    the backend's own lstsq and over a bare X.T @ X."""
     out = []
     for log in sorted(glob.glob(os.path.join(work, "check_*.log"))):
         name = os.path.basename(log)[:-4]
@@ -76,14 +68,15 @@ def check_lines(work):
                         default=None)  # fmt: skip
             fails = sum(r["status"] != "pass" for r in rows)
             out.append(f"  {backend} {dtype}: {len(rows) - fails}/{len(rows)} pass, worst error/threshold "
-                       f"{_range([worst], '.2f')}")  # fmt: skip
+                       + ("—" if worst is None else f"{worst:.2f}"))  # fmt: skip
             for key, label in (("x_native", "x own lstsq"), ("x_gram", "x X.T@X")):
                 by = {}
                 for r in rows:
-                    by.setdefault(r["method"], []).append(r[key])
-                cells = [f"{m} {_range(v)}" for m, v in by.items() if any(x is not None for x in v)]
+                    if r[key] is not None:
+                        by.setdefault(r["method"], []).append(r[key])
+                cells = [f"{m} {statistics.median(v):.2g}" for m, v in by.items()]
                 if cells:
-                    out += textwrap.wrap(f"{label}: " + ", ".join(cells), WIDTH, initial_indent="    ",
+                    out += textwrap.wrap(f"{label} (median): " + ", ".join(cells), WIDTH, initial_indent="    ",
                                          subsequent_indent="      ")  # fmt: skip
     return out
 
