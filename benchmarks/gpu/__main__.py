@@ -1,4 +1,6 @@
-"""The whole GPU check as one command (at most ~9 minutes), from the repository root:
+"""The whole GPU check in one command of at most ~9 minutes.
+
+From the repository root::
 
     python -m benchmarks.gpu                  # results in $OUT (else ./gpu-results)
     python -m benchmarks.gpu --plan           # the stages, their limits and the worst case
