@@ -64,8 +64,8 @@ class Runner:
         self._packed = time.monotonic()
 
     def choose(self, job):
-        """The job to run for ``job`` (itself or its CPU stand-in) and None with the reason,
-        or None and why it is skipped."""
+        """``(job to run, note)``: ``job`` itself and no note; its CPU stand-in (a dry run where
+        the GPU library is unusable) and why; or None and why ``job`` is skipped."""
         if job.needs is None:
             return job, None
         found = usable(self.work)
