@@ -18,7 +18,7 @@ __all__ = ["from_pandas"]
 
 
 def _numeric_kind(pd, dtype):
-    """"plain" (a NumPy number dtype), "convert" (bool, nullable numbers, object: converted to
+    """ "plain" (a NumPy number dtype), "convert" (bool, nullable numbers, object: converted to
     float64), or None (not a number: strings, categories, dates)."""
     import numpy as np
 

@@ -226,8 +226,8 @@ def test_bad_input(be):
         diagnostics(X, y, fit_intercept=None)
     with pytest.raises(ValueError, match="one target"):
         diagnostics(X, be.asarray(np.ones((6, 2))))
-    with pytest.raises(ValueError, match="more observations than parameters"):
-        diagnostics(be.asarray(np.ones((3, 2)) + np.eye(3, 2)), be.asarray(np.ones(3)))
+    with pytest.raises(ValueError, match="at least one column, or fit_intercept=True"):
+        diagnostics(be.asarray(np.ones((6, 0))), y, fit_intercept=False)
     with pytest.raises(ValueError, match="sample_weight"):
         diagnostics(X, y, sample_weight=be.asarray(np.ones(5)))
 

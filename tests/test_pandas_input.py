@@ -36,7 +36,7 @@ def test_dummies_and_nullable_columns_as_scikit_learn():
     from sklearn.linear_model import LinearRegression
 
     frame, dense = _frame()
-    assert frame.dtypes.iloc[-1] == bool and str(frame.dtypes["z"]) == "Float64"
+    assert frame.dtypes.iloc[-1] == np.dtype(bool) and str(frame.dtypes["z"]) == "Float64"
     y = dense @ np.arange(1.0, 7.0) + rng.standard_normal(M)
     frame = frame.drop(columns="j")  # k + 1 next to k and an intercept: collinear
     dense = np.delete(dense, 3, axis=1)
