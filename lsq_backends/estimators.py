@@ -32,11 +32,15 @@ class LinearRegression(LinearModelBase):
     ----------
     fit_intercept : bool, default True
         Fit an unpenalized intercept.
-    method : {"auto", "normal", "qr", "svd"}, default "auto"
+    method : {"auto", "normal", "qr", "svd", "lsqr"}, default "auto"
         Solver of :func:`lsq_backends.lstsq`. Every method returns the minimum-norm solution
         on rank-deficient data.
     rcond : float in [0, 1) or None
         Relative singular-value cutoff; default ``eps * max(m, n)``.
+    tol : float in [0, 1) or None, default None
+        ``method="lsqr"``: its stopping tolerance (``atol`` and ``btol`` of
+        :func:`lsq_backends.lstsq`, as scikit-learn's ``tol`` for LSQR); None: lstsq's default
+        ``max(1e-6, 100 eps)``. The direct methods ignore it, as scikit-learn's do.
     check_finite : bool, default True
         Refuse NaN and infinity in ``X``, ``y`` and ``sample_weight`` (eager arrays only).
     positive : bool, default False
@@ -54,7 +58,7 @@ class LinearRegression(LinearModelBase):
         Singular values of the centered, weighted X, for ``method="svd"`` only (``m' = m - 1``
         with an intercept).
     n_iter_ : integer array, shape () or (n_targets,)
-        With ``positive=True`` only: the active-set iterations each target took.
+        With ``positive=True`` or ``method="lsqr"`` only: the iterations each target took.
     n_features_in_ : int
 
     Examples
@@ -69,16 +73,18 @@ class LinearRegression(LinearModelBase):
     [2.666667]
     """
 
-    def __init__(self, *, fit_intercept=True, method="auto", rcond=None, check_finite=True, positive=False):
+    def __init__(self, *, fit_intercept=True, method="auto", rcond=None, tol=None, check_finite=True, positive=False):
         self.fit_intercept = fit_intercept
         self.method = method
         self.rcond = rcond
+        self.tol = tol
         self.check_finite = check_finite
         self.positive = positive
 
     def fit(self, X, y, sample_weight=None):
         """Fit on ``X`` (m, n_features) and ``y`` (m,) or (m, n_targets); returns ``self``."""
         check_method(self.method, self.rcond)
+        tolerances = _lsqr_tol(self.tol, self.method)
         positive = _check_positive(self.positive, self.method, rcond=self.rcond)
         X, y, sample_weight, check_finite, fitted = self._validate_fit(X, y, sample_weight)
         if positive:
@@ -91,8 +97,10 @@ class LinearRegression(LinearModelBase):
             fit_intercept=bool(self.fit_intercept),
             sample_weight=sample_weight,
             check_finite=check_finite,
+            **tolerances,
         )
-        return self._store({**fitted, **self._coef(r), "rank_": r.rank, "singular_": r.singular_values}, _OPTIONAL)
+        fitted.update(self._coef(r), rank_=r.rank, singular_=r.singular_values)
+        return self._store({**fitted, **_iterations(r)}, _OPTIONAL)
 
 
 class Ridge(LinearModelBase):
@@ -105,8 +113,12 @@ class Ridge(LinearModelBase):
         or one penalty per target column of ``y``.
     fit_intercept : bool, default True
         Fit an intercept, never penalized.
-    method : {"auto", "normal", "qr", "svd"}, default "auto"
+    method : {"auto", "normal", "qr", "svd", "lsqr"}, default "auto"
         Solver of :func:`lsq_backends.ridge`.
+    tol : float in [0, 1) or None, default None
+        ``method="lsqr"``: its stopping tolerance (``atol`` and ``btol``, as scikit-learn's
+        ``tol`` for ``solver="lsqr"``); None: ridge's default ``max(1e-6, 100 eps)``. The direct
+        methods ignore it, as scikit-learn's do.
     check_finite : bool, default True
         Refuse NaN and infinity in the inputs (eager arrays only).
     positive : bool, default False
@@ -118,7 +130,7 @@ class Ridge(LinearModelBase):
     coef_ : array, shape (n_features,) or (n_targets, n_features)
     intercept_ : array, shape () or (n_targets,)
     n_iter_ : integer array, shape () or (n_targets,)
-        With ``positive=True`` only: the active-set iterations each target took.
+        With ``positive=True`` or ``method="lsqr"`` only: the iterations each target took.
     n_features_in_ : int
 
     Examples
@@ -131,16 +143,18 @@ class Ridge(LinearModelBase):
     True
     """
 
-    def __init__(self, alpha=1.0, *, fit_intercept=True, method="auto", check_finite=True, positive=False):
+    def __init__(self, alpha=1.0, *, fit_intercept=True, method="auto", tol=None, check_finite=True, positive=False):
         self.alpha = alpha
         self.fit_intercept = fit_intercept
         self.method = method
+        self.tol = tol
         self.check_finite = check_finite
         self.positive = positive
 
     def fit(self, X, y, sample_weight=None):
         """Fit on ``X`` (m, n_features) and ``y`` (m,) or (m, n_targets); returns ``self``."""
         check_method(self.method, None)
+        tolerances = _lsqr_tol(self.tol, self.method)
         positive = _check_positive(self.positive, self.method)
         X, y, sample_weight, check_finite, fitted = self._validate_fit(X, y, sample_weight)
         alpha = _alpha_arg(self.alpha, X, "alpha")
@@ -162,12 +176,26 @@ class Ridge(LinearModelBase):
             sample_weight=sample_weight,
             check_finite=check_finite,
             per_target=per_target,
+            **tolerances,
         )
-        return self._store({**fitted, **self._coef(r, single_target_1d=single)}, _OPTIONAL)
+        return self._store({**fitted, **self._coef(r, single_target_1d=single), **_iterations(r)}, _OPTIONAL)
 
 
 # Fitted attributes that only some fits produce (removed when a refit does not).
 _OPTIONAL = ("rank_", "singular_", "n_iter_")
+
+
+def _iterations(result):
+    """``n_iter_`` of an LSQR fit (scikit-learn's Ridge has it for its iterative solvers)."""
+    return {} if result.n_iter is None else {"n_iter_": result.n_iter}
+
+
+def _lsqr_tol(tol, method):
+    """``tol`` checked, as the ``atol``/``btol`` keywords of an LSQR fit (none otherwise)."""
+    if tol is not None and (isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not 0 <= tol < 1):
+        msg = f"tol must be None or a number in [0, 1) (LSQR's stopping tolerance); got {tol!r}"
+        raise ValueError(msg)
+    return {"atol": float(tol), "btol": float(tol)} if tol is not None and method == "lsqr" else {}
 
 
 def _check_positive(positive, method, rcond=None):
