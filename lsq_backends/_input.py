@@ -20,6 +20,7 @@ import numpy as np
 from . import _compat
 from ._alpha import failure, validate_alpha
 from ._center import eliminate_intercept, sample_means, weighted_means
+from ._frames import from_pandas
 from ._kinds import check_kind, check_known_shape
 from ._scaling import gram_certificate, scale_problem
 
@@ -50,9 +51,10 @@ class Problem(NamedTuple):
 def as_array(xp, a, name, dev, like=None):
     """``a`` as an array of ``xp`` on ``dev``; a list or scalar takes the float dtype ``like``
     of the array arguments where there is one (torch would make float32 of a list of floats
-    next to float64 X)."""
+    next to float64 X). A pandas DataFrame or Series is read column by column (``_frames``)."""
     if _aac.is_array_api_obj(a):
         return a
+    a = from_pandas(a, name)
     try:
         arr = xp.asarray(a, device=dev)
         if like is not None and _compat.isdtype(xp, arr.dtype, "real floating") and arr.dtype != like:

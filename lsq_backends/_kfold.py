@@ -17,8 +17,6 @@ from ._center import eliminate_intercept
 from ._solvers import spectral
 from ._solvers._shared import dot
 
-SCORINGS = ("neg_mean_squared_error", "r2")
-
 
 def folds(cv, m, groups=None):
     """The (train, test) index pairs of ``cv`` for ``m`` samples, as NumPy integer arrays.
@@ -66,13 +64,6 @@ def folds(cv, m, groups=None):
     return out
 
 
-def check_scoring(scoring):
-    if scoring is None or callable(scoring) or scoring in SCORINGS:
-        return
-    msg = f"scoring must be None, a callable or one of {', '.join(map(repr, SCORINGS))}; got {scoring!r}"
-    raise ValueError(msg)
-
-
 def _take(xp, a, idx):
     """Rows ``idx`` (NumPy integers) of ``a`` (..., m, c)."""
     return None if a is None else _compat.take_rows(xp, a, idx)
@@ -110,8 +101,8 @@ def _predict(xp, spec, G, alphas):
 def _score(xp, y, pred, w, scoring):
     """Score (higher is better) of the held-out predictions ``pred`` (a, ..., m, k) of ``y``
     (..., m, k), weights ``w`` (..., m, 1) or None: (a, ..., k)."""
-    if callable(scoring):
-        return _callable_score(xp, y, pred, w, scoring)
+    if callable(scoring):  # any other scoring, bound by ``_scoring.bind``
+        return scoring(xp, y, pred, w)
     r = y - pred
     ww = xp.ones_like(y[..., :1]) if w is None else w
     total = xp.sum(ww, axis=-2)  # (..., 1)
@@ -122,18 +113,6 @@ def _score(xp, y, pred, w, scoring):
         sst = xp.sum(ww * d * d, axis=-2)  # (..., k)
         return 1 - sse / xp.where(sst > 0, sst, xp.ones_like(sst))
     return -sse / total
-
-
-def _callable_score(xp, y, pred, w, scoring):
-    """``scoring(y_true, y_pred, sample_weight)`` per penalty and target (eager arrays only),
-    on 2-D problems: a Python loop over penalties and targets."""
-    if y.ndim != 2:
-        msg = "a callable scoring takes 2-D X only (no stacks of problems)"
-        raise ValueError(msg)
-    a, k = pred.shape[0], y.shape[-1]
-    wv = None if w is None else w[:, 0]
-    rows = [[float(scoring(y[:, j], pred[i, :, j], wv)) for j in range(k)] for i in range(a)]
-    return xp.asarray(rows, dtype=y.dtype, device=_compat.device(y))
 
 
 def _fold_scores_batched(xp, X, Y, root, alphas, train, test, fit_intercept, scoring, mode, batch):
@@ -197,3 +176,9 @@ def gcv_scores(xp, spec, alphas, Y, root, fit_intercept):
     den = (1 - df / m)[..., None, None]
     terms = resid * resid / (den * den)  # (a, ..., m, k)
     return -xp.mean(terms, axis=-2), terms
+
+
+def score_predictions(xp, y, pred, w, scoring):
+    """Scores (a, ..., k) of predictions (a, ..., m, k) of ``y``, as a held-out fold is scored:
+    ``ridge_cv``'s leave-one-out predictions with a ``scoring``."""
+    return _score(xp, y, pred, w, scoring)

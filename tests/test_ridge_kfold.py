@@ -148,13 +148,16 @@ def test_kfold_under_jit(numpy_reference):
         ({"cv": 3.5}, TypeError, "cv must be"),
         ({"cv": [(np.arange(10), np.array([], dtype=int))]}, ValueError, "test must be"),
         ({"cv": [(np.arange(10), np.array([99]))]}, ValueError, "test must be"),
-        ({"cv": 3, "scoring": "accuracy"}, ValueError, "scoring must be"),
-        ({"scoring": "r2"}, ValueError, "scoring applies to held-out folds"),
+        ({"cv": 3, "scoring": "r3"}, ValueError, "scoring must be"),
+        ({"cv": "gcv", "scoring": "r2"}, ValueError, "cv='gcv' scores"),
+        ({"scoring": lambda *a: 0.0, "target_batch": 2, "y2": True}, ValueError, "needs target_batch=None"),
     ],
 )
 def test_bad_cv_arguments(kw, exc, match, numpy_reference):
     rng = np.random.default_rng(5)
     X, y = _data(rng)
+    if kw.pop("y2", False):
+        y = np.stack([y, y], axis=1)
     with pytest.raises(exc, match=match):
         lsq.ridge_cv(X, y, ALPHAS, **kw)
 
@@ -183,7 +186,7 @@ def test_ridgecv_estimator_with_folds_matches_sklearn(numpy_reference):
     ours = RidgeCV(alphas=ALPHAS, cv=4, scoring="neg_mean_squared_error").fit(X, y, sample_weight=sw)
     ref = _brute(X, y, ALPHAS, _kfold_pairs(90, 4), sw)
     assert float(ours.alpha_) == ALPHAS[np.argmax(ref)]
-    with pytest.raises(ValueError, match="store_cv_results=True needs cv=None"):
+    with pytest.raises(ValueError, match="cv!=None and store_cv_results=True are incompatible"):
         RidgeCV(cv=3, store_cv_results=True).fit(X, y)
 
 
