@@ -25,8 +25,14 @@ import os
 import platform
 import sys
 
-from . import bench, report
-from .backends import BACKENDS, Backend, available_backends, limit_threads
+from .needs import require
+
+# What the main job needs beyond the package: pip install -e ".[bench]". Checked before the
+# imports below, which would otherwise fail with a traceback.
+require("python -m benchmarks", ["scipy", "threadpoolctl", "tqdm", "sklearn", "matplotlib"])
+
+from . import bench, report  # noqa: E402
+from .backends import BACKENDS, Backend, available_backends, limit_threads, unusable  # noqa: E402
 
 
 def _csv(text):
@@ -77,13 +83,15 @@ def select_cases(patterns, plots, quick):
 
 
 def select_backends(parser, names):
-    """Backend objects for ``names`` (default: every importable one); unusable ones are errors."""
-    usable = available_backends()
+    """Backend objects for ``names`` (default: every importable one); unusable ones are errors.
+    Only the named backends' libraries are imported (``--backends numpy`` imports no JAX,
+    PyTorch, Dask or CuPy)."""
     if names is None:
-        return [Backend(n) for n in usable]
-    missing = [n for n in names if n not in usable]
-    if missing:
-        parser.error(f"backend(s) {missing} not importable here (or, for cupy, no CUDA device); usable: {usable}")
+        return [Backend(n) for n in available_backends()]
+    for n in names:
+        reason = unusable(n)
+        if reason:
+            parser.error(f"backend {n!r} cannot run here: {reason}")
     return [Backend(n) for n in names]
 
 
@@ -120,7 +128,7 @@ def main(argv=None):
         parser.error(f"no case matches {args.cases}; see --list")
     args.threads = args.threads or (1 if args.quick else None)
     if args.threads:
-        limit_threads(args.threads)  # before any backend (XLA's thread pool) starts
+        limit_threads(args.threads, args.backends)  # before any backend (XLA's thread pool) starts
     backends = select_backends(parser, args.backends)
     repeat = args.repeat or (1 if args.quick else 5)
     rows = bench.run(cases, args.dtype, backends, args.methods, repeat, memory=not args.no_memory)
