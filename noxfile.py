@@ -9,6 +9,7 @@ skips cleanly where no CUDA device is usable.
 from __future__ import annotations
 
 import os
+import shutil
 
 import nox
 
@@ -114,12 +115,25 @@ def typecheck(session):
     session.run("mypy")
 
 
+def _chromium(session):
+    """Chromium and its driver for the browser check of the site: Debian's packages, installed
+    here only on CI as root (``apt-get``); elsewhere the check is skipped, saying why."""
+    if shutil.which("chromedriver") or not os.environ.get("CI") or os.geteuid() != 0 or not shutil.which("apt-get"):
+        return
+    env = {"DEBIAN_FRONTEND": "noninteractive"}
+    session.run("apt-get", "update", "-qq", external=True, env=env)
+    session.run("apt-get", "install", "-y", "-qq", "chromium", "chromium-driver", external=True, env=env)
+
+
 @nox.session
 def docs(session):
-    """The documentation site from docs/ and the docstrings, warnings as errors; then the
-    docstring examples of every public module."""
+    """The documentation site from docs/ and the docstrings, warnings as errors; the built site
+    in a headless browser from the file system (``tests/test_site.py``); then the docstring
+    examples of every public module."""
     _install(session, "docs", "test")
+    _chromium(session)
     session.run("mkdocs", "build", "--strict", "--site-dir", "site", env={"NO_MKDOCS_2_WARNING": "1"})
+    session.run("pytest", "-q", "-rs", "tests/test_site.py", "-p", "no:cacheprovider", env={"LSQ_SITE_DIR": "site"})
     session.run("pytest", "-q", "--doctest-modules", "lsq_backends", "-p", "no:cacheprovider")
 
 
