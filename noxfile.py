@@ -32,10 +32,9 @@ CPU_BACKENDS = [b for b in BACKENDS if b != "cupy"]
 # this machine's package index.
 PINS = {"torch": ["torch==2.13.0"]}
 
-# XLA's cheap compile mode and its older CPU code generator (fusion emitters off): the JAX
-# session is dominated by single-threaded compilation of small programs, and the two together
-# halve its time (333 s against 631 s for the suite, two workers); runtime is irrelevant at
-# these sizes, and every result stays within its tolerance.
+# XLA's cheap compile mode and its older CPU code generator (fusion emitters off), for the
+# benchmark's smoke run: compilation of small programs dominates it, and runtime is irrelevant
+# there. (The test suite sets the same in tests/conftest.py, for nox and plain pytest alike.)
 # Appended to the caller's own XLA_FLAGS (a device count, say), which a session's env replaces.
 JAX_CHEAP_COMPILE = {
     "JAX_DISABLE_MOST_OPTIMIZATIONS": "1",
@@ -67,9 +66,8 @@ def tests(session, backend):
     env = {"LSQ_BACKENDS": backend}
     workers = []
     if backend == "jax":
-        # Compilation-bound: two workers, and the cheap compile settings.
+        # Compilation-bound: two workers (tests/conftest.py sets JAX's cheap compile settings).
         workers = ["-n", "2"]
-        env.update(JAX_CHEAP_COMPILE)
     elif backend == "dask":
         workers = ["-n", "2"]  # graph building is Python-bound: one process per core
     # The slowest tests, named in the log: where the session's time goes.
