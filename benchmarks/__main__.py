@@ -23,7 +23,9 @@ import fnmatch
 import importlib
 import os
 import platform
+import shlex
 import sys
+import time
 
 from .needs import require
 
@@ -54,6 +56,7 @@ def parse_args(argv=None):
         metavar="PATH",
         help="also write the tables as a Markdown page headed by the machine, versions, load and command",
     )
+    p.add_argument("--title", default="Benchmark results", help="the title of the --markdown page")
     p.add_argument(
         "--threads",
         type=int,
@@ -131,7 +134,9 @@ def main(argv=None):
         limit_threads(args.threads, args.backends)  # before any backend (XLA's thread pool) starts
     backends = select_backends(parser, args.backends)
     repeat = args.repeat or (1 if args.quick else 5)
+    start = time.perf_counter()
     rows = bench.run(cases, args.dtype, backends, args.methods, repeat, memory=not args.no_memory)
+    wall = time.perf_counter() - start
     report.add_ratios(rows)
     title = f"lsq_backends benchmarks{' (--quick)' if args.quick else ''}, median of {repeat}"
     print(report.markdown(rows, title))
@@ -143,7 +148,8 @@ def main(argv=None):
             print(f"plot: {path}", file=sys.stderr)
     if args.markdown:
         with open(args.markdown, "w") as f:
-            f.write(page_header(metadata(args, backends, cases)) + "\n" + report.markdown(rows, title) + "\n")
+            meta = metadata(args, backends, cases) | {"title": args.title, "wall_s": wall}
+            f.write(page_header(meta) + "\n" + report.markdown(rows, title) + "\n")
         print(f"Markdown: {args.markdown}", file=sys.stderr)
     return 0
 
@@ -154,16 +160,18 @@ def page_header(meta):
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
     return "\n".join(
         [
-            "# Benchmark results",
+            f"# {meta.get('title', 'Benchmark results')}",
             "",
             f"Machine: {meta['platform']}, {meta['cpu_count']} CPUs ({meta['processor'] or 'processor not reported'}); "
             f"Python {meta['python']}; {versions}. Threads per library: {meta['threads'] or 'library default'}. "
-            f"Load average at the end of the run (1, 5, 15 min): {load}. Only ratios measured in one run compare.",
+            f"Load average at the end of the run (1, 5, 15 min): {load}. "
+            + (f"The run took {meta['wall_s']:.0f} s. " if "wall_s" in meta else "")
+            + "Only ratios measured in one run compare.",
             "",
             "Command:",
             "",
             "```bash",
-            "python -m benchmarks " + " ".join(meta["argv"]),
+            "python -m benchmarks " + shlex.join(meta["argv"]),
             "```",
             "",
         ]
