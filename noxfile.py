@@ -9,6 +9,7 @@ skips cleanly where no CUDA device is usable.
 from __future__ import annotations
 
 import os
+import shutil
 
 import nox
 
@@ -38,7 +39,9 @@ def _jax_cheap_compile(session):
     halve its time (333 s against 631 s for the suite, two workers); runtime is irrelevant at
     these sizes, and every result stays within its tolerance. jaxlib 0.11 no longer has the
     fusion-emitter flag, and XLA aborts the process on an unknown flag: it is set only before.
-    Appended to the caller's own XLA_FLAGS (a device count, say), which a session's env replaces."""
+    Appended to the caller's own XLA_FLAGS (a device count, say), which a session's env replaces.
+    For the benchmark's smoke run; the test suite sets the same in tests/conftest.py, for nox
+    and plain pytest alike."""
     version = session.run("python", "-c", "import jaxlib; print(jaxlib.__version__)", silent=True)
     flags = os.environ.get("XLA_FLAGS", "")
     if tuple(int(p) for p in version.strip().split(".")[:2]) < (0, 11):
@@ -70,9 +73,8 @@ def tests(session, backend):
     env = {"LSQ_BACKENDS": backend}
     workers = []
     if backend == "jax":
-        # Compilation-bound: two workers, and the cheap compile settings.
+        # Compilation-bound: two workers (tests/conftest.py sets JAX's cheap compile settings).
         workers = ["-n", "2"]
-        env.update(_jax_cheap_compile(session))
     elif backend == "dask":
         workers = ["-n", "2"]  # graph building is Python-bound: one process per core
     # The slowest tests, named in the log: where the session's time goes.
@@ -118,12 +120,25 @@ def typecheck(session):
     session.run("mypy")
 
 
+def _chromium(session):
+    """Chromium and its driver for the browser check of the site: Debian's packages, installed
+    here only on CI as root (``apt-get``); elsewhere the check is skipped, saying why."""
+    if shutil.which("chromedriver") or not os.environ.get("CI") or os.geteuid() != 0 or not shutil.which("apt-get"):
+        return
+    env = {"DEBIAN_FRONTEND": "noninteractive"}
+    session.run("apt-get", "update", "-qq", external=True, env=env)
+    session.run("apt-get", "install", "-y", "-qq", "chromium", "chromium-driver", external=True, env=env)
+
+
 @nox.session
 def docs(session):
-    """The documentation site from docs/ and the docstrings, warnings as errors; then the
-    docstring examples of every public module."""
+    """The documentation site from docs/ and the docstrings, warnings as errors; the built site
+    in a headless browser from the file system (``tests/test_site.py``); then the docstring
+    examples of every public module."""
     _install(session, "docs", "test")
+    _chromium(session)
     session.run("mkdocs", "build", "--strict", "--site-dir", "site", env={"NO_MKDOCS_2_WARNING": "1"})
+    session.run("pytest", "-q", "-rs", "tests/test_site.py", "-p", "no:cacheprovider", env={"LSQ_SITE_DIR": "site"})
     session.run("pytest", "-q", "--doctest-modules", "lsq_backends", "-p", "no:cacheprovider")
 
 

@@ -106,7 +106,29 @@ class Diagnostics(_Fields):
         ``"nonrobust"``) or the normal distribution (default for the HC covariances, as
         statsmodels), from SciPy (an optional dependency; without it those columns read
         ``n/a``): the array API standard has no distribution functions, so they exist only here,
-        not as fields. See :func:`lsq_backends._summary.summary`.
+        not as fields.
+
+        Parameters
+        ----------
+        names : sequence of str, optional
+            One name per column of X; default the columns of a pandas DataFrame X (recorded by
+            :func:`diagnostics`), else ``x1, x2, ...``. The intercept is ``const``.
+        alpha : float in (0, 1)
+            Confidence intervals at level ``1 - alpha``.
+        title : str, optional
+            First line of the table.
+        cov_type : str, optional
+            The covariance type named in the header; default the one :func:`diagnostics` used
+            (a result rebuilt from its fields has none recorded: the header then says so).
+        use_t : bool, optional
+            P-values and intervals from Student's t with ``df_resid`` degrees of freedom
+            (columns ``t``, ``P>|t|``) or from the normal distribution (``z``, ``P>|z|``).
+            Default as statsmodels: t for ``"nonrobust"``, normal for the HC covariances.
+
+        Returns
+        -------
+        str
+            The table, one coefficient per line after the header.
         """
         from ._summary import summary
 
