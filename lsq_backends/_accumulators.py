@@ -82,7 +82,7 @@ class _Solvable(Accumulator):
             accuracy) and ``singular_values=None``, in the accumulator's namespace, device
             and dtype.
         """
-        check_method("auto", rcond)
+        rcond = check_method("auto", rcond)
         fit_intercept = check_bool(fit_intercept, "fit_intercept")
         xp, state = self._ready()
         self._check_intercept(xp, fit_intercept)

@@ -12,7 +12,7 @@ from ._result import LstsqResult
 from ._scaling import Rescale, uncertified, unscale
 from ._solvers import GRAM_ROUTE, ITERATIVE
 from ._solvers import fit as solvers_fit
-from ._solvers._shared import dot, full_rank
+from ._solvers._shared import check_count, dot, full_rank
 from ._solvers.lsqr import check_options
 from ._types import Array, Method
 
@@ -133,9 +133,12 @@ def _no_targets(result):
 
 
 def check_refine(refine):
-    if isinstance(refine, bool) or not isinstance(refine, int) or refine < 0:
-        msg = f"refine must be a non-negative integer (number of steps); got {refine!r}"
+    """``refine`` as a Python int (NumPy's integer scalars accepted, bools refused)."""
+    what = "a non-negative integer (number of steps)"
+    if refine is None:  # not a number of steps (check_count lets None through)
+        msg = f"refine must be {what}; got None"
         raise ValueError(msg)
+    return check_count(refine, "refine", 0, what)
 
 
 def lstsq(
@@ -228,9 +231,9 @@ def lstsq(
     >>> np.round([float(r.intercept), float(r.coef[0])], 6).tolist(), int(r.n_iter)
     ([0.666667, 0.5], 1)
     """
-    check_method(method, rcond)
-    check_refine(refine)
-    check_options(method, atol, btol, max_iter)
+    rcond = check_method(method, rcond)
+    refine = check_refine(refine)
+    atol, btol, max_iter = check_options(method, atol, btol, max_iter)
     fit_intercept = check_bool(fit_intercept, "fit_intercept")
     check_finite = check_bool(check_finite, "check_finite")
     if refine and method == "lsqr":
@@ -251,7 +254,8 @@ def lstsq(
 
     def fit(by_gram):
         problem = prepare(
-            X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, defer_x_check=defer,
+            X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite,
+            defer_x_check=defer and by_gram,
             keep_original=refine > 0, defer_checks=True, scale="per_target", gram_center=gram_center,
             scale_x_by_gram=by_gram,
         )  # fmt: skip
@@ -265,7 +269,9 @@ def lstsq(
     try:
         with uncertified(X):
             return fit(True)
-    except Rescale:  # X's scale is not certified by its Gram matrix (NumPy): the max |X| passes
+    except Rescale:  # X's scale is not certified by its Gram matrix (NumPy): the max |X| passes,
+        # and X's finiteness tested first (NaN or infinity is one cause, and must raise before
+        # any arithmetic meets it, which would print NumPy's RuntimeWarnings)
         return fit(False)
 
 
@@ -336,7 +342,7 @@ def ridge(
     per_target = check_bool(per_target, "per_target")
     fit_intercept = check_bool(fit_intercept, "fit_intercept")
     check_finite = check_bool(check_finite, "check_finite")
-    check_options(method, atol, btol, max_iter)
+    atol, btol, max_iter = check_options(method, atol, btol, max_iter)
     path = not per_target and getattr(alpha, "ndim", 0) == 1
     if path and method == "lsqr":
         msg = "method='lsqr' fits one alpha (or one per target); a 1-D alpha path needs a direct method"
@@ -378,7 +384,7 @@ def _ridge(X, y, alpha, method, fit_intercept, sample_weight, check_finite, per_
         ridge=True,
         per_target=per_target,
         eliminate=not path or method in ("svd", "qr"),
-        defer_x_check=defer,
+        defer_x_check=defer and by_gram,  # the retry (NumPy) tests X first
         defer_checks=not path,
         scale="per_target",
         gram_center=gram_center,

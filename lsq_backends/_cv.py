@@ -204,7 +204,7 @@ def ridge_cv(
     alpha_per_target = check_bool(alpha_per_target, "alpha_per_target")
     check_finite = check_bool(check_finite, "check_finite")
     _kfold.check_scoring(scoring)
-    check_count(target_batch, "target_batch")
+    target_batch = check_count(target_batch, "target_batch")
     held_out = cv is not None and not (isinstance(cv, str) and cv == "gcv")
     if isinstance(cv, str) and cv != "gcv":
         msg = f"cv must be None, 'gcv', an integer >= 2, a splitter or an iterable of (train, test); got {cv!r}"
@@ -266,7 +266,7 @@ def ridge_cv(
             values = _loo(xp, spec, alphas, Yc, lev0)  # (a, ..., m, k)
             scores = -xp.mean(values, axis=-2)  # (a, ..., k)
         mse = -scores
-        best = _compat.argmin0(xp, mse if alpha_per_target else xp.mean(mse, axis=-1))  # (..., k) or (...)
+        best = _compat.arg_best(xp, mse if alpha_per_target else xp.mean(mse, axis=-1), 0)  # (..., k) or (...)
         alpha = xp.reshape(xp.take(alphas, xp.reshape(best, (-1,)), axis=0), tuple(best.shape))
         chosen = alpha if alpha_per_target else alpha[..., None]
         coef = _refit(xp, spec, chosen) if batch is None else _refit_batched(xp, spec, chosen, Yc, batch)

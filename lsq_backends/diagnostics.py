@@ -123,10 +123,11 @@ def _labelled(result, cov_type, X, y):
 
 
 def _check_options(cov_type, refine):
-    check_refine(refine)
+    refine = check_refine(refine)
     if cov_type not in COV_TYPES:
         msg = f"cov_type must be one of {', '.join(map(repr, COV_TYPES))}; got {cov_type!r}"
         raise ValueError(msg)
+    return refine
 
 
 def _check_shapes(problem, fit_intercept):
@@ -271,7 +272,7 @@ def diagnostics(
     >>> np.round([float(d.coef[0]), float(d.stderr[0]), float(d.r2)], 4).tolist()
     [0.9, 0.2646, 0.8526]
     """
-    _check_options(cov_type, refine)
+    refine = _check_options(cov_type, refine)
     fit_intercept = check_bool(fit_intercept, "fit_intercept")
     check_finite = check_bool(check_finite, "check_finite")
     problem = prepare(X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, keep_original=True)

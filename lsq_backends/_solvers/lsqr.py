@@ -48,17 +48,15 @@ def default_max_iter(m, n):
 
 
 def check_options(method, atol, btol, max_iter):
-    """Validate the iterative options (before any work). They belong to ``lsqr`` only."""
+    """Validate the iterative options (before any work). They belong to ``lsqr`` only.
+    Returns them as Python numbers (NumPy scalars are accepted), None where not given."""
     given = {k: v for k, v in (("atol", atol), ("btol", btol), ("max_iter", max_iter)) if v is not None}
     if method != "lsqr":
         if given:
             msg = f"{', '.join(given)} apply to method='lsqr' only; got method={method!r}"
             raise ValueError(msg)
-        return
-    for name in ("atol", "btol"):
-        if name in given:
-            check_fraction(given[name], name)
-    check_count(max_iter, "max_iter")
+        return None, None, None
+    return check_fraction(atol, "atol"), check_fraction(btol, "btol"), check_count(max_iter, "max_iter")
 
 
 class _State(NamedTuple):
