@@ -55,7 +55,7 @@ THREADS, ROWS, CHUNK = 4, 4000, 10
 def test_threads_lose_no_rows(kind, how, numpy_reference):
     """4 threads add 4000 rows each, 10 at a time, to one accumulator (directly, or by merging
     small accumulators into it): all 16000 count, and the fit is the one-thread fit. Without
-    the lock, interleaved read-modify-writes dropped a third to three quarters of them."""
+    the lock, interleaved read-modify-writes dropped 15% to 80% of them."""
     cls = ACCUMULATORS[kind]
     X, y = _data(THREADS * ROWS, seed=1)
     shared = cls()
