@@ -13,7 +13,7 @@ from ._scaling import Rescale, uncertified, unscale
 from ._solvers import GRAM_ROUTE, ITERATIVE
 from ._solvers import fit as solvers_fit
 from ._solvers._shared import check_count, dot, full_rank
-from ._solvers.lsqr import check_options
+from ._solvers.lsqr import check_options, drop_centering_noise
 from ._types import Array, Method
 
 # Arguments that are static under ``jax.jit`` (eager JAX calls run compiled, see ``_compat.compiled``).
@@ -38,6 +38,7 @@ def _fit_deferred(problem, method, rcond, fit_intercept, refine=0, options=None)
     n_iter = rss = rule = None
     if method in ITERATIVE:
         n_iter = full_rank(xp, tuple(Y.shape[:-2]) + (Y.shape[-1],), 0, X)  # 0 when m or n is 0
+        X = drop_centering_noise(xp, X, alpha, problem.offset_sq, rule_of(xp, X, Y, alpha)) if min(m, n) > 0 else X
     if min(m, n) == 0:
         # As numpy.linalg.lstsq: zero coefficients, rank 0, the whole of y is residual.
         coef = xp.zeros(tuple(X.shape[:-2]) + (n, Y.shape[-1]), dtype=X.dtype, device=_compat.device(X))
@@ -173,10 +174,11 @@ def lstsq(
         Householder QR otherwise. Rank-deficient problems get the minimum-norm solution from every
         method (normal and QR detect the deficiency and re-solve through an SVD). ``"lsqr"``:
         Paige and Saunders' iterative LSQR, X used only through products with vectors, to the
-        accuracy ``atol``/``btol`` ask for (minimum-norm too; ``rank`` is -1: not estimated).
+        accuracy ``atol``/``btol`` ask for (minimum-norm too; ``rank`` is -1: not estimated;
+        a column that centering leaves at rounding level, against its norm before, gets 0).
     rcond : float in [0, 1), optional
         Relative cutoff for small singular values (and for the rank tests of normal/QR),
-        honoured exactly when given. Default: float64 ``eps * max(m, n)`` as
+        honoured exactly when given; refused with ``"lsqr"``, which has none. Default: float64 ``eps * max(m, n)`` as
         ``numpy.linalg.lstsq``; float32 ``eps * (sqrt(max(m, n)) + min(m, n))``, the probable
         rounding noise of the factorization (the worst case dropped real directions of tall
         data: 0.024 of s_max at m = 200000).
