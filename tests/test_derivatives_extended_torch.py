@@ -1,6 +1,6 @@
 """PyTorch autograd where the rule was extended (wide X, penalty paths, ``lsqr`` with one
-penalty per target, ``refine``): ``.backward()`` against central finite differences along
-curves of exactly rank 4 (step 1e-5, as in the JAX file: 1e-6 relative is far above both
+penalty per target, ``refine``; and ``diagnostics``, through its own steps): ``.backward()``
+against central finite differences along curves of exactly rank 4 (step 1e-5, as in the JAX file: 1e-6 relative is far above both
 truncation and rounding), finite at X = 0, and equal to JAX's gradients."""
 
 from __future__ import annotations
