@@ -38,7 +38,8 @@ class RidgeCVResult(NamedTuple):
         Leave-one-out: the squared errors, ``w_i * (y_i - yhat_{-i})**2`` with sample weights
         (as scikit-learn's ``cv_results_``, whose alpha axis is last). ``cv="gcv"``: the terms
         ``w_i r_i**2 / (1 - df/m)**2`` whose mean is the GCV criterion. Held-out folds: each
-        fold's score. None for leave-one-out and GCV with ``target_batch``.
+        fold's score (NaN where undefined: ``"r2"`` on one sample). None for leave-one-out and
+        GCV with ``target_batch``.
     scores : array, shape (a, ...) or (a, ..., k)
         Per penalty and target, higher is better: minus the mean of ``cv_values`` (leave-one-out,
         GCV), or the mean over folds of the fold scores; the chosen penalty maximizes it
@@ -171,6 +172,10 @@ def ridge_cv(
         Held-out folds only: the fold score, averaged over folds (higher is better). Default
         minus the mean squared error (weighted by ``sample_weight`` when given). A callable
         ``scoring(y_true, y_pred, sample_weight)`` returns a number (2-D X, eager arrays).
+        ``"r2"`` as scikit-learn's ``r2_score``: a fold of constant targets scores 0 (1 if
+        predicted exactly); a fold of one sample is undefined: NaN in ``cv_values``, with a
+        warning, and left out of the mean; every fold of one sample (leave-one-out) raises
+        ``ValueError``.
     groups : array, optional
         Group labels passed to a splitter's ``split`` (``GroupKFold``).
     target_batch : int, optional
@@ -232,6 +237,7 @@ def ridge_cv(
         msg = f"cross-validation needs at least 2 samples; X has {m}"
         raise ValueError(msg)
     pairs = _kfold.folds(cv, m, groups) if held_out else None
+    undefined = _kfold.undefined_folds(pairs, scoring) if held_out else ()
     # Read with the other value checks, in one host read, before any factorization.
     checks = problem.checks
     if not _compat.is_lazy(alphas):
@@ -256,7 +262,7 @@ def ridge_cv(
     def evaluate(spec):
         if pairs is not None:
             X0, Y0, root0 = problem.original
-            args = (alphas, pairs, fit_intercept, scoring, mode, batch)
+            args = (alphas, pairs, fit_intercept, scoring, mode, batch, undefined)
             scores, values = _kfold.kfold_scores(xp, X0, Y0, root0, *args)
         elif batch is not None:
             scores, values = _scores_batched(xp, spec, alphas, Yc, lev0, gcv, batch), None
