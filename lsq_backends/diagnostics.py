@@ -253,7 +253,7 @@ def diagnostics(
     Cost: one Householder QR of the centered (m - 1) x n data and O(n**3) on its factor (an
     SVD for the rank, a triangular inverse), plus O(m n) for the residual. The HC types also
     form ``Xc R^{-1}`` (m x n; the leverages h_ii are its squared row norms) and the m x p
-    sandwich factor: temporaries of about 4 m p elements. ``refine`` adds lstsq's 4 m n.
+    sandwich factor: temporaries of about 4 m p elements. ``refine`` adds lstsq's ~13 m n.
 
     Conventions (as statsmodels): ``df_resid = m - rank`` counts zero-weight rows; an exact fit
     (``sigma == 0``) has infinite t statistics; a constant ``y`` with an intercept has
