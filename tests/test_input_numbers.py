@@ -28,11 +28,15 @@ y = X @ np.array([1.0, -2.0, 0.5]) + 0.1 * rng.standard_normal(12)
         (lambda v: lsq.ridge_cv(X, y, [0.1, 1.0], target_batch=v).coef, np.int64(1), 1),
         (lambda v: lsq.QRAccumulator().update(X, y).solve(rcond=v).coef, np.float32(0.25), float(np.float32(0.25))),
         (lambda v: lsq.LinearRegression(rcond=v).fit(X, y).coef_, np.float16(0.25), 0.25),
+        (lambda v: lsq.NormalAccumulator().update(X, y).solve(v).rank, np.float32(0.0), 0.0),  # least squares
+        (lambda v: lsq.QRAccumulator().update(X, y).solve(v).coef, np.float32(0.5), 0.5),
     ],
 )
+@pytest.mark.filterwarnings("error")
 def test_numpy_scalars_are_numbers(call, numpy_value, python_value):
     """A NumPy integer scalar where an integer is asked for, a NumPy float or integer scalar
-    where a number is: the same fit as the Python number."""
+    where a number is: the same fit as the Python number, and no warning (a float32 penalty
+    was compared with float64's largest value in float32: an overflow warning)."""
     np.testing.assert_array_equal(call(numpy_value), call(python_value))
 
 
