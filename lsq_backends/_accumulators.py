@@ -20,6 +20,7 @@ from ._solvers import pinv as _pinv
 from ._solvers._shared import (
     add_penalty,
     all_true,
+    as_real,
     diagonal,
     dot,
     eps,
@@ -33,9 +34,10 @@ from ._stream import Accumulator, gram
 
 
 def _alpha(meta, alpha):
-    """None for least squares (a Python zero), else the validated (1,) or (k,) penalty: an
-    accumulator solves for one penalty, so a 1-D alpha is one per target (no paths here)."""
-    if type(alpha) in (int, float) and alpha == 0:
+    """None for least squares (a zero number, NumPy's scalars too), else the validated (1,) or
+    (k,) penalty: an accumulator solves for one penalty, so a 1-D alpha is one per target (no
+    paths here)."""
+    if as_real(alpha) == 0:
         return None
     per_target = getattr(alpha, "ndim", 0) == 1 or isinstance(alpha, (list, tuple))
     return validate_alpha(meta.xp, alpha, meta.k, meta.dtype, meta.device, per_target)
@@ -83,7 +85,7 @@ class _Solvable(Accumulator):
             accuracy) and ``singular_values=None``, in the accumulator's namespace, device
             and dtype.
         """
-        check_method("auto", rcond)
+        rcond = check_method("auto", rcond)
         fit_intercept = check_bool(fit_intercept, "fit_intercept")
         xp, state = self._ready()
         self._check_intercept(xp, fit_intercept)

@@ -117,7 +117,9 @@ def validate_alpha(xp, alpha, k, dtype, dev, per_target, checks=None, name="alph
         import numpy as np
 
         g = np.asarray(given)
-        if not np.all(np.isfinite(g)) or np.any(np.abs(g) > float(xp.finfo(dtype).max)):
+        # The limit as a float64 scalar: a Python float next to a float32 alpha (a NumPy scalar
+        # or array) would be cast to float32 and overflow, with a RuntimeWarning.
+        if not np.all(np.isfinite(g)) or np.any(np.abs(g) > np.float64(xp.finfo(dtype).max)):
             not_finite()
         if np.any(g < 0):
             negative()

@@ -12,8 +12,8 @@ from ._result import LstsqResult
 from ._scaling import Rescale, uncertified, unscale
 from ._solvers import GRAM_ROUTE, ITERATIVE
 from ._solvers import fit as solvers_fit
-from ._solvers._shared import dot, full_rank
-from ._solvers.lsqr import check_options
+from ._solvers._shared import check_count, dot, full_rank
+from ._solvers.lsqr import check_options, drop_centering_noise
 from ._types import Array, Method
 
 # Arguments that are static under ``jax.jit`` (eager JAX calls run compiled, see ``_compat.compiled``).
@@ -38,6 +38,7 @@ def _fit_deferred(problem, method, rcond, fit_intercept, refine=0, options=None)
     n_iter = rss = rule = None
     if method in ITERATIVE:
         n_iter = full_rank(xp, tuple(Y.shape[:-2]) + (Y.shape[-1],), 0, X)  # 0 when m or n is 0
+        X = drop_centering_noise(xp, X, alpha, problem.offset_sq, rule_of(xp, X, Y, alpha)) if min(m, n) > 0 else X
     if min(m, n) == 0:
         # As numpy.linalg.lstsq: zero coefficients, rank 0, the whole of y is residual.
         coef = xp.zeros(tuple(X.shape[:-2]) + (n, Y.shape[-1]), dtype=X.dtype, device=_compat.device(X))
@@ -133,9 +134,12 @@ def _no_targets(result):
 
 
 def check_refine(refine):
-    if isinstance(refine, bool) or not isinstance(refine, int) or refine < 0:
-        msg = f"refine must be a non-negative integer (number of steps); got {refine!r}"
+    """``refine`` as a Python int (NumPy's integer scalars accepted, bools refused)."""
+    what = "a non-negative integer (number of steps)"
+    if refine is None:  # not a number of steps (check_count lets None through)
+        msg = f"refine must be {what}; got None"
         raise ValueError(msg)
+    return check_count(refine, "refine", 0, what)
 
 
 @_compat.on_input_device
@@ -171,10 +175,11 @@ def lstsq(
         Householder QR otherwise. Rank-deficient problems get the minimum-norm solution from every
         method (normal and QR detect the deficiency and re-solve through an SVD). ``"lsqr"``:
         Paige and Saunders' iterative LSQR, X used only through products with vectors, to the
-        accuracy ``atol``/``btol`` ask for (minimum-norm too; ``rank`` is -1: not estimated).
+        accuracy ``atol``/``btol`` ask for (minimum-norm too; ``rank`` is -1: not estimated;
+        a column that centering leaves at rounding level, against its norm before, gets 0).
     rcond : float in [0, 1), optional
         Relative cutoff for small singular values (and for the rank tests of normal/QR),
-        honoured exactly when given. Default: float64 ``eps * max(m, n)`` as
+        honoured exactly when given; refused with ``"lsqr"``, which has none. Default: float64 ``eps * max(m, n)`` as
         ``numpy.linalg.lstsq``; float32 ``eps * (sqrt(max(m, n)) + min(m, n))``, the probable
         rounding noise of the factorization (the worst case dropped real directions of tall
         data: 0.024 of s_max at m = 200000).
@@ -229,9 +234,9 @@ def lstsq(
     >>> np.round([float(r.intercept), float(r.coef[0])], 6).tolist(), int(r.n_iter)
     ([0.666667, 0.5], 1)
     """
-    check_method(method, rcond)
-    check_refine(refine)
-    check_options(method, atol, btol, max_iter)
+    rcond = check_method(method, rcond)
+    refine = check_refine(refine)
+    atol, btol, max_iter = check_options(method, atol, btol, max_iter)
     fit_intercept = check_bool(fit_intercept, "fit_intercept")
     check_finite = check_bool(check_finite, "check_finite")
     if refine and method == "lsqr":
@@ -252,7 +257,8 @@ def lstsq(
 
     def fit(by_gram):
         problem = prepare(
-            X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, defer_x_check=defer,
+            X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite,
+            defer_x_check=defer and by_gram,
             keep_original=refine > 0, defer_checks=True, scale="per_target", gram_center=gram_center,
             scale_x_by_gram=by_gram,
         )  # fmt: skip
@@ -266,7 +272,9 @@ def lstsq(
     try:
         with uncertified(X):
             return fit(True)
-    except Rescale:  # X's scale is not certified by its Gram matrix (NumPy): the max |X| passes
+    except Rescale:  # X's scale is not certified by its Gram matrix (NumPy): the max |X| passes,
+        # and X's finiteness tested first (NaN or infinity is one cause, and must raise before
+        # any arithmetic meets it, which would print NumPy's RuntimeWarnings)
         return fit(False)
 
 
@@ -338,7 +346,7 @@ def ridge(
     per_target = check_bool(per_target, "per_target")
     fit_intercept = check_bool(fit_intercept, "fit_intercept")
     check_finite = check_bool(check_finite, "check_finite")
-    check_options(method, atol, btol, max_iter)
+    atol, btol, max_iter = check_options(method, atol, btol, max_iter)
     path = not per_target and getattr(alpha, "ndim", 0) == 1
     if path and method == "lsqr":
         msg = "method='lsqr' fits one alpha (or one per target); a 1-D alpha path needs a direct method"
@@ -380,7 +388,7 @@ def _ridge(X, y, alpha, method, fit_intercept, sample_weight, check_finite, per_
         ridge=True,
         per_target=per_target,
         eliminate=not path or method in ("svd", "qr"),
-        defer_x_check=defer,
+        defer_x_check=defer and by_gram,  # the retry (NumPy) tests X first
         defer_checks=not path,
         scale="per_target",
         gram_center=gram_center,

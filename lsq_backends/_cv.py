@@ -39,7 +39,8 @@ class RidgeCVResult(NamedTuple):
         or with a ``scoring`` the predictions ``yhat_{-i}`` (as scikit-learn's ``cv_results_``,
         whose alpha axis is last). ``cv="gcv"``: the terms
         ``w_i r_i**2 / (1 - df/m)**2`` whose mean is the GCV criterion. Held-out folds: each
-        fold's score. None for leave-one-out and GCV with ``target_batch``.
+        fold's score (NaN where undefined: ``"r2"`` on one sample). None for leave-one-out and
+        GCV with ``target_batch``.
     scores : array, shape (a, ...) or (a, ..., k)
         Per penalty and target, higher is better: minus the mean of ``cv_values`` (leave-one-out,
         GCV), the ``scoring`` of the leave-one-out predictions, or the mean over folds of the
@@ -207,6 +208,11 @@ def ridge_cv(
         (2-D X, eager arrays). A callable or scikit-learn scorer is given all targets at once
         (2-D arrays, as scikit-learn's ``RidgeCV`` calls multi-output scorers) unless
         ``alpha_per_target``, then one column at a time. ``cv="gcv"`` takes None only.
+        ``"r2"`` on held-out folds as scikit-learn's ``r2_score``: a fold of constant targets
+        scores 0 (1 if predicted exactly); a fold of one sample is undefined: NaN in
+        ``cv_values``, with a warning, and left out of the mean; every fold of one sample
+        (``cv=m``) raises ``ValueError`` (leave-one-out with ``cv=None`` scores all the
+        predictions at once, where R² is defined).
     groups : array, optional
         Group labels passed to a splitter's ``split`` (``GroupKFold``).
     target_batch : int, optional
@@ -240,7 +246,7 @@ def ridge_cv(
     alpha_per_target = check_bool(alpha_per_target, "alpha_per_target")
     check_finite = check_bool(check_finite, "check_finite")
     _scoring.check(scoring)
-    check_count(target_batch, "target_batch")
+    target_batch = check_count(target_batch, "target_batch")
     held_out = cv is not None and not (isinstance(cv, str) and cv == "gcv")
     if isinstance(cv, str) and cv != "gcv":
         msg = f"cv must be None, 'gcv', an integer >= 2, a splitter or an iterable of (train, test); got {cv!r}"
@@ -272,6 +278,7 @@ def ridge_cv(
         msg = f"cross-validation needs at least 2 samples; X has {m}"
         raise ValueError(msg)
     pairs = _kfold.folds(cv, m, groups) if held_out else None
+    undefined = _kfold.undefined_folds(pairs, scoring) if held_out else ()
     # Read with the other value checks, in one host read, before any factorization.
     checks = problem.checks
     if not _compat.is_lazy(alphas) and not held_out:  # held-out folds take alpha = 0, as scikit-learn
@@ -300,7 +307,7 @@ def ridge_cv(
     def evaluate(spec):
         if pairs is not None:
             X0, Y0, root0 = problem.original
-            args = (alphas, pairs, fit_intercept, scoring, mode, batch)
+            args = (alphas, pairs, fit_intercept, scoring, mode, batch, undefined)
             scores, values = _kfold.kfold_scores(xp, X0, Y0, root0, *args)
         elif predictions:
             X0, Y0, root0 = problem.original
@@ -321,7 +328,7 @@ def ridge_cv(
             values = _loo(xp, spec, alphas, Yc, lev0)  # (a, ..., m, k)
             scores = -xp.mean(values, axis=-2)  # (a, ..., k)
         mse = -scores
-        best = _compat.argmin0(xp, mse if alpha_per_target else xp.mean(mse, axis=-1))  # (..., k) or (...)
+        best = _compat.arg_best(xp, mse if alpha_per_target else xp.mean(mse, axis=-1), 0)  # (..., k) or (...)
         alpha = xp.reshape(xp.take(alphas, xp.reshape(best, (-1,)), axis=0), tuple(best.shape))
         chosen = alpha if alpha_per_target else alpha[..., None]
         coef = _refit(xp, spec, chosen) if batch is None else _refit_batched(xp, spec, chosen, Yc, batch)

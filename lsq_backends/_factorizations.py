@@ -157,9 +157,13 @@ def qr_apply(xp, x, y):
         # pass: the R factor of [X | y], reduced as a tree, has R and Q^T y in one pass.
         return dask_tsqr_apply(x, y)
     if _aac.is_torch_namespace(xp):
-        # torch.geqrf/ormqr: Householder vectors applied in place of an explicit Q.
+        # torch.geqrf/ormqr: Householder vectors applied in place of an explicit Q. Quirk:
+        # they have no derivative; inputs that require grad take torch.linalg.qr, which has.
         import torch
 
+        if torch.is_grad_enabled() and (x.requires_grad or y.requires_grad):
+            q, r = torch.linalg.qr(x)
+            return r, matmul(xp, q.mT, y)
         a, tau = torch.geqrf(x)
         qty = torch.ormqr(a, tau, y, left=True, transpose=True)[..., :n, :]
         return torch.triu(a[..., :n, :]), qty

@@ -11,6 +11,7 @@ cost k factorizations of the training rows, never one fit per penalty (scikit-le
 from __future__ import annotations
 
 import numbers
+import warnings
 
 from . import _compat
 from ._center import eliminate_intercept
@@ -64,6 +65,30 @@ def folds(cv, m, groups=None):
     return out
 
 
+def undefined_folds(pairs, scoring):
+    """The folds (indices) whose score is undefined: ``"r2"`` on fewer than two held-out samples
+    (scikit-learn scores them NaN, with a warning). Their scores are NaN and left out of the
+    mean over folds, with a warning here; when every fold is such (leave-one-out), no score
+    is left to choose a penalty from, and ``ValueError`` is raised, before any work."""
+    if scoring != "r2":
+        return ()
+    undefined = tuple(i for i, (_, test) in enumerate(pairs) if len(test) < 2)
+    if undefined and len(undefined) == len(pairs):
+        msg = (
+            "scoring='r2' (RidgeCV's default with folds) is undefined on a held-out fold of fewer than 2 "
+            "samples, and every fold here has one: use scoring='neg_mean_squared_error', or cv=None for "
+            "the efficient leave-one-out"
+        )
+        raise ValueError(msg)
+    if undefined:
+        msg = (
+            f"R^2 is undefined on held-out folds of fewer than 2 samples (folds {list(undefined)}): their "
+            "scores are NaN and left out of the mean over folds"
+        )
+        warnings.warn(msg, UserWarning, stacklevel=3)  # at the caller of ridge_cv
+    return undefined
+
+
 def _take(xp, a, idx):
     """Rows ``idx`` (NumPy integers) of ``a`` (..., m, c)."""
     return None if a is None else _compat.take_rows(xp, a, idx)
@@ -111,7 +136,15 @@ def _score(xp, y, pred, w, scoring):
         mean = xp.sum(ww * y, axis=-2, keepdims=True) / total[..., None, :]
         d = y - mean
         sst = xp.sum(ww * d * d, axis=-2)  # (..., k)
-        return 1 - sse / xp.where(sst > 0, sst, xp.ones_like(sst))
+        # Constant targets (on the rows with weight) have no variance to explain. Tested
+        # exactly: their weighted mean's rounding leaves sst ~1e-33, not 0. As scikit-learn's
+        # r2_score: 1 for a perfect prediction, else 0.
+        weighted = ww > 0
+        inf = xp.full_like(y[..., :1, :], float("inf"))
+        hi = xp.max(xp.where(weighted, y, -inf), axis=-2)
+        constant = hi <= xp.min(xp.where(weighted, y, inf), axis=-2)  # (..., k)
+        r2 = 1 - sse / xp.where(constant, xp.ones_like(sst), sst)
+        return xp.where(constant, xp.where(sse == 0, xp.ones_like(r2), xp.zeros_like(r2)), r2)
     return -sse / total
 
 
@@ -147,12 +180,16 @@ def _fold_scores_batched(xp, X, Y, root, alphas, train, test, fit_intercept, sco
     return _compat.over_columns(xp, block, (Y,), batch)[0]
 
 
-def kfold_scores(xp, X, Y, root, alphas, pairs, fit_intercept, scoring, mode, batch=None):
+def kfold_scores(xp, X, Y, root, alphas, pairs, fit_intercept, scoring, mode, batch=None, undefined=()):
     """Scores (a, ..., k), the mean over folds, and the per-fold scores (a, ..., f, k); with
     ``batch``, ``batch`` targets and one penalty at a time (working memory O(batch (m + a))
-    beyond the factors)."""
+    beyond the factors). The ``undefined`` folds (:func:`undefined_folds`) are not fitted:
+    NaN per fold, left out of the mean."""
     per_fold = []
-    for train, test in pairs:
+    for i, (train, test) in enumerate(pairs):
+        if i in undefined:
+            per_fold.append(None)
+            continue
         if batch is not None:
             args = (fit_intercept, scoring, mode, batch)
             per_fold.append(_fold_scores_batched(xp, X, Y, root, alphas, train, test, *args))
@@ -160,8 +197,10 @@ def kfold_scores(xp, X, Y, root, alphas, pairs, fit_intercept, scoring, mode, ba
         pred = _fold_predictions(xp, X, Y, root, alphas, train, test, fit_intercept, mode)
         w_test = None if root is None else _take(xp, root * root, test)
         per_fold.append(_score(xp, _take(xp, Y, test), pred, w_test, scoring))
-    stacked = xp.stack(per_fold, axis=-2)  # (a, ..., f, k)
-    return xp.mean(stacked, axis=-2), stacked
+    scored = [s for s in per_fold if s is not None]
+    nan = xp.full_like(scored[0], float("nan"))
+    stacked = xp.stack([nan if s is None else s for s in per_fold], axis=-2)  # (a, ..., f, k)
+    return xp.mean(xp.stack(scored, axis=-2), axis=-2), stacked
 
 
 def gcv_scores(xp, spec, alphas, Y, root, fit_intercept):

@@ -15,6 +15,7 @@ import html
 import math
 
 from . import _compat
+from ._solvers._shared import as_real
 
 _WIDTH = 78
 
@@ -193,9 +194,11 @@ def summary(res, names=None, *, alpha=0.05, title=None, cov_type=None, use_t=Non
     (11.5714, 0.0766)
     """
     _check(res)
-    if not (isinstance(alpha, float) and 0 < alpha < 1):
+    level = as_real(alpha)
+    if level is None or not 0 < level < 1:
         msg = f"alpha must be a float in (0, 1); got {alpha!r}"
         raise ValueError(msg)
+    alpha = level
     n = res.coef.shape[-1]
     intercept = res.cov.shape[-1] == n + 1  # p = n + fit_intercept (shape only)
     cov_type = getattr(res, "cov_type", None) if cov_type is None else str(cov_type)

@@ -147,10 +147,11 @@ def _labelled(result, cov_type, X, y):
 
 
 def _check_options(cov_type, refine):
-    check_refine(refine)
+    refine = check_refine(refine)
     if cov_type not in COV_TYPES:
         msg = f"cov_type must be one of {', '.join(map(repr, COV_TYPES))}; got {cov_type!r}"
         raise ValueError(msg)
+    return refine
 
 
 def _check_shapes(problem, fit_intercept):
@@ -307,7 +308,7 @@ def diagnostics(
     Cost: one Householder QR of the centered (m - 1) x n data and O(n**3) on its factor (an
     SVD for the rank, a triangular inverse), plus O(m n) for the residual. The HC types also
     form ``Xc R^{-1}`` (m x n; the leverages h_ii are its squared row norms) and the m x p
-    sandwich factor: temporaries of about 4 m p elements. ``refine`` adds lstsq's 4 m n.
+    sandwich factor: temporaries of about 4 m p elements. ``refine`` adds lstsq's ~13 m n.
 
     Conventions (as statsmodels): ``df_resid = m - rank`` counts zero-weight rows; an exact fit
     (``sigma == 0``) has infinite t statistics; a constant ``y`` with an intercept has
@@ -334,7 +335,7 @@ def diagnostics(
     >>> np.round([float(d.coef[0]), float(d.stderr[0]), float(d.r2)], 4).tolist()
     [0.9, 0.2646, 0.8526]
     """
-    _check_options(cov_type, refine)
+    refine = _check_options(cov_type, refine)
     fit_intercept = check_bool(fit_intercept, "fit_intercept")
     check_finite = check_bool(check_finite, "check_finite")
     problem = prepare(X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, keep_original=True)

@@ -84,9 +84,9 @@ class LinearRegression(LinearModelBase):
     @_compat.on_input_device
     def fit(self, X, y, sample_weight=None):
         """Fit on ``X`` (m, n_features) and ``y`` (m,) or (m, n_targets); returns ``self``."""
-        check_method(self.method, self.rcond)
+        rcond = check_method(self.method, self.rcond)
         tolerances = _lsqr_tol(self.tol, self.method)
-        positive = _check_positive(self.positive, self.method, rcond=self.rcond)
+        positive = _check_positive(self.positive, self.method, rcond=rcond)
         X, y, sample_weight, check_finite, fitted = self._validate_fit(X, y, sample_weight)
         if positive:
             return self._store({**fitted, **_positive_fit(self, X, y, sample_weight, 0.0, check_finite)}, _OPTIONAL)
@@ -94,7 +94,7 @@ class LinearRegression(LinearModelBase):
             X,
             y,
             method=self.method,
-            rcond=self.rcond,
+            rcond=rcond,
             fit_intercept=bool(self.fit_intercept),
             sample_weight=sample_weight,
             check_finite=check_finite,

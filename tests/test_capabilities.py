@@ -90,10 +90,11 @@ def test_torch_autograd(request, entry):
 
     _expect(request, entry, "torch_autograd")
     X, y = _data()
-    yt = torch.asarray(y, requires_grad=True)
+    Xt, yt = torch.asarray(X, requires_grad=True), torch.asarray(y, requires_grad=True)
     f = _entry(entry, array_api_compat.array_namespace(yt))
-    torch.sum(f(torch.asarray(X), yt) ** 2).backward()
-    assert yt.grad is not None and bool(torch.isfinite(yt.grad).all())
+    torch.sum(f(Xt, yt) ** 2).backward()  # with respect to X and y both
+    for grad in (Xt.grad, yt.grad):
+        assert grad is not None and bool(torch.isfinite(grad).all())
 
 
 @pytest.mark.parametrize("entry", list(CAPABILITIES))

@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from .. import _compat
-from ._shared import check_count, check_fraction, dot, full_rank, mT
+from ._shared import check_count, check_fraction, default_cutoff, dot, full_rank, mT, pivot_ratios
 
 
 def default_tol(xp, dtype):
@@ -48,17 +48,44 @@ def default_max_iter(m, n):
 
 
 def check_options(method, atol, btol, max_iter):
-    """Validate the iterative options (before any work). They belong to ``lsqr`` only."""
+    """Validate the iterative options (before any work). They belong to ``lsqr`` only.
+    Returns them as Python numbers (NumPy scalars are accepted), None where not given."""
     given = {k: v for k, v in (("atol", atol), ("btol", btol), ("max_iter", max_iter)) if v is not None}
     if method != "lsqr":
         if given:
             msg = f"{', '.join(given)} apply to method='lsqr' only; got method={method!r}"
             raise ValueError(msg)
-        return
-    for name in ("atol", "btol"):
-        if name in given:
-            check_fraction(given[name], name)
-    check_count(max_iter, "max_iter")
+        return None, None, None
+    return check_fraction(atol, "atol"), check_fraction(btol, "btol"), check_count(max_iter, "max_iter")
+
+
+def drop_centering_noise(xp, X, alpha, offset_sq, rule=None):
+    """X with the columns that centering reduced to rounding noise set to zero: LSQR's rank
+    test, the scale-free one of the direct methods' first pivots (``pivot_ratios``: each
+    centered column's norm against its norm before centering, ``offset_sq`` what centering
+    removed, None without an intercept) at the default cutoff.
+
+    LSQR normalizes whatever it is given: a constant column next to an intercept, centered to
+    ~1e-17 of its size, became a direction of its own and took a coefficient of ~1e33. Zeroed,
+    it gets 0, as from the direct methods (LSQR's iterates stay in the row space), and the
+    derivative rules see the same zero column. Not for ridge with every penalty positive (the
+    damped system has full rank; the direct methods keep such a column too). ``X`` is the
+    centered copy ``prepare`` made: zeroed in place on NumPy (``_compat.update_fresh``).
+    Differentiated (``rule``, the derivative module of the fit, or None): the value without
+    the noise columns, the derivative X's own, so that the rule's derivative is the one it
+    has at a zero column, the direct methods' at a dropped one."""
+    if offset_sq is None:
+        return X
+    m, n = X.shape[-2:]
+    Xv = X if rule is None else rule.detach(xp, X)
+    colsq = xp.sum(Xv * Xv, axis=-2)  # (..., n); X is at unit scale (``_scaling``)
+    keep = pivot_ratios(xp, xp.sqrt(colsq), colsq, offset_sq) > default_cutoff(xp, X, m, n, None)
+    if alpha is not None:
+        keep = keep | xp.all(alpha > 0)
+    mask = xp.astype(keep, X.dtype)[..., None, :]
+    if rule is None:
+        return _compat.update_fresh(xp, X, "multiply", mask)
+    return rule.pass_through(xp, X, Xv * mask)
 
 
 class _State(NamedTuple):

@@ -96,7 +96,7 @@ def solve(xp, X, Y, alpha, *, max_iter=None, tol=None):
         w = b - dot(xp, s.x, A) - alpha_col * s.x
         cand = ~s.passive & (w > thresh)
         optimal = ~s.inner & ~xp.any(cand, axis=-1)
-        j = xp.argmax(xp.where(cand, w, neg_inf), axis=-1)  # (..., k)
+        j = _compat.arg_best(xp, xp.where(cand, w, neg_inf), -1, largest=True)  # (..., k)
         grow = (~s.inner & ~optimal)[..., None] & (idx == j[..., None])
         passive = s.passive | grow
         z = _masked_solve(xp, A, alpha, b, passive)
