@@ -173,16 +173,19 @@ def lstsq(
         via the pseudo-inverse, handles any rank. ``"auto"``: the refined normal equations
         where a cheap condition estimate and the residual say their error is QR's,
         Householder QR otherwise. Rank-deficient problems get the minimum-norm solution from every
-        method (normal and QR detect the deficiency and re-solve through an SVD). ``"lsqr"``:
+        method (normal, qr and auto certify full rank from the inverse of their triangular
+        factor, and otherwise let the SVD of that factor decide). ``"lsqr"``:
         Paige and Saunders' iterative LSQR, X used only through products with vectors, to the
         accuracy ``atol``/``btol`` ask for (minimum-norm too; ``rank`` is -1: not estimated;
         a column that centering leaves at rounding level, against its norm before, gets 0).
     rcond : float in [0, 1), optional
-        Relative cutoff for small singular values (and for the rank tests of normal/QR),
-        honoured exactly when given; refused with ``"lsqr"``, which has none. Default: float64 ``eps * max(m, n)`` as
+        Relative cutoff for small singular values (of every method), honoured exactly when
+        given, as ``numpy.linalg.lstsq``; refused with ``"lsqr"``, which has none. Default: float64 ``eps * max(m, n)`` as
         ``numpy.linalg.lstsq``; float32 ``eps * (sqrt(max(m, n)) + min(m, n))``, the probable
         rounding noise of the factorization (the worst case dropped real directions of tall
-        data: 0.024 of s_max at m = 200000).
+        data: 0.024 of s_max at m = 200000). With the default, normal/qr/auto also keep every
+        direction where X with unit-norm columns clears it 100-fold (graded columns such as
+        x .. x**10, which their factors resolve; see the methods page).
     fit_intercept : bool
         Fit an unpenalized intercept by centering X and y with their (weighted) means.
     sample_weight : array, shape (m,) or (..., m), optional
