@@ -23,7 +23,7 @@ from ._center import eliminate_intercept, sample_means, weighted_means
 from ._kinds import check_kind, check_known_shape
 from ._scaling import gram_certificate, scale_problem
 
-METHODS = ("auto", "normal", "qr", "svd", "lsqr")
+METHODS = ("auto", "normal", "qr", "svd", "lsmr", "lsqr")
 
 
 class Problem(NamedTuple):

@@ -89,7 +89,7 @@ def test_no_import_circle():
 
 # The solvers build on the factorization layer (``_solvers.gram``, ``cholqr``, ``householder``,
 # ``pinv``, ``_factor``, ``_shared``, ``condest``) and never on one another.
-SOLVERS = ("normal", "qr", "svd", "auto", "lsqr", "spectral", "nnls")
+SOLVERS = ("normal", "qr", "svd", "auto", "lsqr", "lsmr", "spectral", "nnls")
 
 
 def test_solvers_never_import_each_other():
