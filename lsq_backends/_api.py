@@ -7,6 +7,7 @@ from ._empty import pad_empty_batch
 from ._gram_data import TallGram
 from ._input import check_bool, check_method, intercept_of, prepare, validated_now
 from ._iterative import solver_options, start_of
+from ._operator_fit import accepts_operators
 from ._path import fit_path, rule_of
 from ._refine import refine as _refine
 from ._result import LstsqResult
@@ -142,6 +143,7 @@ def check_refine(refine):
         raise ValueError(msg)
 
 
+@accepts_operators
 def lstsq(
     X: Array,
     y: Array,
@@ -174,11 +176,10 @@ def lstsq(
         via the pseudo-inverse, handles any rank. ``"auto"``: the refined normal equations
         where a cheap condition estimate and the residual say their error is QR's,
         Householder QR otherwise. Rank-deficient problems get the minimum-norm solution from every
-        method (normal and QR detect the deficiency and re-solve through an SVD). ``"lsmr"``
-        and ``"lsqr"``: Fong and Saunders' LSMR, Paige and Saunders' LSQR, iterative, X used
-        only through products with vectors, to the accuracy ``atol``/``btol`` ask for
-        (minimum-norm too; ``rank`` is -1: not estimated). LSMR's ``||X^T r||`` decreases
-        monotonically, which makes it the safer one to stop early.
+        method (normal and QR detect the deficiency and re-solve through an SVD). ``"lsmr"``,
+        ``"lsqr"``: Fong and Saunders' LSMR, Paige and Saunders' LSQR, iterative, X used only
+        through products (X may be sparse or an operator, where ``"auto"`` means ``"lsmr"``), to
+        the accuracy ``atol``/``btol`` ask for (minimum-norm too; ``rank`` -1: not estimated).
     rcond : float in [0, 1), optional
         Relative cutoff for small singular values (and for the rank tests of normal/QR),
         honoured exactly when given. Default: float64 ``eps * max(m, n)`` as
@@ -205,12 +206,11 @@ def lstsq(
     max_iter : int, optional
         ``"lsmr"``/``"lsqr"`` only: iteration limit, default ``4 min(m, n)``. Static under ``jax.jit``.
     conlim : float, optional
-        ``"lsmr"`` only: stop a target once LSMR's estimate of cond(X) reaches ``conlim``
-        (SciPy's default 1e8; here None, no such stop). Static under ``jax.jit``.
+        ``"lsmr"`` only: stop once LSMR's estimate of cond(X) reaches it (SciPy's default
+        1e8; None: no such stop). Static under ``jax.jit``.
     x0 : array, shape (n,) or (n, k) (or with X's batch axes), optional
-        ``"lsmr"`` only: the start (a warm start, e.g. a previous fit's ``coef``). With a
-        penalty the iteration runs on ``[X; sqrt(alpha) I]`` and converges to the ridge
-        solution; on rank-deficient X the part of ``x0`` in X's null space stays.
+        ``"lsmr"`` only: a warm start (e.g. a previous fit's ``coef``); the part of it in
+        X's null space stays in the solution.
 
     Returns
     -------
@@ -287,6 +287,7 @@ def lstsq(
         return fit(False)
 
 
+@accepts_operators
 def ridge(
     X: Array,
     y: Array,
