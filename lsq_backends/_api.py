@@ -7,7 +7,7 @@ from ._empty import pad_empty_batch
 from ._gram_data import TallGram
 from ._input import check_bool, check_method, intercept_of, prepare, validated_now
 from ._iterative import solver_options, start_of
-from ._operator_fit import accepts_operators
+from ._operator_fit import fit_lstsq, fit_ridge, operator_route
 from ._path import fit_path, rule_of
 from ._refine import refine as _refine
 from ._result import LstsqResult
@@ -143,7 +143,7 @@ def check_refine(refine):
         raise ValueError(msg)
 
 
-@accepts_operators
+@operator_route(fit_lstsq)
 def lstsq(
     X: Array,
     y: Array,
@@ -287,7 +287,7 @@ def lstsq(
         return fit(False)
 
 
-@accepts_operators
+@operator_route(fit_ridge)
 def ridge(
     X: Array,
     y: Array,

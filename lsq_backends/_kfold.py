@@ -107,7 +107,7 @@ def _predict(xp, spec, G, alphas):
     return spectral.over_alphas(xp, G, f[..., None] * spec.P)
 
 
-def _score(xp, y, pred, w, scoring):
+def fold_score(xp, y, pred, w, scoring):
     """Score (higher is better) of the held-out predictions ``pred`` (a, ..., m, k) of ``y``
     (..., m, k), weights ``w`` (..., m, 1) or None: (a, ..., k)."""
     if callable(scoring):
@@ -162,7 +162,7 @@ def _fold_scores_batched(xp, X, Y, root, alphas, train, test, fit_intercept, sco
         Yte, rows = _take(xp, Yb, test), []
         for i in range(alphas.shape[0]):
             pred = _predict(xp, sb, G, alphas[i : i + 1])  # (1, ..., m_test, b)
-            rows.append(_score(xp, Yte, pred + y_off if fit_intercept else pred, w_test, scoring))
+            rows.append(fold_score(xp, Yte, pred + y_off if fit_intercept else pred, w_test, scoring))
         return (xp.concat(rows, axis=0),)
 
     return _compat.over_columns(xp, block, (Y,), batch)[0]
@@ -180,7 +180,7 @@ def kfold_scores(xp, X, Y, root, alphas, pairs, fit_intercept, scoring, mode, ba
             continue
         pred = _fold_predictions(xp, X, Y, root, alphas, train, test, fit_intercept, mode)
         w_test = None if root is None else _take(xp, root * root, test)
-        per_fold.append(_score(xp, _take(xp, Y, test), pred, w_test, scoring))
+        per_fold.append(fold_score(xp, _take(xp, Y, test), pred, w_test, scoring))
     stacked = xp.stack(per_fold, axis=-2)  # (a, ..., f, k)
     return xp.mean(stacked, axis=-2), stacked
 

@@ -36,23 +36,38 @@ from ._solvers import ITERATIVE
 from ._solvers._krylov import check_options
 from ._solvers._shared import full_rank
 
-__all__ = ["accepts_operators"]
+__all__ = ["caller_of", "fit", "fit_lstsq", "fit_ridge", "operator_route"]
 
 
-def accepts_operators(fn):
-    """``fn`` (``lstsq`` or ``ridge``), sending a sparse or operator X to :func:`fit` with the
-    arguments as ``fn`` would bind them (its defaults included)."""
-    signature = inspect.signature(fn)
+def operator_route(target):
+    """A decorator of an entry point (``lstsq``, ``ridge``, ``ridge_cv``) that sends a sparse
+    or operator X to ``target``, with the arguments as the entry point binds them (its
+    defaults included); dense X goes on as before."""
 
-    @functools.wraps(fn)
-    def entry(X, y, /, *args, **kwargs):
-        if not is_operator_input(X):
-            return fn(X, y, *args, **kwargs)
-        bound = signature.bind(X, y, *args, **kwargs)
-        bound.apply_defaults()
-        return fit(**bound.arguments, ridge="alpha" in signature.parameters)
+    def decorate(fn):
+        signature = inspect.signature(fn)
 
-    return entry
+        @functools.wraps(fn)
+        def entry(X, y, /, *args, **kwargs):
+            if not is_operator_input(X):
+                return fn(X, y, *args, **kwargs)
+            bound = signature.bind(X, y, *args, **kwargs)
+            bound.apply_defaults()
+            return target(**bound.arguments)
+
+        return entry
+
+    return decorate
+
+
+def fit_lstsq(X, y, **kwargs):
+    """``lstsq`` with a sparse or operator X."""
+    return fit(X, y, **kwargs)
+
+
+def fit_ridge(X, y, alpha, **kwargs):
+    """``ridge`` with a sparse or operator X."""
+    return fit(X, y, alpha, ridge=True, **kwargs)
 
 
 def _method(method, X):
@@ -69,7 +84,7 @@ def _method(method, X):
     return method
 
 
-def _caller(y, sample_weight):
+def caller_of(y, sample_weight):
     """(xp, device) of y (and the weights): where the results go (NumPy for lists)."""
     xp = namespace_of(None, y, sample_weight)
     arrays = [a for a in (y, sample_weight) if a is not None and _aac.is_array_api_obj(a)]
@@ -116,7 +131,7 @@ def fit(X, y, alpha=None, *, method, fit_intercept, sample_weight, check_finite,
         raise ValueError(msg)
     for name, a in (("y", y), ("sample_weight", sample_weight)):
         check_kind(a, name)
-    caller_xp, caller_dev = _caller(y, sample_weight)
+    caller_xp, caller_dev = caller_of(y, sample_weight)
     home = home_of(X)
     xp, dev = home if home is not None else (caller_xp, caller_dev)
     same = xp is caller_xp

@@ -332,5 +332,7 @@ def _alpha_arg(alpha, X, name):
         return alpha
     import numpy as np
 
+    if not _aac.is_array_api_obj(X):  # a SciPy sparse X: its fits run in NumPy
+        return np.asarray(alpha, dtype=np.float64)
     xp = _compat.array_namespace(X)
     return xp.asarray(np.asarray(alpha, dtype=np.float64), device=_compat.device(X))
