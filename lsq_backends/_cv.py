@@ -9,6 +9,8 @@ from ._alpha import failure
 from ._center import eliminate_intercept
 from ._empty import pad_empty_batch
 from ._input import check_bool, intercept_of, prepare
+from ._operator_cv import ridge_cv_operator
+from ._operator_fit import operator_route
 from ._scaling import unscale_cv
 from ._solvers import spectral
 from ._solvers._shared import check_count, dot
@@ -130,6 +132,7 @@ def _refit_batched(xp, spec, alpha, Y, batch):
     return _compat.over_columns(xp, block, (Y, alpha) if per_target else (Y,), batch)[0]
 
 
+@operator_route(lambda *args, **kwargs: RidgeCVResult(*ridge_cv_operator(*args, **kwargs)))
 @_compat.on_input_device
 def ridge_cv(
     X: Array,

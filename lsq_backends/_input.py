@@ -25,7 +25,7 @@ from ._kinds import check_kind, check_known_shape
 from ._scaling import gram_certificate, scale_problem
 from ._solvers._shared import check_fraction
 
-METHODS = ("auto", "normal", "qr", "svd", "lsqr")
+METHODS = ("auto", "normal", "qr", "svd", "lsmr", "lsqr")
 
 
 class Problem(NamedTuple):

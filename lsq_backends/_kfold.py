@@ -123,7 +123,7 @@ def _predict(xp, spec, G, alphas):
     return spectral.over_alphas(xp, G, f[..., None] * spec.P)
 
 
-def _score(xp, y, pred, w, scoring):
+def fold_score(xp, y, pred, w, scoring):
     """Score (higher is better) of the held-out predictions ``pred`` (a, ..., m, k) of ``y``
     (..., m, k), weights ``w`` (..., m, 1) or None: (a, ..., k)."""
     if callable(scoring):  # any other scoring, bound by ``_scoring.bind``
@@ -174,7 +174,7 @@ def _fold_scores_batched(xp, X, Y, root, alphas, train, test, fit_intercept, sco
         Yte, rows = _take(xp, Yb, test), []
         for i in range(alphas.shape[0]):
             pred = _predict(xp, sb, G, alphas[i : i + 1])  # (1, ..., m_test, b)
-            rows.append(_score(xp, Yte, pred + y_off if fit_intercept else pred, w_test, scoring))
+            rows.append(fold_score(xp, Yte, pred + y_off if fit_intercept else pred, w_test, scoring))
         return (xp.concat(rows, axis=0),)
 
     return _compat.over_columns(xp, block, (Y,), batch)[0]
@@ -196,7 +196,7 @@ def kfold_scores(xp, X, Y, root, alphas, pairs, fit_intercept, scoring, mode, ba
             continue
         pred = _fold_predictions(xp, X, Y, root, alphas, train, test, fit_intercept, mode)
         w_test = None if root is None else _take(xp, root * root, test)
-        per_fold.append(_score(xp, _take(xp, Y, test), pred, w_test, scoring))
+        per_fold.append(fold_score(xp, _take(xp, Y, test), pred, w_test, scoring))
     scored = [s for s in per_fold if s is not None]
     nan = xp.full_like(scored[0], float("nan"))
     stacked = xp.stack([nan if s is None else s for s in per_fold], axis=-2)  # (a, ..., f, k)
@@ -220,4 +220,4 @@ def gcv_scores(xp, spec, alphas, Y, root, fit_intercept):
 def score_predictions(xp, y, pred, w, scoring):
     """Scores (a, ..., k) of predictions (a, ..., m, k) of ``y``, as a held-out fold is scored:
     ``ridge_cv``'s leave-one-out predictions with a ``scoring``."""
-    return _score(xp, y, pred, w, scoring)
+    return fold_score(xp, y, pred, w, scoring)

@@ -219,7 +219,7 @@ def unscale(xp, result, scale, y_was_vector):
     s = result.singular_values
     return LstsqResult(
         _times(result.coef, fc), _times(result.intercept, ft), result.rank, _times(result.rss, fs),
-        None if s is None else _times(s, scale.x), result.n_iter,
+        None if s is None else _times(s, scale.x), result.n_iter, result.istop,
     )  # fmt: skip
 
 

@@ -62,6 +62,13 @@ CAPABILITIES = {
         "torch_cuda_syncs": "none",
         "xla_gpu_syncs": "2 + 1 per 10 iterations begun",
     },
+    "lstsq:lsmr": {
+        **_DIRECT,
+        "dask_lazy": False,
+        "host_reads": "1 per convergence test (every 10th iteration on a GPU)",
+        "torch_cuda_syncs": "none",
+        "xla_gpu_syncs": "2 + 1 per 10 iterations begun",
+    },
     "ridge (path)": {**_DIRECT, "host_reads": "2", "torch_cuda_syncs": "+1 (eigh or SVD)", "xla_gpu_syncs": "2"},
     "ridge_cv": {
         **_DIRECT, "host_reads": "2 (leave-one-out and k-fold)", "torch_cuda_syncs": "+1 (eigh or SVD)",
@@ -109,6 +116,11 @@ NOTES = {
     ("nnls", "dask_lazy"): "the iteration computes every 10 iterations (its convergence test is read).",
     ("QRAccumulator", "torch_autograd"): "its updates call `geqrf`, which has no derivative in PyTorch.",
     ("lstsq:lsqr", "dask_lazy"): "the iteration computes every 10 iterations (its convergence test is read).",
+    (
+        "lstsq:lsmr",
+        "jax_grad",
+    ): "as `lstsq:lsqr`: K is applied by LSQR solves at the fit's tolerances inside `lax.custom_linear_solve`.",
+    ("lstsq:lsmr", "dask_lazy"): "as `lstsq:lsqr`: the iteration computes every 10 iterations.",
     (
         "lstsq:auto",
         "sharded",

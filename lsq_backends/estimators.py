@@ -377,7 +377,7 @@ def _check_alphas(alphas, held_out):
     items = [alphas] if getattr(alphas, "ndim", 1) == 0 else list(alphas)
     for i, a in enumerate(items):
         if isinstance(a, (bool, str)) or not isinstance(a, numbers.Real):
-            msg = f"alphas[{i}] must be an instance of float, not {type(a).__name__}"
+            msg = f"alphas must hold real numbers: alphas[{i}] must be an instance of float, not {type(a).__name__}"
             raise TypeError(msg)
         if a < 0 or (a == 0 and not held_out):
             bound = ">= 0.0" if held_out else "> 0.0"
@@ -395,6 +395,8 @@ def _alpha_arg(alpha, X, name):
         return alpha
     import numpy as np
 
+    if not _aac.is_array_api_obj(X):  # a SciPy sparse X: its fits run in NumPy
+        return np.asarray(alpha, dtype=np.float64)
     xp, dev = _compat.array_namespace(X), _compat.device(X)
     dtype = _compat.float64_for(xp, dev) or _compat.default_dtypes(xp, dev)[0]
     return _compat.constants(xp, np.asarray(alpha, dtype=np.float64).tolist(), dtype, dev)  # filled on the device

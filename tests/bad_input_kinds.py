@@ -70,11 +70,20 @@ KIND_CASES = [
     ),
     C(
         "X_sparse_matrix",
-        lambda d: (d.only("numpy"), lambda: lsq.lstsq(d.keep(pytest.importorskip("scipy.sparse").csr_matrix(X0)), d.y))[
+        lambda d: (d.only("numpy"), lambda: lsq.nnls(d.keep(pytest.importorskip("scipy.sparse").csr_matrix(X0)), d.y))[
             1
         ],
         TypeError,
         r"X is a SciPy sparse csr_matrix; dense arrays only: use X.toarray\(\)",
+    ),
+    C(
+        "X_sparse_direct_method",
+        lambda d: (
+            d.only("numpy"),
+            lambda: lsq.lstsq(d.keep(pytest.importorskip("scipy.sparse").csr_matrix(X0)), d.y, method="qr"),
+        )[1],
+        ValueError,
+        r"method='qr' factors a dense X; X is a SciPy sparse csr_matrix: use method='lsmr'",
     ),
     C(
         "X_sparse_array",

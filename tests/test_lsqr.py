@@ -293,8 +293,8 @@ def test_dask(be):
         ({"method": "lsqr", "max_iter": 0}, "max_iter must be"),
         ({"method": "lsqr", "max_iter": 2.5}, "max_iter must be"),
         ({"method": "lsqr", "max_iter": True}, "max_iter must be"),
-        ({"method": "qr", "atol": 1e-8}, "apply to method='lsqr' only"),
-        ({"max_iter": 10}, "apply to method='lsqr' only"),
+        ({"method": "qr", "atol": 1e-8}, "apply to method='lsqr' or 'lsmr' only"),
+        ({"max_iter": 10}, "apply to method='lsqr' or 'lsmr' only"),
         ({"method": "lsqr", "refine": 1}, "refine applies to the direct methods"),
     ],
 )
