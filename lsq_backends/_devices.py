@@ -58,13 +58,17 @@ def constants(xp, values, dtype, like):
 def powers_of_two(xp, nbits, like):
     """``(2**b, 2**(2**b), 2**-(2**b))`` for ``b = 0 .. nbits - 1``, exactly, in ``like``'s dtype
     on its device: from one running product of 2s (every partial product a power of two,
-    hence exact in any order of evaluation), no host data."""
-    if _aac.is_numpy_namespace(xp):
-        step = [float(2**b) for b in range(nbits)]
-        return (
-            xp.asarray(step, dtype=like.dtype),
-            xp.asarray([2.0 ** (2**b) for b in range(nbits)], dtype=like.dtype),
-            xp.asarray([2.0 ** -(2**b) for b in range(nbits)], dtype=like.dtype),
+    hence exact in any order of evaluation), no host data. A namespace older than the
+    2024.12 standard (no ``cumulative_prod``) gets the values copied from host memory."""
+    if _aac.is_numpy_namespace(xp) or not hasattr(xp, "cumulative_prod"):
+        dev = _aac.device(like)
+        return tuple(
+            xp.asarray(values, dtype=like.dtype, device=dev)
+            for values in (
+                [float(2**b) for b in range(nbits)],
+                [2.0 ** (2**b) for b in range(nbits)],
+                [2.0 ** -(2**b) for b in range(nbits)],
+            )
         )
     dev = _aac.device(like)
     twos = xp.full((2 ** (nbits - 1),), 2.0, dtype=like.dtype, device=dev)
