@@ -88,14 +88,11 @@ def validate_alpha(xp, alpha, k, dtype, dev, per_target, checks=None, name="alph
     # checks below went through Dask, a compute inside the fit). An alpha on another device
     # (a CPU tensor next to CUDA X) is moved to X's: it is small.
     if not same:
-        # Python numbers, and a NumPy alpha's values (read for free), are filled in on X's
-        # device (``_compat.constants``: a copy from host memory blocks a GPU's stream).
-        host = a.tolist() if _aac.is_numpy_array(a) and not _aac.is_numpy_namespace(xp) else a
         try:
-            if _aac.is_array_api_obj(host):
+            if _aac.is_array_api_obj(a) and not _aac.is_numpy_array(a):
                 a = xp.asarray(a, dtype=dtype, device=dev)
-            else:
-                a = _compat.constants(xp, host, dtype, dev)
+            else:  # host values: filled in on X's device (a copy from host memory blocks a GPU)
+                a = _compat.constants(xp, a, dtype, dev)
         except Exception as exc:
             msg = f"{name} could not be moved to X's device {dev!r} (it is on {getattr(a, 'device', None)!r}); move it first"
             raise ValueError(msg) from exc

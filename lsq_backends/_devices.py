@@ -6,8 +6,11 @@ Two quirks of the GPU libraries decide how a fit makes its own arrays:
 - **Constants made on the device.** ``xp.asarray(<Python number or list>, device=cuda)`` builds
   the array in host memory and copies it over: on PyTorch a blocking copy (``memcpy_and_sync``),
   on CuPy a synchronous ``cudaMemcpy`` from pageable memory, either way a stream
-  synchronization in the middle of a fit. :func:`constants` fills the array on the device
-  instead (``xp.full``, no host data).
+  synchronization in the middle of a fit. On those two libraries :func:`constants` fills the
+  array on the device instead (``xp.full``, no host data), and :func:`powers_of_two` computes
+  its table there; on PyTorch on the CPU too (the same code path as on CUDA, so that CPU tests
+  see it). Elsewhere the values are taken as they are: JAX's transfers do not block (and under
+  ``jit`` a constant is free), Dask and array-api-strict live in host memory.
 - **The input's device entered (CuPy).** array-api-compat ignores ``device=`` in CuPy's creation
   functions (CuPy has no such argument: arrays land on the *current* device), so a fit of X on
   GPU 1 made its zeros, identities and constants on GPU 0. :func:`on_input_device` wraps every
@@ -39,15 +42,24 @@ def _number(v):
     return isinstance(v, numbers.Real) and not isinstance(v, bool)
 
 
+def _copy_blocks(xp):
+    """Whether ``xp.asarray`` of host data blocks a device's stream (PyTorch, CuPy)."""
+    return _aac.is_torch_namespace(xp) or _aac.is_cupy_namespace(xp)
+
+
 def constants(xp, values, dtype, like):
     """Python numbers as an array of ``dtype`` on ``like``'s device (``like`` an array or a
-    device): a number gives a 0-d array, a flat list or tuple a 1-D one. Made on the device
-    (fills), never copied from host memory, except a sequence longer than :data:`FILL_MAX`,
-    and anything else (nested, ragged, not numbers), which ``xp.asarray`` takes as it is.
-    NumPy (host memory): ``asarray``."""
+    device): a number gives a 0-d array, a flat list or tuple a 1-D one, a NumPy array its
+    own shape. On PyTorch and CuPy made on the device (fills), never copied from host memory,
+    except more than :data:`FILL_MAX` values, and anything else (nested, ragged, not
+    numbers), which ``xp.asarray`` takes as it is; elsewhere ``xp.asarray``."""
     dev = _device_of(like)
     if _aac.is_numpy_namespace(xp):
         return xp.asarray(values, dtype=dtype)
+    if not _copy_blocks(xp):
+        return xp.asarray(values, dtype=dtype, device=dev)
+    if _aac.is_numpy_array(values) and values.ndim <= 1:
+        values = values.tolist()  # host memory: read for free
     if _number(values):
         return xp.full((), values, dtype=dtype, device=dev)
     if isinstance(values, (list, tuple)) and 0 < len(values) <= FILL_MAX and all(_number(v) for v in values):
@@ -58,13 +70,18 @@ def constants(xp, values, dtype, like):
 def powers_of_two(xp, nbits, like):
     """``(2**b, 2**(2**b), 2**-(2**b))`` for ``b = 0 .. nbits - 1``, exactly, in ``like``'s dtype
     on its device: from one running product of 2s (every partial product a power of two,
-    hence exact in any order of evaluation), no host data."""
-    if _aac.is_numpy_namespace(xp):
-        step = [float(2**b) for b in range(nbits)]
-        return (
-            xp.asarray(step, dtype=like.dtype),
-            xp.asarray([2.0 ** (2**b) for b in range(nbits)], dtype=like.dtype),
-            xp.asarray([2.0 ** -(2**b) for b in range(nbits)], dtype=like.dtype),
+    hence exact in any order of evaluation), no host data, on PyTorch and CuPy; elsewhere
+    (and on a namespace older than the 2024.12 standard, without ``cumulative_prod``) the
+    values are taken from host memory."""
+    if not _copy_blocks(xp) or not hasattr(xp, "cumulative_prod"):
+        dev = None if _aac.is_numpy_namespace(xp) else _aac.device(like)
+        return tuple(
+            xp.asarray(values, dtype=like.dtype, device=dev)
+            for values in (
+                [float(2**b) for b in range(nbits)],
+                [2.0 ** (2**b) for b in range(nbits)],
+                [2.0 ** -(2**b) for b in range(nbits)],
+            )
         )
     dev = _aac.device(like)
     twos = xp.full((2 ** (nbits - 1),), 2.0, dtype=like.dtype, device=dev)

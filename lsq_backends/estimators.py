@@ -399,4 +399,4 @@ def _alpha_arg(alpha, X, name):
         return np.asarray(alpha, dtype=np.float64)
     xp, dev = _compat.array_namespace(X), _compat.device(X)
     dtype = _compat.float64_for(xp, dev) or _compat.default_dtypes(xp, dev)[0]
-    return _compat.constants(xp, np.asarray(alpha, dtype=np.float64).tolist(), dtype, dev)  # filled on the device
+    return _compat.constants(xp, np.asarray(alpha, dtype=np.float64), dtype, dev)  # filled in on the device

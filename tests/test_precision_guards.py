@@ -352,6 +352,8 @@ def test_cupy_products_run_unlowered(cupy, monkeypatch, asked):
 
     want = getattr(routines, f"COMPUTE_TYPE_{asked}")
     routines.set_compute_type(cupy.float32, want)
+    if routines.get_compute_type(cupy.float32) != want:  # CuPy falls back to DEFAULT, with a warning
+        pytest.skip("TF32 needs a GPU of compute capability 8.0 or higher")
     xp = array_api_compat.array_namespace(cupy.empty(0))
     seen, real = [], xp.matmul
 
