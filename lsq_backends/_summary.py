@@ -65,30 +65,8 @@ def _fmt(v, width=10):
 
 
 def summary(res, names=None, *, alpha=0.05, title=None, cov_type=None, use_t=None):
-    """Text table of a single (unbatched, eager) :class:`Diagnostics` result.
-
-    Parameters
-    ----------
-    res : Diagnostics
-    names : sequence of str, optional
-        One name per column of X; default the columns of a pandas DataFrame X (recorded by
-        :func:`diagnostics`), else ``x1, x2, ...``. The intercept is ``const``.
-    alpha : float in (0, 1)
-        Confidence intervals at level ``1 - alpha``.
-    title : str, optional
-        First line of the table.
-    cov_type : str, optional
-        The covariance type named in the header; default the one :func:`diagnostics` used
-        (a result rebuilt from its fields has none recorded: the header then says so).
-    use_t : bool, optional
-        P-values and intervals from Student's t with ``df_resid`` degrees of freedom (columns
-        ``t``, ``P>|t|``) or from the normal distribution (``z``, ``P>|z|``). Default as
-        statsmodels: t for ``"nonrobust"``, normal for the robust (HC) covariances, whose
-        justification is asymptotic.
-
-    Returns
-    -------
-    str
+    """Text table of a single (unbatched, eager) :class:`Diagnostics` result ``res``: the body
+    of :meth:`Diagnostics.summary`, whose docstring documents the parameters.
 
     Examples
     --------
