@@ -31,7 +31,7 @@ from .needs import require
 
 # What the main job needs beyond the package: pip install -e ".[bench]". Checked before the
 # imports below, which would otherwise fail with a traceback.
-require("python -m benchmarks", ["scipy", "threadpoolctl", "tqdm", "sklearn", "matplotlib"])
+require("python -m benchmarks", ["scipy", "threadpoolctl", "tqdm", "sklearn"])
 
 from . import bench, report  # noqa: E402
 from .backends import BACKENDS, Backend, available_backends, limit_threads, unusable  # noqa: E402
@@ -126,6 +126,8 @@ def main(argv=None):
         for c in bench.GRID + bench.SWEEPS:
             print(f"{c.name:28s} {c.shape:28s} quick: {c.quick().shape}")
         return 0
+    if args.plots:
+        require("python -m benchmarks --plots", ["matplotlib"])
     cases = select_cases(args.cases, args.plots, args.quick)
     if not cases:
         parser.error(f"no case matches {args.cases}; see --list")
