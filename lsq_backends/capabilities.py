@@ -47,6 +47,13 @@ CAPABILITIES = {
         "dask_lazy": False,
         "host_reads": "1 per convergence test (every 10th iteration on a GPU)",
     },
+    "lstsq (sparse X)": {
+        **_DIRECT,
+        "jax_grad": False,
+        "torch_autograd": False,
+        "dask_lazy": False,
+        "host_reads": "as lsmr (a SciPy X: y copied to the host once, the results back)",
+    },
     "ridge (path)": {**_DIRECT, "host_reads": "2"},
     "ridge_cv": {**_DIRECT, "host_reads": "2 (leave-one-out and k-fold)"},
     "diagnostics": {**_DIRECT, "host_reads": "2"},
@@ -89,6 +96,14 @@ NOTES = {
         "jax_grad",
     ): "as `lstsq:lsqr`: K is applied by LSQR solves at the fit's tolerances inside `lax.custom_linear_solve`.",
     ("lstsq:lsmr", "dask_lazy"): "as `lstsq:lsqr`: the iteration computes every 10 iterations.",
+    (
+        "lstsq (sparse X)",
+        "jit",
+    ): "a JAX BCOO X, or an `lsq.operator` of JAX functions; a SciPy X cannot be traced (convert it to BCOO).",
+    (
+        "lstsq (sparse X)",
+        "jax_grad",
+    ): "no derivative rule for sparse or operator X: the `while_loop` has no reverse mode (nor the loop in PyTorch).",
     (
         "lstsq:auto",
         "sharded",
