@@ -15,8 +15,9 @@ read with them), :mod:`._factorizations` (Cholesky, QR, SVD, eigh: each library'
 modes and its cheaper routes), :mod:`._triangular` (triangular solves and inverses, which the
 standard lacks), :mod:`._dask_blocks` (the NumPy code that runs inside Dask tasks) and
 :mod:`._precision` (full float32 products on PyTorch and CuPy, whatever the process-wide
-settings), through :mod:`._products`, and :mod:`._devices` (constants made on the device, the
-input's device entered on CuPy).
+settings), through :mod:`._products`, :mod:`._devices` (constants made on the device, the
+input's device entered on CuPy) and :mod:`._vectors` (the Krylov solvers' column norms and
+masked updates).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from ._devices import constants, device_scope, on_input_device, powers_of_two
 from ._factorizations import checked_cholesky, cholesky, eigh, one_pass_qr, qr, qr_apply, qr_implicit, qr_r, svd
 from ._products import cross, matmul
 from ._triangular import SMALL_STACK, batch_last, cho_solve, solve_triangular, triangular_inverse
+from ._vectors import column_norms, nonzero_or_one, plain_namespace, select
 
 __all__ = [
     "Checks",
@@ -41,6 +43,7 @@ __all__ = [
     "batch_last",
     "branches_share_memory",
     "cho_solve",
+    "column_norms",
     "checked_cholesky",
     "SMALL_STACK",
     "cholesky",
@@ -68,6 +71,7 @@ __all__ = [
     "memo",
     "one_pass_qr",
     "over_columns",
+    "plain_namespace",
     "plain_numpy",
     "positive_or_one",
     "positive_or_zero",
@@ -78,6 +82,7 @@ __all__ = [
     "matrix_transpose",
     "reduce_min",
     "reduce_sum",
+    "select",
     "qr",
     "qr_apply",
     "qr_implicit",
@@ -90,6 +95,7 @@ __all__ = [
     "minus_fresh",
     "on_input_device",
     "powers_of_two",
+    "nonzero_or_one",
     "sum_of_squares",
     "zero_first_row",
 ]

@@ -95,11 +95,11 @@ def _to_home(a, name, home_xp, home_dev, same, like=None):
     """``a`` (an argument of y's library) as an array of X's home library."""
     if a is None:
         return None
-    if same or not hasattr(a, "shape"):
-        return as_array(home_xp, a, name, home_dev, like)
     if getattr(a, "requires_grad", False):
         msg = f"{name} requires grad: a fit with a sparse or operator X is not differentiable"
         raise TypeError(msg)
+    if same or not hasattr(a, "shape"):
+        return as_array(home_xp, a, name, home_dev, like)
     if _compat.is_lazy(a) and not hasattr(a, "compute"):
         msg = (
             f"{name} is traced (jax.jit, vmap, grad): a SciPy sparse X cannot be multiplied there; "
@@ -131,6 +131,8 @@ def fit(X, y, alpha=None, *, method, fit_intercept, sample_weight, check_finite,
         raise ValueError(msg)
     for name, a in (("y", y), ("sample_weight", sample_weight)):
         check_kind(a, name)
+    if getattr(X, "requires_grad", False):
+        raise TypeError("X requires grad: a fit with a sparse or operator X is not differentiable")
     caller_xp, caller_dev = caller_of(y, sample_weight)
     home = home_of(X)
     xp, dev = home if home is not None else (caller_xp, caller_dev)

@@ -69,6 +69,15 @@ CAPABILITIES = {
         "torch_cuda_syncs": "none",
         "xla_gpu_syncs": "2 + 1 per 10 iterations begun",
     },
+    "lstsq (sparse X)": {
+        **_DIRECT,
+        "jax_grad": False,
+        "torch_autograd": False,
+        "dask_lazy": False,
+        "host_reads": "as lsmr (a SciPy X: y copied to the host once, the results back)",
+        "torch_cuda_syncs": "as lsmr",
+        "xla_gpu_syncs": "as lsmr",
+    },
     "ridge (path)": {**_DIRECT, "host_reads": "2", "torch_cuda_syncs": "+1 (eigh or SVD)", "xla_gpu_syncs": "2"},
     "ridge_cv": {
         **_DIRECT, "host_reads": "2 (leave-one-out and k-fold)", "torch_cuda_syncs": "+1 (eigh or SVD)",
@@ -121,6 +130,14 @@ NOTES = {
         "jax_grad",
     ): "as `lstsq:lsqr`: K is applied by LSQR solves at the fit's tolerances inside `lax.custom_linear_solve`.",
     ("lstsq:lsmr", "dask_lazy"): "as `lstsq:lsqr`: the iteration computes every 10 iterations.",
+    (
+        "lstsq (sparse X)",
+        "jit",
+    ): "a JAX BCOO X, or an `lsq.operator` of JAX functions; a SciPy X cannot be traced (convert it to BCOO).",
+    (
+        "lstsq (sparse X)",
+        "jax_grad",
+    ): "no derivative rule for sparse or operator X: the `while_loop` has no reverse mode (nor the loop in PyTorch).",
     (
         "lstsq:auto",
         "sharded",

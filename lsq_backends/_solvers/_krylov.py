@@ -8,6 +8,7 @@ so a sparse matrix or an operator serves them as well as a dense array.
 
 from __future__ import annotations
 
+from .. import _compat
 from .._operator import LinearMap
 from ._shared import check_count, check_fraction, dot, mT
 
@@ -61,18 +62,14 @@ def adjoint(xp, X, U):
 
 
 def column_norm(xp, a):
-    """Column norms (..., 1, k), scaled by the largest entry: the squares of a vector near the
-    underflow threshold (X^T u for ridge on X ~ 1e-200 next to sqrt(alpha) ~ 1, which the
-    problem's scaling leaves tiny) summed to 0, and a norm of 0 stops the iteration at once."""
-    big = xp.maximum(xp.max(a, axis=-2, keepdims=True), -xp.min(a, axis=-2, keepdims=True))
-    c = safe(xp, big)
-    b = a / c
-    return c * xp.sqrt(xp.sum(b * b, axis=-2, keepdims=True))
+    """Column norms (..., 1, k), safe from underflow and overflow (``_compat.column_norms``):
+    a norm of 0, from squares that underflowed, would stop the iteration at once."""
+    return _compat.column_norms(xp, a)
 
 
 def safe(xp, d):
     """A divisor: ``d`` where nonzero, else 1 (the quotient is then masked or zero)."""
-    return xp.where(d != 0, d, xp.ones_like(d))
+    return _compat.nonzero_or_one(xp, d)
 
 
 def sym_ortho(xp, a, b):
