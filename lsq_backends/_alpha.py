@@ -94,6 +94,12 @@ def validate_alpha(xp, alpha, k, dtype, dev, per_target, checks=None, name="alph
             else:  # host values: filled in on X's device (a copy from host memory blocks a GPU)
                 a = _compat.constants(xp, a, dtype, dev)
         except Exception as exc:
+            import numpy as np
+
+            host = np.asarray(a, dtype=np.float64) if not _aac.is_array_api_obj(a) or _aac.is_numpy_array(a) else None
+            if host is not None and np.any(np.abs(host) > float(xp.finfo(dtype).max)):
+                msg = f"{name} must be finite in X's dtype {dtype}; got a value beyond its largest"
+                raise ValueError(msg) from exc
             msg = f"{name} could not be moved to X's device {dev!r} (it is on {getattr(a, 'device', None)!r}); move it first"
             raise ValueError(msg) from exc
     if per_target:
