@@ -60,10 +60,13 @@ def constants(xp, values, dtype, like):
         return xp.asarray(values, dtype=dtype, device=dev)
     if _aac.is_numpy_array(values) and values.ndim <= 1:
         values = values.tolist()  # host memory: read for free
-    if _number(values):
-        return xp.full((), values, dtype=dtype, device=dev)
-    if isinstance(values, (list, tuple)) and 0 < len(values) <= FILL_MAX and all(_number(v) for v in values):
-        return xp.stack([xp.full((), v, dtype=dtype, device=dev) for v in values])
+    try:
+        if _number(values):
+            return xp.full((), values, dtype=dtype, device=dev)
+        if isinstance(values, (list, tuple)) and 0 < len(values) <= FILL_MAX and all(_number(v) for v in values):
+            return xp.stack([xp.full((), v, dtype=dtype, device=dev) for v in values])
+    except (RuntimeError, OverflowError):
+        pass  # a value beyond the dtype's range: torch's fill refuses it, asarray makes it inf
     return xp.asarray(values, dtype=dtype, device=dev)
 
 
