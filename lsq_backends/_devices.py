@@ -103,7 +103,7 @@ def _cupy_arrays(objs):
             continue
         if _aac.is_cupy_array(obj):
             yield obj
-        elif isinstance(obj, (tuple, list)):
+        elif isinstance(obj, tuple):  # a state (NamedTuple); not lists, which may hold a whole X
             yield from _cupy_arrays(obj)
         elif isinstance(getattr(obj, "state", None), tuple):  # an accumulator: its state's device
             yield from _cupy_arrays(obj.state)
