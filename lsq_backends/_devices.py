@@ -60,10 +60,13 @@ def constants(xp, values, dtype, like):
         return xp.asarray(values, dtype=dtype, device=dev)
     if _aac.is_numpy_array(values) and values.ndim <= 1:
         values = values.tolist()  # host memory: read for free
-    if _number(values):
-        return xp.full((), values, dtype=dtype, device=dev)
-    if isinstance(values, (list, tuple)) and 0 < len(values) <= FILL_MAX and all(_number(v) for v in values):
-        return xp.stack([xp.full((), v, dtype=dtype, device=dev) for v in values])
+    try:
+        if _number(values):
+            return xp.full((), values, dtype=dtype, device=dev)
+        if isinstance(values, (list, tuple)) and 0 < len(values) <= FILL_MAX and all(_number(v) for v in values):
+            return xp.stack([xp.full((), v, dtype=dtype, device=dev) for v in values])
+    except (RuntimeError, OverflowError):
+        pass  # a value beyond the dtype's range: torch's fill refuses it, asarray makes it inf
     return xp.asarray(values, dtype=dtype, device=dev)
 
 
@@ -100,7 +103,7 @@ def _cupy_arrays(objs):
             continue
         if _aac.is_cupy_array(obj):
             yield obj
-        elif isinstance(obj, (tuple, list)):
+        elif isinstance(obj, tuple):  # a state (NamedTuple); not lists, which may hold a whole X
             yield from _cupy_arrays(obj)
         elif isinstance(getattr(obj, "state", None), tuple):  # an accumulator: its state's device
             yield from _cupy_arrays(obj.state)
