@@ -57,7 +57,7 @@ def _dd_sum(xp, x, axis):
             pad = list(a.shape)
             pad[axis] = 1
             a = xp.concat([a, xp.zeros(tuple(pad), dtype=a.dtype, device=_compat.device(a))], axis=axis)
-        return a[(..., slice(0, None, 2), *rest)], a[(..., slice(1, None, 2), *rest)]
+        return a[(..., slice(0, None, 2)) + rest], a[(..., slice(1, None, 2)) + rest]
 
     hi, lo = x, None
     del x
