@@ -275,10 +275,11 @@ class Accumulator:
         fit as one accumulator fed every chunk. To combine without changing either operand,
         merge into a copy: ``a.copy().merge(b)``.
         """
+        self._check_other(other)
         with other._lock:  # a consistent snapshot of ``other`` (its state is never written in place)
             ostate, ometa = other.state, other._meta
         with self._lock:
-            self._check_other(other)
+            self._check_other(other)  # again: another thread may have added a first chunk meanwhile
             if ostate is None:
                 return self
             if self.state is None:
