@@ -84,7 +84,7 @@ class Summary(str):
     robust covariance for the HC types, on ``df_model`` and ``df_resid`` degrees of freedom).
     """
 
-    def __new__(cls, text, html_text, **values):
+    def __new__(cls, text, html_text="", **values):  # html_text optional: copy and pickle rebuild from text
         self = super().__new__(cls, text)
         self._html = html_text
         for name, value in values.items():

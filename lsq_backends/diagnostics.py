@@ -100,7 +100,7 @@ class Diagnostics(_Fields):
     target_name = None
 
     def summary(self, names=None, *, alpha=0.05, title=None, cov_type=None, use_t=None):
-        """A text table like statsmodels' ``summary()`` (eager, unbatched results only).
+        """A table like statsmodels' ``summary()``: a str that renders as HTML in notebooks (eager, unbatched results only).
 
         P-values and confidence intervals use Student's t distribution (``use_t``; default for
         ``"nonrobust"``) or the normal distribution (default for the HC covariances, as

@@ -3,6 +3,7 @@ NIST StRD certified standard deviations, residual SD and R², and the text summa
 
 from __future__ import annotations
 
+import pickle
 import re
 
 import numpy as np
@@ -300,6 +301,8 @@ def test_summary_object_f_statistic_and_p_values(fit_intercept, numpy_reference)
         ref = sm.OLS(y, A).fit(cov_type=cov_type)
         assert isinstance(s, str) and repr(s) == str(s) == s.as_text()
         assert s._repr_html_() == s.as_html() and "<table" in s.as_html() and "a&lt;b&gt;" in s.as_html()
+        c = pickle.loads(pickle.dumps(s))
+        assert c == s and c.as_html() == s.as_html() and c.fvalue == s.fvalue
         np.testing.assert_allclose([s.fvalue, s.f_pvalue], [ref.fvalue, ref.f_pvalue], rtol=1e-9)
         np.testing.assert_allclose(s.pvalues, ref.pvalues, rtol=1e-9, atol=1e-300)
         np.testing.assert_allclose(s.conf_int, ref.conf_int(), rtol=1e-9)
