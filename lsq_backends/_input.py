@@ -174,15 +174,15 @@ def check_method(method, rcond):
     """Validate ``method`` and ``rcond``; returns ``rcond`` as a Python float (or None).
 
     ``rcond`` is a cutoff on singular values, which only the direct methods resolve: with
-    ``method="lsqr"`` (no singular values, no rank estimate) an explicit one is refused rather
-    than ignored."""
+    ``method="lsmr"`` or ``"lsqr"`` (no singular values, no rank estimate) an explicit one is
+    refused rather than ignored."""
     if method not in METHODS:
         msg = f"method must be one of {', '.join(map(repr, METHODS))}; got {method!r}"
         raise ValueError(msg)
     rcond = check_fraction(rcond, "rcond")
-    if rcond is not None and method == "lsqr":
+    if rcond is not None and method in ("lsmr", "lsqr"):
         msg = (
-            f"rcond applies to the direct methods (a singular-value cutoff); method='lsqr' estimates no "
+            f"rcond applies to the direct methods (a singular-value cutoff); method={method!r} estimates no "
             f"singular values: leave rcond=None and set its accuracy with atol/btol; got rcond={rcond!r}"
         )
         raise ValueError(msg)

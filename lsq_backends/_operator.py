@@ -187,9 +187,22 @@ def home_of(X):
         return _aac.array_namespace(cupy.empty(0)), X.device
 
 
-def entry_dtype(X):
-    """The dtype of X's entries (None when an operator does not say)."""
-    return getattr(X, "dtype", None)
+def entry_dtype(X, xp):
+    """The dtype of X's entries as a dtype of ``xp`` (an operator's may be given as another
+    library's, e.g. ``numpy.float64`` next to torch y), or None when not given."""
+    dtype = getattr(X, "dtype", None)
+    if dtype is None or not isinstance(X, Operator):
+        return dtype
+    import numpy as np
+
+    try:
+        name = np.dtype(dtype).name  # NumPy's and JAX's dtypes, Python's float
+    except TypeError:
+        name = np.dtype(str(dtype).replace("torch.", "")).name  # torch.float64 -> "float64"
+    if not hasattr(xp, name):
+        msg = f"the operator's dtype must be a float or integer dtype; got {dtype!r}"
+        raise TypeError(msg)
+    return getattr(xp, name)
 
 
 def finite_entries(X):

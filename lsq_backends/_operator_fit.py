@@ -153,7 +153,11 @@ def fit(X, y, alpha=None, *, method, fit_intercept, sample_weight, check_finite,
     for name, a in (("y", y), ("sample_weight", sample_weight)):
         if a is not None:
             check_dtype(xp, a, name)
-    floats = [d for d in (entry_dtype(X), y.dtype) if d is not None and _floating(xp, d)]
+    x_dtype = entry_dtype(X, xp)
+    if x_dtype is not None and _compat.isdtype(xp, x_dtype, "complex floating"):
+        msg = f"X is complex ({x_dtype}); complex least squares is not supported"
+        raise TypeError(msg)
+    floats = [d for d in (x_dtype, y.dtype) if d is not None and _compat.isdtype(xp, d, "real floating")]
     dtype = xp.result_type(*floats) if floats else _compat.default_dtypes(xp, dev)[0]
     if fit_intercept and m == 0:
         raise ValueError("fit_intercept=True needs at least one sample (X has 0 rows)")
@@ -185,13 +189,6 @@ def fit(X, y, alpha=None, *, method, fit_intercept, sample_weight, check_finite,
         result = LstsqResult(*(None if a is None or a.ndim == 0 else a[..., 0] for a in result))
     fields = [_to_caller(caller_xp, caller_dev, a, same) for a in result]
     return LstsqResult(*fields)
-
-
-def _floating(xp, dtype):
-    try:
-        return _compat.isdtype(xp, dtype, "real floating")
-    except Exception:  # a dtype of another library (an operator's, a NumPy one next to torch)
-        return np.issubdtype(np.dtype(str(dtype).replace("torch.", "")), np.floating)
 
 
 def _solve(xp, A, Y, w, alpha, method, fit_intercept, options):

@@ -206,16 +206,20 @@ def test_zero_target_and_stack(eager):
         np.testing.assert_allclose(eager.to_numpy(res.coef)[i], x, rtol=1e-10)
 
 
-def test_dask(be):
+def test_dask_warm_start(be):
+    """On Dask (the state persisted every 10 iterations): a warm-started fit with a penalty per
+    target stops where NumPy's does, with its coefficients, and stays a Dask array."""
     if not be.lazy:
         pytest.skip("Dask only")
     rng = np.random.default_rng(5)
-    X, y = design(rng, 30, 6, cond=3.0), rng.standard_normal((30, 2))
-    res = lsq.ridge(be.asarray(X), be.asarray(y), 0.5, method="lsmr", atol=1e-8, btol=1e-8)
-    ref = lsq.ridge(X, y, 0.5, method="lsmr", atol=1e-8, btol=1e-8)
-    assert type(res.coef) is type(be.asarray(X))
-    np.testing.assert_array_equal(be.to_numpy(res.istop), ref.istop)
-    np.testing.assert_allclose(be.to_numpy(res.coef), ref.coef, rtol=1e-10)
+    arrays = design(rng, 30, 6, cond=3.0), rng.standard_normal((30, 2)), np.array([0.5, 0.0]), np.ones((6, 2))
+    kw = dict(method="lsmr", per_target=True, atol=1e-8, btol=1e-8)
+    got, want = (
+        lsq.ridge(*(conv(a) for a in arrays[:3]), x0=conv(arrays[3]), **kw) for conv in (be.asarray, np.asarray)
+    )
+    assert type(got.coef) is type(be.asarray(arrays[0]))
+    assert be.to_numpy(got.istop).tolist() == want.istop.tolist()
+    np.testing.assert_allclose(be.to_numpy(got.coef), want.coef, rtol=1e-10)
 
 
 @pytest.mark.parametrize(
@@ -229,6 +233,8 @@ def test_dask(be):
         ({"method": "lsmr", "x0": np.zeros(4)}, r"x0 must have shape \(3,\)"),
         ({"method": "lsmr", "x0": np.array([0.0, np.nan, 0.0])}, "x0 contains NaN"),
         ({"method": "lsmr", "refine": 1}, "refine applies to the direct methods"),
+        ({"method": "lsmr", "rcond": 0.1}, "method='lsmr' estimates no singular values"),
+        ({"method": "lsqr", "rcond": 0.1}, "method='lsqr' estimates no singular values"),
     ],
 )
 def test_bad_options(kwargs, match):
@@ -236,7 +242,7 @@ def test_bad_options(kwargs, match):
     X, y = rng.standard_normal((10, 3)), rng.standard_normal(10)
     with pytest.raises(ValueError, match=match):
         lsq.lstsq(X, y, **kwargs)
-    if "refine" not in kwargs:
+    if "refine" not in kwargs and "rcond" not in kwargs:  # ridge takes neither
         with pytest.raises(ValueError, match=match):
             lsq.ridge(X, y, 1.0, **kwargs)
     with pytest.raises(ValueError, match="alpha path needs a direct method"):
@@ -249,19 +255,16 @@ def test_stays_on_device(strict_device):
     Xd, yd = strict_device.asarray(X), strict_device.asarray(y)
     sw = strict_device.asarray(np.linspace(0.5, 1.5, 20))
     x0 = strict_device.asarray(np.ones((30, 2)))
-    for res in (
+    fits = (
         lsq.lstsq(Xd, yd, method="lsmr", fit_intercept=True, sample_weight=sw, x0=x0),
         lsq.ridge(Xd, yd, strict_device.asarray([0.1, 1.0]), method="lsmr", per_target=True, x0=x0),
-    ):
-        for field in res:
-            if field is not None:
-                assert field.device == strict_device.device
+    )
+    assert all(f.device == strict_device.device for r in fits for f in r if f is not None)
 
 
 def test_jit_vmap(request):
-    if "jax" not in request.config._lsq_backends:
-        pytest.skip("runs in the jax session")
-    jax = pytest.importorskip("jax")
+    """Under jax.jit (x0 traced, conlim static) and vmap: the eager fit's counts and stops."""
+    jax = pytest.importorskip("jax") if "jax" in request.config._lsq_backends else pytest.skip("jax session only")
     jnp = jax.numpy
     rng = np.random.default_rng(8)
     X, y = design(rng, 40, 70, cond=3.0), rng.standard_normal((40, 2))

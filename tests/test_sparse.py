@@ -130,12 +130,16 @@ def test_operators(numpy_reference):
 
 
 def test_each_backend(eager):
-    """A SciPy X beside y of any library, and X in the backend's own sparse types (PyTorch COO
-    and CSR, JAX BCOO): the NumPy fit, in y's library; warm-started ridge within its bound."""
+    """A SciPy X beside y of any library, X in the backend's own sparse types (PyTorch COO and
+    CSR, JAX BCOO) and an operator of its arrays (dtype given as NumPy's): the NumPy fit, in
+    y's library; warm-started ridge within its bound."""
     A, Y, sw = _problem(seed=3)
     want = lsq.lstsq(A, Y, fit_intercept=True, sample_weight=sw, **KW)
     y, w = eager.asarray(Y), eager.asarray(sw)
-    for X in [A, *_native(eager, A)]:
+    D = eager.asarray(A.toarray())
+    Dt = eager.xp.linalg.matrix_transpose(D)
+    op = lsq.operator(lambda v: D @ v, lambda u: Dt @ u, A.shape, np.float64)  # products in y's library
+    for X in [A, *_native(eager, A), op]:
         got = lsq.lstsq(X, y, fit_intercept=True, sample_weight=w, **KW)
         assert type(got.coef) is type(y)
         np.testing.assert_array_equal(eager.to_numpy(got.n_iter), want.n_iter)
@@ -208,6 +212,11 @@ def test_bad_input(numpy_reference):
         lsq.lstsq(bad, Y)
     with pytest.raises(ValueError, match="sample_weight must be non-negative"):
         lsq.lstsq(A, Y, sample_weight=-sw)
+    with pytest.raises(TypeError, match="X is complex"):
+        lsq.lstsq(A.astype(complex), Y)
+    one_hot = lsq.lstsq(A.astype(bool), Y, atol=1e-10, btol=1e-10)  # boolean entries: cast to float64
+    np.testing.assert_allclose(one_hot.coef, lsq.lstsq(A.astype(bool).astype(float), Y, method="lsmr", atol=1e-10,
+                               btol=1e-10).coef)  # fmt: skip
     with pytest.raises(TypeError, match="y is a SciPy sparse"):
         lsq.lstsq(A, sp.csr_array(Y[:, None]))
     torch = pytest.importorskip("torch")
