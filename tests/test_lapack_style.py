@@ -233,6 +233,21 @@ def _growth(method, dtype, P, scale):
     return k_ne, 1.0, kappa, max(qr_fwd, k_ne**2 * (1 + beta))
 
 
+def _gram_fallback(be, method):
+    """Does ``method``'s rank fallback work on the Gram matrix? ``normal`` on JAX falls back to
+    the eigendecomposition of the Gram matrix already formed (documented, ``normal.py``): its
+    accuracy class is the normal equations' (~u kappa**2), not the SVD path's."""
+    return method == "normal" and be.name == "jax"
+
+
+def _gram_resolved(be, method, dtype, P, m, n):
+    """May the rank come out low because kappa is past the Gram route's resolution? The
+    documented resolution sqrt(u (sqrt(max(m, n)) + min(m, n))) of s_min / s_max: below it a
+    Gram-matrix fallback cannot tell a small singular value from the Gram matrix's rounding."""
+    resolution = math.sqrt(_u(dtype) * (math.sqrt(max(m, n)) + min(m, n)))
+    return _gram_fallback(be, method) and P["kappa"] * resolution >= 1
+
+
 def _check(be, method, dtype, P, scale, *, has_residual):
     """Fit one problem with ``method``; return (failure descriptions, reported rank)."""
     Xg, Bg, c = P["Xg"], P["Bg"], P["c"]
@@ -248,7 +263,7 @@ def _check(be, method, dtype, P, scale, *, has_residual):
         return [f"shapes coef {W.shape} rss {rss.shape}"], rank
     if not np.all(np.isfinite(W)) or np.any(np.isnan(rss)):
         return ["NaN or infinity in coef, or NaN in rss"], rank
-    if rank != P["rank"]:
+    if rank != P["rank"] and not (rank < P["rank"] and _gram_resolved(be, method, dtype, P, m, n)):
         fails.append(f"rank {rank} != {P['rank']}")
     g16, g17, g14, gfw = _growth(method, dtype, P, scale)
     Xu, Bu = P["Xu"], P["Bu"]
@@ -362,7 +377,9 @@ def test_rank_test_spread_dependence(be, method):
         w = np.asarray(be.to_numpy(res.coef), dtype=np.float64)
         rank = int(be.to_numpy(res.rank))
         null_part = abs(w @ np.array([1.0, -1.0, -1.0])) / math.sqrt(3) / np.linalg.norm(w)
-        # The minimum-norm solution's null component: rounding, ~ u * kappa (row-space ratio).
-        if rank != 2 or null_part > THRESH * 6 * _u("float64") * P["kappa"]:
+        # The minimum-norm solution's null component: rounding, ~ u * kappa (row-space ratio);
+        # ~ u * kappa**2 where the fallback works on the Gram matrix (JAX's normal).
+        growth = P["kappa"] ** 2 if _gram_fallback(be, method) else P["kappa"]
+        if rank != 2 or null_part > THRESH * 6 * _u("float64") * growth:
             fails.append(f"seed {seed}: rank {rank}, null-space component {null_part:.2g}")
     assert not fails, "\n".join(fails)
