@@ -45,6 +45,9 @@ GPU_TESTS = (
     "test_bad_input.py",
     "test_perf_paths.py",
     "test_lapack_style.py",
+    "test_rank.py",
+    "test_lsmr.py",
+    "test_sparse.py",
     "test_diagnostics.py",
     "test_estimators.py",
     "test_estimator_state.py",
@@ -74,6 +77,17 @@ CPU_ONLY = {
     "test_sharded_jax.py": "simulated CPU devices",
     "test_structure.py": "static checks of the source",
     "test_gpu_plan.py": "this plan and its runner, checked on the CPU",
+    "test_suite_settings.py": "the test suite's own JAX compile settings",
+    "test_site.py": "the documentation site",
+    "test_input_numbers.py": "options given as Python and NumPy scalars: parsed before any array work",
+    "test_refine_memory.py": "NumPy's allocations, measured with tracemalloc",
+    "test_accumulators_sharing.py": "threads, pickling and copies of an accumulator: host-side locking",
+    "test_sparse_estimators.py": "SciPy sparse X against scikit-learn (NumPy)",
+    "test_ridge_cv_scoring.py": "scikit-learn's scorers: callables on host arrays, parity with RidgeCV",
+    "test_diagnostics_models.py": "statsmodels parity on edge designs: CPU CI covers it",
+    "test_estimator_tol.py": "scikit-learn's tol mapped to LSQR's: covered by test_lsqr.py on the GPU",
+    "test_pandas_input.py": "pandas frames (host data)",
+    "test_benchmark_cli.py": "the benchmark's command line",
 }
 
 
