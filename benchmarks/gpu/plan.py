@@ -88,6 +88,8 @@ CPU_ONLY = {
     "test_estimator_tol.py": "scikit-learn's tol mapped to LSQR's: covered by test_lsqr.py on the GPU",
     "test_pandas_input.py": "pandas frames (host data)",
     "test_benchmark_cli.py": "the benchmark's command line",
+    "test_route.py": "the route of a NumPy call through the package",
+    "test_passes.py": "passes over X counted by PyTorch's dispatcher: the same ops run on CUDA",
 }
 
 

@@ -1,0 +1,108 @@
+"""The route of one small call through the library: how many of its modules, functions and
+calls one fit runs through, and how deep its own frames nest; and the cost of that route on a
+small problem, against ``numpy.linalg.lstsq``.
+
+``python -m benchmarks.route [--repeat N]`` (one BLAS thread):
+
+- ``lstsq(X, y)`` and ``ridge(X, y, 1.0)`` on a 200 x 5 NumPy array, followed with
+  ``sys.setprofile`` (after a warm-up call): distinct ``lsq_backends`` modules and functions
+  entered, calls made, and the deepest nesting of ``lsq_backends`` frames (frames of NumPy and
+  other libraries in between are not counted);
+- one 442 x 10 ``lstsq`` (``auto``, ``normal``) per call against ``numpy.linalg.lstsq``, 200
+  calls per timing, interleaved, medians over ``--repeat`` rounds.
+
+``tests/test_route.py`` holds the route figures to their ceilings with :func:`measure`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import NamedTuple
+
+import numpy as np
+
+
+class Route(NamedTuple):
+    modules: int
+    functions: int
+    calls: int
+    depth: int
+
+
+def measure(call):
+    """The :class:`Route` of ``call()`` through ``lsq_backends`` (call it once before, so that
+    imports and caches are not counted)."""
+    modules, functions = set(), set()
+    calls = depth = deepest = 0
+
+    def profile(frame, event, arg):
+        nonlocal calls, depth, deepest
+        name = frame.f_globals.get("__name__", "")
+        if not name.startswith("lsq_backends"):
+            return
+        if event == "call":
+            calls += 1
+            modules.add(name)
+            functions.add((name, frame.f_code.co_name))
+            depth += 1
+            deepest = max(deepest, depth)
+        elif event == "return":
+            depth -= 1
+
+    previous = sys.getprofile()
+    sys.setprofile(profile)
+    try:
+        call()
+    finally:
+        sys.setprofile(previous)
+    return Route(len(modules), len(functions), calls, deepest)
+
+
+def small_problem(m=200, n=5, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((m, n)), rng.standard_normal(m)
+
+
+def routes(lsq):
+    """``{"lstsq": Route, "ridge": Route}`` on the 200 x 5 problem."""
+    X, y = small_problem()
+    calls = {"lstsq": lambda: lsq.lstsq(X, y), "ridge": lambda: lsq.ridge(X, y, 1.0)}
+    out = {}
+    for name, call in calls.items():
+        call()
+        out[name] = measure(call)
+    return out
+
+
+def main(argv=None):
+    from .backends import limit_threads
+    from .gram_speed import _rounds, make_problem
+
+    p = argparse.ArgumentParser(prog="python -m benchmarks.route", description=__doc__.split("\n")[0])
+    p.add_argument("--repeat", type=int, default=7)
+    args = p.parse_args(argv)
+    limit_threads(1)
+    import lsq_backends as lsq
+
+    print(f"load: {os.getloadavg()}, one thread, medians of {args.repeat}")
+    print("\nroute of one call on 200 x 5 (lsq_backends only):")
+    print(f"  {'call':16s} {'modules':>8s} {'functions':>10s} {'calls':>6s} {'depth':>6s}")
+    for name, r in routes(lsq).items():
+        print(f"  {name + '(X, y)':16s} {r.modules:8d} {r.functions:10d} {r.calls:6d} {r.depth:6d}")
+    _, _, X, y = make_problem(442, 10, 100.0, seed=3)
+    calls = {
+        "numpy.linalg.lstsq": lambda: np.linalg.lstsq(X, y, rcond=None),
+        "auto": lambda: lsq.lstsq(X, y),
+        "normal": lambda: lsq.lstsq(X, y, method="normal"),
+    }
+    med = _rounds({k: (lambda f=f: [f() for _ in range(200)]) for k, f in calls.items()}, args.repeat)
+    base = med["numpy.linalg.lstsq"]
+    print("\n442 x 10, one call (200 per timing):")
+    for k, t in med.items():
+        print(f"  {k:20s} {t / 200 * 1e6:8.1f} us   {t / base:5.2f}x numpy.linalg.lstsq")
+
+
+if __name__ == "__main__":
+    main()
