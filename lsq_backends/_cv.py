@@ -292,10 +292,12 @@ def ridge_cv(
             )
     coef, alpha, best, values, scores = out
     intercept = intercept_of(xp, problem, coef, fit_intercept)
-    # Squared errors scale with y's factor squared; R^2 and a callable's scores are taken as they are.
-    squared = pairs is None or scoring in (None, "neg_mean_squared_error")
+    # Leave-one-out and GCV errors are weighted squares (scaled by y's and the weights' factors),
+    # held-out folds' weighted means of squares (by y's alone); R^2 and a callable's scores are
+    # taken as they are.
+    errors = "sums" if pairs is None else "means" if scoring in (None, "neg_mean_squared_error") else None
     coef, intercept, alpha, values, scores = unscale_cv(
-        xp, problem.scale, best, coef, intercept, alpha, values, scores, squared=squared
+        xp, problem.scale, best, coef, intercept, alpha, values, scores, errors=errors
     )
     if problem.y_was_vector:
         coef, intercept, scores = coef[..., 0], intercept[..., 0], scores[..., 0]

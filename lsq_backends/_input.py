@@ -42,7 +42,7 @@ class Problem(NamedTuple):
     # None), kept for ``refine`` only; else None (with a cast input it would hold a copy of X)
     check: Any = None  # X's finiteness test deferred to the Gram matrix (``gram_check``), or None
     checks: Any = None  # the value checks not yet read (``_compat.Checks``), with ``defer_checks``
-    scale: Any = None  # ``_scaling.Scale``: X, Y (and alpha) were divided by powers of two, or None
+    scale: Any = None  # ``_scaling.Scale``: X, Y, sqrt(w) (and alpha) were divided by powers of two, or None
     centered: Any = None  # with ``gram_center``: (root,), X and Y left uncentered and unweighted
     #   (x_offset, y_offset their weighted means): the Gram route centers on the n x n side
 
@@ -349,8 +349,9 @@ def prepare(
     (for ``refine`` and leave-one-out). The value checks are read before this returns, or,
     with ``defer_checks``, left in ``Problem.checks`` for the fit to read with its first route
     decision (see ``_compat.deferred``): one host read for the whole fit. ``scale``
-    ("per_target" or "shared", see ``_scaling``) solves at unit scale: X, Y and alpha divided
-    by powers of two, recorded in ``Problem.scale`` for ``_scaling.unscale``. With
+    ("per_target" or "shared", see ``_scaling``) solves at unit scale: X, Y, the square roots
+    of the weights and alpha divided by powers of two, recorded in ``Problem.scale`` for
+    ``_scaling.unscale``. With
     ``gram_center`` a tall problem with an intercept (m - 1 >= n >= 1) is not centered here:
     only its means are taken (``Problem.centered``, for the Gram route's ``TallGram``); on
     NumPy without weights X's scale is then certified by the Gram matrix
@@ -367,13 +368,13 @@ def prepare(
     gram_route = gram_center and m - int(fit_intercept) >= n >= 1
     # NumPy's Gram route certifies X's scale on the Gram matrix (``_scaling.gram_certificate``)
     skip_x = gram_route and scale_x_by_gram and sample_weight is None and _aac.is_numpy_namespace(xp)
-    scaling = None
-    if scale is not None:
-        X, Y, alpha, scaling = scale_problem(xp, X, Y, alpha, shared_y=scale == "shared", skip_x=skip_x)
-    check = gram_check(xp, X, check_finite, checks) if defer_x_check else None
     root = (
         None if sample_weight is None else _compat.align_rows(xp, xp.sqrt(sample_weight[..., None]), X)
     )  # (..., m, 1)
+    scaling = None
+    if scale is not None:
+        X, Y, root, alpha, scaling = scale_problem(xp, X, Y, root, alpha, shared_y=scale == "shared", skip_x=skip_x)
+    check = gram_check(xp, X, check_finite, checks) if defer_x_check else None
     original = (X, Y, root) if keep_original else None
     x_offset = y_offset = offset_sq = centered = None
     if fit_intercept and gram_route and eliminate:
