@@ -15,6 +15,7 @@ from . import _compat
 from ._alpha import validate_alpha
 from ._input import check_bool, check_method
 from ._result import LstsqResult
+from ._scaling import scaled_alpha, times, unscale
 from ._solvers import householder as _householder
 from ._solvers import pinv as _pinv
 from ._solvers._shared import (
@@ -29,7 +30,6 @@ from ._solvers._shared import (
     pivot_ratios,
     split_targets,
 )
-from ._scaling import scaled_alpha, times, unscale
 from ._stream import Accumulator, canonical, gram
 
 
@@ -141,7 +141,7 @@ class NormalAccumulator(_Solvable):
     the pairwise update ``C = C_a + C_b + (W_a W_b / W) delta delta^T`` (Chan, Golub and
     LeVeque), so a column around 1e8 with spread 1 keeps its digits with an intercept (the
     naive sum of ``[1, x]^T [1, x]`` loses all of them). Without an intercept the uncentered
-    Gram matrix ``C + W mu mu^T`` is solved. Memory: (p + 1)^2 numbers, p = n + k.
+    Gram matrix ``C + W mu mu^T`` is solved. Memory: p^2 + 3p + 3 numbers, p = n + k.
 
     ``solve`` factors the (centered) Gram matrix plus ``alpha I`` by Cholesky, with the rank
     test of ``method="normal"`` (each pivot against its column's norm, and against the norm
@@ -243,7 +243,7 @@ class QRAccumulator(_Solvable):
     each chunk first removes the offset exactly as :func:`lstsq` does in memory, and the
     intercept, ``mu_y - mu_x @ coef``, stays unpenalized. A fit without intercept takes the
     factor of ``[R; sqrt(W) mu^T]`` (one (p+1) x p QR): ``R^T R + W mu mu^T`` is the uncentered
-    Gram matrix. Memory: (p + 1)^2 numbers, p = n + k.
+    Gram matrix. Memory: p^2 + 3p + 3 numbers, p = n + k.
 
     ``solve`` hands the blocks ``R_xx``, ``R_xy`` to the Householder QR solver of
     ``method="qr"`` (its rank test, its SVD-of-R minimum-norm fallback, and for ridge its QR of

@@ -29,6 +29,7 @@ import array_api_compat as _aac
 
 from . import _compat, _input
 from ._kinds import check_kind
+from ._scaling import exponent, log2_abs, powers, times
 
 try:
     from sklearn.base import BaseEstimator, RegressorMixin
@@ -279,6 +280,11 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
                 msg = f"sample_weight must have shape ({Y.shape[0]},); got shape {tuple(w.shape)}"
                 raise ValueError(msg)
             w = xp.astype(w, Y.dtype, copy=False)[:, None]
+        # R^2 is scale-free: y and the predictions by one power of two per target, the weights
+        # by one, so that no square overflows or underflows (``_scaling``; exact).
+        big = xp.maximum(xp.max(xp.abs(Y), axis=0), xp.max(xp.abs(P), axis=0))
+        fy, fw = powers(xp, [(-exponent(xp, log2_abs(xp, big)), 1), (-exponent(xp, log2_abs(xp, xp.max(w))), 1)])
+        Y, P, w = times(xp, Y, fy), times(xp, P, fy), w * fw
         mean = xp.sum(w * Y, axis=0) / xp.sum(w, axis=0)
         num = xp.sum(w * (Y - P) ** 2, axis=0)
         den = xp.sum(w * (Y - mean) ** 2, axis=0)

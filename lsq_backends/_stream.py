@@ -118,16 +118,17 @@ def rescale(xp, state, g, r, scale_stat):
 
 def _chunk_exponents(xp, Z, root):
     """(g (p,), r ()) of one chunk (see the module docstring): ``r`` from max sqrt(w), ``g_j``
-    from ``max_i sqrt(w_i) |Z_ij|``, both in log2 (no product can overflow); "empty" for
-    a column (or weights) without magnitude, so that the state's exponent prevails."""
+    from ``max sqrt(w) * max_i |Z_ij|``, in log2 (no product can overflow), as ``_scaling``
+    does; "empty" for a column (or weights) without magnitude, so that the state's prevails."""
     empty = empty_exponent(xp, Z.dtype)
     dev = _compat.device(Z)
     if Z.shape[0] == 0:
         return xp.full((Z.shape[1],), empty, dtype=Z.dtype, device=dev), xp.full((), empty, dtype=Z.dtype, device=dev)
+    lz = log2_abs(xp, xp.max(xp.abs(Z), axis=0))
     if root is None:
-        return exponent(xp, log2_abs(xp, xp.max(xp.abs(Z), axis=0)), empty), xp.zeros((), dtype=Z.dtype, device=dev)
-    lroot = log2_abs(xp, root)  # (m, 1)
-    return exponent(xp, xp.max(lroot + log2_abs(xp, Z), axis=0), empty), exponent(xp, xp.max(lroot), empty)
+        return exponent(xp, lz, empty), xp.zeros((), dtype=Z.dtype, device=dev)
+    lr = log2_abs(xp, xp.max(root))
+    return exponent(xp, lz + lr, empty), exponent(xp, lr, empty)
 
 
 def chunk_summary(xp, X, Y, root, state, scale_stat):
@@ -138,9 +139,6 @@ def chunk_summary(xp, X, Y, root, state, scale_stat):
     Z = xp.concat([X, Y], axis=-1)
     m = Z.shape[0]
     dev = _compat.device(Z)
-    if root is not None:
-        # Rows of zero weight count for nothing: zeroed, they cannot overflow when scaled.
-        Z = xp.where(root > 0, Z, xp.zeros((), dtype=Z.dtype, device=dev))
     g_c, r_c = _chunk_exponents(xp, Z, root)
     g, r = xp.maximum(state.scale, g_c), xp.maximum(state.weight_scale, r_c)
     state = rescale(xp, state, g, r, scale_stat)
@@ -290,7 +288,9 @@ class Accumulator:
         stat = xp.zeros((p, p), dtype=meta.dtype, device=meta.device)
         empty = empty_exponent(xp, meta.dtype)  # no data yet: any chunk's exponents prevail
         scale = xp.full((p,), empty, dtype=meta.dtype, device=meta.device)
-        return StreamState(zero, zero, mean, mean, stat, scale, xp.full((), empty, dtype=meta.dtype, device=meta.device))
+        return StreamState(
+            zero, zero, mean, mean, stat, scale, xp.full((), empty, dtype=meta.dtype, device=meta.device)
+        )
 
     def step(self, state, X, y, /, sample_weight=None, *, check_finite=True):
         """The pure update behind :meth:`update`: ``state`` plus one chunk, as a new state.
@@ -337,7 +337,9 @@ class Accumulator:
             return self
         xp = self._meta.xp
         cls = type(self)
-        self.state = pairwise_merge(xp, self.state, other.state, lambda a, b, v: cls._combine(xp, a, b, v), cls._scale_stat)
+        self.state = pairwise_merge(
+            xp, self.state, other.state, lambda a, b, v: cls._combine(xp, a, b, v), cls._scale_stat
+        )
         return self
 
     def copy(self):

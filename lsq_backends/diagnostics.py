@@ -190,7 +190,15 @@ def _factors(xp, scale, n, fit_intercept):
     kx, ky, kr = scale.kx, xp.reshape(scale.ky, ()), scale.kr
     e = xp.concat(([xp.reshape(ky, (1,))] if fit_intercept else []) + [xp.broadcast_to(ky - kx, (n,))])
     h = xp.trunc(kx / 2)
-    requests = [(e[:, None] + e[None, :], 4), (ky + kr, 2), (h - kx, 1), (h, 1), (ky - kx, 2), (ky, 1), (2 * (ky + kr), 4)]
+    requests = [
+        (e[:, None] + e[None, :], 4),
+        (ky + kr, 2),
+        (h - kx, 1),
+        (h, 1),
+        (ky - kx, 2),
+        (ky, 1),
+        (2 * (ky + kr), 4),
+    ]
     return powers(xp, requests)
 
 
