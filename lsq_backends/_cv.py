@@ -59,10 +59,11 @@ def _loo(xp, spec, alphas, Y, lev0):
     e_i = r_i / (1 - H_ii), with H the hat matrix of [1, X] (intercept unpenalized; ``lev0`` its
     intercept part w_i / sum(w), or None), all penalties by broadcasting and two products."""
     f = spectral.filters(xp, spec, alphas)  # (a, ..., p)
-    resid = Y - spectral.over_alphas(xp, spec.F, f[..., None] * spec.P)  # (a, ..., m, k)
+    fP = f[..., None] * _compat.as_rank(xp, spec.P, f.ndim + 1)
+    resid = _compat.as_rank(xp, Y, fP.ndim) - spectral.over_alphas(xp, spec.F, fP)  # (a, ..., m, k)
     lev = spectral.over_alphas(xp, spec.L, f[..., None])[..., 0]  # (a, ..., m)
     if lev0 is not None:
-        lev = lev + lev0
+        lev = lev + _compat.as_rank(xp, lev0, lev.ndim)
     e = resid / (1 - lev)[..., None]
     return e * e
 

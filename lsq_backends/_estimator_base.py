@@ -246,7 +246,8 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
         dtype = xp.result_type(X.dtype, coef.dtype) if xp.isdtype(X.dtype, "real floating") else coef.dtype
         X = xp.astype(X, dtype, copy=False) if X.dtype != dtype else X
         W = coef if coef.ndim == 1 else xp.permute_dims(coef, (1, 0))
-        return _compat.matmul(xp, X, xp.astype(W, dtype, copy=False)) + xp.astype(self.intercept_, dtype, copy=False)
+        pred = _compat.matmul(xp, X, xp.astype(W, dtype, copy=False))
+        return pred + _compat.as_rank(xp, xp.astype(self.intercept_, dtype, copy=False), pred.ndim)
 
     def score(self, X, y, sample_weight=None):
         """Coefficient of determination R² of ``predict(X)`` against ``y``.
@@ -285,7 +286,7 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
         big = xp.maximum(xp.max(xp.abs(Y), axis=0), xp.max(xp.abs(P), axis=0))
         fy, fw = powers(xp, [(-exponent(xp, log2_abs(xp, big)), 1), (-exponent(xp, log2_abs(xp, xp.max(w))), 1)])
         Y, P, w = times(xp, Y, fy), times(xp, P, fy), w * fw
-        mean = xp.sum(w * Y, axis=0) / xp.sum(w, axis=0)
+        mean = xp.sum(w * Y, axis=0, keepdims=True) / xp.sum(w, axis=0, keepdims=True)
         num = xp.sum(w * (Y - P) ** 2, axis=0)
         den = xp.sum(w * (Y - mean) ** 2, axis=0)
         safe = xp.where(den != 0, den, xp.ones_like(den))

@@ -304,7 +304,8 @@ def intercept_of(xp, problem, coef, fit_intercept):
     an intercept, else zeros; coef (..., n, k) gives (..., k). One place for every entry point
     (fits, paths, ``ridge_cv``, ``nnls``, ``diagnostics``)."""
     if fit_intercept:
-        return (problem.y_offset - _compat.matmul(xp, problem.x_offset, coef))[..., 0, :]
+        shift = _compat.matmul(xp, problem.x_offset, coef)  # a path's coef has a leading alpha axis
+        return (_compat.as_rank(xp, problem.y_offset, shift.ndim) - shift)[..., 0, :]
     shape = (*coef.shape[:-2], coef.shape[-1])
     return _compat.full(xp, shape, 0, coef.dtype, coef)
 
@@ -368,9 +369,9 @@ def prepare(
     gram_route = gram_center and m - int(fit_intercept) >= n >= 1
     # NumPy's Gram route certifies X's scale on the Gram matrix (``_scaling.gram_certificate``)
     skip_x = gram_route and scale_x_by_gram and sample_weight is None and _aac.is_numpy_namespace(xp)
-    root = (
-        None if sample_weight is None else _compat.align_rows(xp, xp.sqrt(sample_weight[..., None]), X)
-    )  # (..., m, 1)
+    root = None  # sqrt(w) (..., m, 1), of X's rank (JAX with strict rank promotion)
+    if sample_weight is not None:
+        root = _compat.as_rank(xp, _compat.align_rows(xp, xp.sqrt(sample_weight[..., None]), X), X.ndim)
     scaling = None
     if scale is not None:
         X, Y, root, alpha, scaling = scale_problem(xp, X, Y, root, alpha, shared_y=scale == "shared", skip_x=skip_x)

@@ -154,11 +154,12 @@ def powers(xp, requests):
 def times(xp, a, factor):
     """``a * 2**k``, ``factor`` as :func:`powers` gave it (a tuple: exact steps of one sign, so
     no partial product leaves the range that ``a`` and the result span); a factor of fewer
-    dimensions is aligned with the trailing axes of ``a``."""
+    dimensions is aligned with the trailing axes of ``a``, a factor of another float dtype cast
+    to ``a``'s (exactly: float32 ``ridge_cv`` maps float64 results back with float32 factors)."""
     for f in factor if isinstance(factor, tuple) else (factor,):
         if 0 < f.ndim < a.ndim:
             f = xp.reshape(f, (1,) * (a.ndim - f.ndim) + tuple(f.shape))
-        a = a * f
+        a = a * (f if f.dtype == a.dtype else xp.astype(f, a.dtype))
     return a
 
 

@@ -153,9 +153,9 @@ def chunk_summary(xp, X, Y, root, state, scale_stat):
 
     w = count if weights is None else xp.sum(weights)
     shift = xp.where(state.weight > 0, state.shift, weighted_sum(Z) / _safe(xp, w))
-    Z = Z - shift
+    Z = Z - shift[None, :]
     mean = weighted_sum(Z) / _safe(xp, w)
-    D = Z - mean
+    D = Z - mean[None, :]
     if root is not None:
         D = root * D
     return state, StreamState(w, count, shift, mean, D, g, r)

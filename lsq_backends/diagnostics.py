@@ -328,7 +328,7 @@ def diagnostics(
     tss = xp.sum(Yc[..., 0] * Yc[..., 0], axis=-1)  # centered with an intercept, else sum(w y**2)
 
     if fit_intercept:
-        w = xp.ones((m, 1), dtype=dtype, device=dev) if root is None else root * root
+        w = _compat.as_rank(xp, xp.ones((m, 1), dtype=dtype, device=dev), X0.ndim) if root is None else root * root
         batch = tuple(X0.shape[:-2])
         sqrt_s = xp.broadcast_to(xp.sqrt(xp.sum(w, axis=-2, keepdims=True)), (*batch, 1, 1))
         xbar = problem.x_offset  # (..., 1, n)
