@@ -21,7 +21,7 @@ from . import _compat
 from ._alpha import failure, validate_alpha
 from ._center import eliminate_intercept, sample_means, weighted_means
 from ._kinds import check_kind, check_known_shape
-from ._scaling import gram_certificate, scale_problem
+from ._scaling import flushed, gram_certificate, scale_problem
 
 METHODS = ("auto", "normal", "qr", "svd", "lsqr")
 
@@ -282,6 +282,10 @@ def validate(
             _check_finite(xp, X, "X", checks)
         _check_finite(xp, y, "y", checks)
         _check_finite(xp, sample_weight, "sample_weight", checks)
+        for name, a in (("X", X), ("y", y), ("sample_weight", sample_weight), (alpha_name, alpha if ridge else None)):
+            ok, msg = flushed(xp, a, name, each=name == alpha_name)  # subnormals read as zero (JAX): refused
+            if ok is not None:
+                checks.add(ok, failure(ValueError, msg))
     if sample_weight is not None and not _compat.is_lazy(sample_weight) and m > 0:
         checks.add(xp.logical_not(xp.any(sample_weight < 0)), failure(ValueError, "sample_weight must be non-negative"))
         if fit_intercept:

@@ -111,6 +111,32 @@ def exponent(xp, log2_big, empty=0.0):
     return xp.where(has, k, xp.full_like(k, empty))
 
 
+def flushed(xp, a, name, each=False):
+    """``(ok, message)``: ``ok`` a 0-d bool array, False where ``a`` holds subnormal numbers
+    that the library computes with as zeros and that matter (the largest magnitude of ``a`` is
+    below ``smallest_normal / eps``, so zeroing them changes ``a`` by more than a rounding; with
+    ``each``, penalties, any one); None where nothing is flushed (every library but JAX, whose XLA flushes subnormals to zero
+    on CPUs and GPUs) or nothing can be read. Found from the bits, which flushing leaves alone:
+    no scaling can rescue what the device reads as zero, so such input is refused."""
+    if a is None or not _aac.is_jax_namespace(xp) or _compat.is_lazy(a) or math.prod(a.shape) == 0:
+        return None, None
+    import jax
+
+    info = _compat.finfo(xp, a.dtype)
+    wide = info.bits >= 64
+    bits = jax.lax.bitcast_convert_type(a, xp.int64 if wide else xp.int32) & (2 ** (info.bits - 1) - 1)
+    subnormal = (bits > 0) & (bits < 2 ** (52 if wide else 23))
+    ok = ~xp.any(subnormal) if each else ~(xp.any(subnormal) & (xp.max(xp.abs(a)) < info.smallest_normal / info.eps))
+    where = "" if each else f", and no entry of {name} is large enough for that not to matter"
+    msg = (
+        f"{name} holds subnormal numbers (nonzero, below {info.smallest_normal:.3g}), which JAX computes with "
+        f"as zeros{where}: multiply {name} by a power of two first (the fit scales back exactly: coef by 1/c "
+        "for X times c, coef and intercept by c for y, nothing for sample_weight; alpha goes with "
+        "sample_weight and X**2)"
+    )
+    return ok, msg
+
+
 def _clip(xp, k, bound):
     return xp.minimum(xp.maximum(k, xp.full_like(k, -bound)), xp.full_like(k, bound))
 
