@@ -9,6 +9,7 @@ skips cleanly where no CUDA device is usable.
 from __future__ import annotations
 
 import os
+import shutil
 
 import nox
 
@@ -31,15 +32,21 @@ CPU_BACKENDS = [b for b in BACKENDS if b != "cupy"]
 # this machine's package index.
 PINS = {"torch": ["torch==2.13.0"]}
 
-# XLA's cheap compile mode and its older CPU code generator (fusion emitters off): the JAX
-# session is dominated by single-threaded compilation of small programs, and the two together
-# halve its time (333 s against 631 s for the suite, two workers); runtime is irrelevant at
-# these sizes, and every result stays within its tolerance.
-# Appended to the caller's own XLA_FLAGS (a device count, say), which a session's env replaces.
-JAX_CHEAP_COMPILE = {
-    "JAX_DISABLE_MOST_OPTIMIZATIONS": "1",
-    "XLA_FLAGS": f"{os.environ.get('XLA_FLAGS', '')} --xla_cpu_use_fusion_emitters=false".strip(),
-}
+
+def _jax_cheap_compile(session):
+    """XLA's cheap compile mode and its older CPU code generator (fusion emitters off): the JAX
+    session is dominated by single-threaded compilation of small programs, and the two together
+    halve its time (333 s against 631 s for the suite, two workers); runtime is irrelevant at
+    these sizes, and every result stays within its tolerance. jaxlib 0.11 no longer has the
+    fusion-emitter flag, and XLA aborts the process on an unknown flag: it is set only before.
+    Appended to the caller's own XLA_FLAGS (a device count, say), which a session's env replaces.
+    For the benchmark's smoke run; the test suite sets the same in tests/conftest.py, for nox
+    and plain pytest alike."""
+    version = session.run("python", "-c", "import jaxlib; print(jaxlib.__version__)", silent=True)
+    flags = os.environ.get("XLA_FLAGS", "")
+    if tuple(int(p) for p in version.strip().split(".")[:2]) < (0, 11):
+        flags += " --xla_cpu_use_fusion_emitters=false"
+    return {"JAX_DISABLE_MOST_OPTIMIZATIONS": "1", "XLA_FLAGS": flags.strip()}
 
 
 def _install(session, *extras):
@@ -66,9 +73,8 @@ def tests(session, backend):
     env = {"LSQ_BACKENDS": backend}
     workers = []
     if backend == "jax":
-        # Compilation-bound: two workers, and the cheap compile settings.
+        # Compilation-bound: two workers (tests/conftest.py sets JAX's cheap compile settings).
         workers = ["-n", "2"]
-        env.update(JAX_CHEAP_COMPILE)
     elif backend == "dask":
         workers = ["-n", "2"]  # graph building is Python-bound: one process per core
     # The slowest tests, named in the log: where the session's time goes.
@@ -114,12 +120,25 @@ def typecheck(session):
     session.run("mypy")
 
 
+def _chromium(session):
+    """Chromium and its driver for the browser check of the site: Debian's packages, installed
+    here only on CI as root (``apt-get``); elsewhere the check is skipped, saying why."""
+    if shutil.which("chromedriver") or not os.environ.get("CI") or os.geteuid() != 0 or not shutil.which("apt-get"):
+        return
+    env = {"DEBIAN_FRONTEND": "noninteractive"}
+    session.run("apt-get", "update", "-qq", external=True, env=env)
+    session.run("apt-get", "install", "-y", "-qq", "chromium", "chromium-driver", external=True, env=env)
+
+
 @nox.session
 def docs(session):
-    """The documentation site from docs/ and the docstrings, warnings as errors; then the
-    docstring examples of every public module."""
+    """The documentation site from docs/ and the docstrings, warnings as errors; the built site
+    in a headless browser from the file system (``tests/test_site.py``); then the docstring
+    examples of every public module."""
     _install(session, "docs", "test")
+    _chromium(session)
     session.run("mkdocs", "build", "--strict", "--site-dir", "site", env={"NO_MKDOCS_2_WARNING": "1"})
+    session.run("pytest", "-q", "-rs", "tests/test_site.py", "-p", "no:cacheprovider", env={"LSQ_SITE_DIR": "site"})
     session.run("pytest", "-q", "--doctest-modules", "lsq_backends", "-p", "no:cacheprovider")
 
 
@@ -132,7 +151,7 @@ def bench_quick(session):
     # A smoke test, not a timing: JAX compiles in its cheap mode, as in the JAX tests.
     session.run(
         "python", "-m", "benchmarks", "--quick", "--no-memory", "--backends", "jax,torch,dask", "--dtype", "float32",
-        "--cases", "tall_200000x50,batched*,ridgepath*", env=JAX_CHEAP_COMPILE,
+        "--cases", "tall_200000x50,batched*,ridgepath*", env=_jax_cheap_compile(session),
     )  # fmt: skip
 
 

@@ -23,10 +23,18 @@ import fnmatch
 import importlib
 import os
 import platform
+import shlex
 import sys
+import time
 
-from . import bench, report
-from .backends import BACKENDS, Backend, available_backends, limit_threads
+from .needs import require
+
+# What the main job needs beyond the package: pip install -e ".[bench]". Checked before the
+# imports below, which would otherwise fail with a traceback.
+require("python -m benchmarks", ["scipy", "threadpoolctl", "tqdm", "sklearn"])
+
+from . import bench, report  # noqa: E402
+from .backends import BACKENDS, Backend, available_backends, limit_threads, unusable  # noqa: E402
 
 
 def _csv(text):
@@ -48,6 +56,7 @@ def parse_args(argv=None):
         metavar="PATH",
         help="also write the tables as a Markdown page headed by the machine, versions, load and command",
     )
+    p.add_argument("--title", default="Benchmark results", help="the title of the --markdown page")
     p.add_argument(
         "--threads",
         type=int,
@@ -77,13 +86,15 @@ def select_cases(patterns, plots, quick):
 
 
 def select_backends(parser, names):
-    """Backend objects for ``names`` (default: every importable one); unusable ones are errors."""
-    usable = available_backends()
+    """Backend objects for ``names`` (default: every importable one); unusable ones are errors.
+    Only the named backends' libraries are imported (``--backends numpy`` imports no JAX,
+    PyTorch, Dask or CuPy)."""
     if names is None:
-        return [Backend(n) for n in usable]
-    missing = [n for n in names if n not in usable]
-    if missing:
-        parser.error(f"backend(s) {missing} not importable here (or, for cupy, no CUDA device); usable: {usable}")
+        return [Backend(n) for n in available_backends()]
+    for n in names:
+        reason = unusable(n)
+        if reason:
+            parser.error(f"backend {n!r} cannot run here: {reason}")
     return [Backend(n) for n in names]
 
 
@@ -115,15 +126,19 @@ def main(argv=None):
         for c in bench.GRID + bench.SWEEPS:
             print(f"{c.name:28s} {c.shape:28s} quick: {c.quick().shape}")
         return 0
+    if args.plots:
+        require("python -m benchmarks --plots", ["matplotlib"])
     cases = select_cases(args.cases, args.plots, args.quick)
     if not cases:
         parser.error(f"no case matches {args.cases}; see --list")
     args.threads = args.threads or (1 if args.quick else None)
     if args.threads:
-        limit_threads(args.threads)  # before any backend (XLA's thread pool) starts
+        limit_threads(args.threads, args.backends)  # before any backend (XLA's thread pool) starts
     backends = select_backends(parser, args.backends)
     repeat = args.repeat or (1 if args.quick else 5)
+    start = time.perf_counter()
     rows = bench.run(cases, args.dtype, backends, args.methods, repeat, memory=not args.no_memory)
+    wall = time.perf_counter() - start
     report.add_ratios(rows)
     title = f"lsq_backends benchmarks{' (--quick)' if args.quick else ''}, median of {repeat}"
     print(report.markdown(rows, title))
@@ -135,7 +150,8 @@ def main(argv=None):
             print(f"plot: {path}", file=sys.stderr)
     if args.markdown:
         with open(args.markdown, "w") as f:
-            f.write(page_header(metadata(args, backends, cases)) + "\n" + report.markdown(rows, title) + "\n")
+            meta = metadata(args, backends, cases) | {"title": args.title, "wall_s": wall}
+            f.write(page_header(meta) + "\n" + report.markdown(rows, title) + "\n")
         print(f"Markdown: {args.markdown}", file=sys.stderr)
     return 0
 
@@ -146,16 +162,18 @@ def page_header(meta):
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
     return "\n".join(
         [
-            "# Benchmark results",
+            f"# {meta.get('title', 'Benchmark results')}",
             "",
             f"Machine: {meta['platform']}, {meta['cpu_count']} CPUs ({meta['processor'] or 'processor not reported'}); "
             f"Python {meta['python']}; {versions}. Threads per library: {meta['threads'] or 'library default'}. "
-            f"Load average at the end of the run (1, 5, 15 min): {load}. Only ratios measured in one run compare.",
+            f"Load average at the end of the run (1, 5, 15 min): {load}. "
+            + (f"The run took {meta['wall_s']:.0f} s. " if "wall_s" in meta else "")
+            + "Only ratios measured in one run compare.",
             "",
             "Command:",
             "",
             "```bash",
-            "python -m benchmarks " + " ".join(meta["argv"]),
+            "python -m benchmarks " + shlex.join(meta["argv"]),
             "```",
             "",
         ]

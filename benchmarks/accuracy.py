@@ -192,6 +192,19 @@ def markdown(results, names):
     return "\n".join(lines)
 
 
+def summary_markdown(results, name="numpy"):
+    """The table of the Accuracy page: one backend's methods next to the peers, LRE to one
+    decimal (``expected``: the digits a backward-stable solver can guarantee)."""
+    heads = {"auto": "auto", "normal": "normal", "qr": "qr", "svd": "svd", "auto+r1": "auto, refine=1"}
+    peers = {"numpy.lstsq": "NumPy lstsq", "gelsd": "SciPy gelsd", "gelsy": "SciPy gelsy", "sklearn": "sklearn"}
+    cols = [*heads.values(), *peers.values(), "expected"]
+    lines = ["| dataset | " + " | ".join(cols) + " |", "|---|" + "---:|" * len(cols)]
+    for dataset, row in results.items():
+        vals = [row["lsq"][name][m] for m in heads] + [row["peers"][p] for p in peers] + [row["expected"]]
+        lines.append(f"| {dataset} | " + " | ".join(f"{v:.1f}" for v in vals) + " |")
+    return "\n".join(lines)
+
+
 def _versions(names):
     mods = ["lsq_backends", "numpy", "scipy", "sklearn"] + [b for b in names if b != "numpy"]
     return {m: importlib.import_module(m).__version__ for m in mods}

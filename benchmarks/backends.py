@@ -74,23 +74,33 @@ class Backend:
         return jax.jit(fn, **kwargs)
 
 
+# backend -> the extra of pyproject.toml that installs it
+EXTRAS = {"numpy": "bench", "jax": "jax", "torch": "torch", "dask": "dask", "cupy": "cupy-cuda12"}
+
+
+def unusable(name):
+    """Why backend ``name`` cannot run here (not installed, or CuPy without a CUDA device), or
+    None when it can. Imports that backend's library and no other."""
+    try:
+        mod = importlib.import_module(BACKENDS[name])
+        if name == "cupy" and not mod.cuda.is_available():
+            return "cupy is installed but no CUDA device is usable"
+    except Exception as exc:  # noqa: BLE001 -- a broken install counts as absent
+        return f'{BACKENDS[name]} cannot be imported ({type(exc).__name__}: {exc}); pip install -e ".[{EXTRAS[name]}]"'
+    return None
+
+
 def available_backends():
-    """Names of the importable backends (CuPy only with a usable CUDA device)."""
-    names = []
-    for name, module in BACKENDS.items():
-        try:
-            mod = importlib.import_module(module)
-            if name == "cupy" and not mod.cuda.is_available():
-                continue
-        except Exception:  # noqa: BLE001 -- a broken install counts as absent
-            continue
-        names.append(name)
-    return names
+    """Names of the importable backends (CuPy only with a usable CUDA device). Imports every
+    backend's library: only for a run that names none."""
+    return [name for name in BACKENDS if unusable(name) is None]
 
 
-def limit_threads(n):
+def limit_threads(n, backends=None):
     """Run every library on at most ``n`` threads: OpenBLAS and OpenMP pools (``threadpoolctl``),
     PyTorch, Dask's thread pool and XLA's CPU client (effective only before JAX creates it).
+    ``backends``: the names of the backends that will run (default: all); PyTorch and Dask are
+    imported to be configured only when named, since importing them takes seconds.
 
     On a small shared machine two busy-waiting thread pools (NumPy's OpenBLAS next to Dask's
     workers, or another process) can turn a 1 ms call into a 100 ms one; ``n = 1`` keeps
@@ -106,15 +116,17 @@ def limit_threads(n):
     if n == 1:
         flags = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
         os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {flags}".strip()
-    try:
-        import torch
+    if backends is None or "torch" in backends:
+        try:
+            import torch
 
-        torch.set_num_threads(n)
-    except ImportError:
-        pass
-    try:
-        import dask
+            torch.set_num_threads(n)
+        except ImportError:
+            pass
+    if backends is None or "dask" in backends:
+        try:
+            import dask
 
-        dask.config.set(num_workers=n)
-    except ImportError:
-        pass
+            dask.config.set(num_workers=n)
+        except ImportError:
+            pass

@@ -12,7 +12,6 @@ from __future__ import annotations
 import gc
 import math
 import statistics
-import sys
 import time
 import tracemalloc
 from collections.abc import Callable
@@ -27,6 +26,7 @@ import lsq_backends as lsq
 
 from .backends import Backend
 from .grad import grad_specs
+from .progress import Progress
 
 METHODS = ("auto", "normal", "qr", "svd", "lsqr")
 DTYPES = ("float64", "float32")
@@ -390,16 +390,15 @@ def run(cases, dtypes, backends, methods=METHODS, repeat=5, memory=True, progres
     memory : bool
         Measure peak memory of the NumPy rows with one more call under ``tracemalloc``.
     progress : bool
-        Show a tqdm progress bar on stderr.
+        Show the progress on stderr (:class:`Progress`).
     """
-    from tqdm import tqdm
-
     tasks, on = plan(cases, dtypes, backends, methods)
     gc.freeze()  # the libraries' own objects: keeps every gc.collect() below at ~1 ms instead of ~150
     rows, data, inputs = [], None, {}
-    bar = tqdm(tasks, file=sys.stderr, disable=not progress, unit="row", dynamic_ncols=True)
-    for case, dtype, spec in bar:
-        bar.set_postfix_str(f"{case.name} {dtype} {spec.backend} {spec.label} {spec.method}".strip())
+    shown = Progress(len(tasks), progress)
+    for case, dtype, spec in tasks:
+        label = f"{case.name} {dtype} {spec.backend} {spec.label} {spec.method}".strip()
+        shown.start(label)
         if data is None or data[0] != case:
             inputs.clear()
             X, y, alphas = make_problem(case)
@@ -409,4 +408,6 @@ def run(cases, dtypes, backends, methods=METHODS, repeat=5, memory=True, progres
             put = (be.put(a.astype(dtype, copy=False)) for a in data[1:3])
             inputs[dtype, be.name] = (*put, data[3])
         rows.append(measure(case, dtype, spec, be, inputs[dtype, be.name], data[4], repeat, memory and not case.sweep))
+        shown.done(label, rows[-1])
+    shown.close()
     return rows

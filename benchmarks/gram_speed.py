@@ -157,9 +157,11 @@ def batched(lsq, repeat):
 ROWS = {"tall": tall, "accuracy": accuracy, "illcond": illcond, "small": small, "batched": batched}
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m benchmarks.gram_speed", description=__doc__.split("\n")[0])
-    p.add_argument("--rows", default=",".join(ROWS))
+def run(prog, doc, rows, argv=None):
+    """The command line of a program of rows (``--rows``, ``--repeat``): each row called as
+    ``rows[name](lsq, repeat)``, on one thread."""
+    p = argparse.ArgumentParser(prog=prog, description=doc.split("\n")[0])
+    p.add_argument("--rows", default=",".join(rows))
     p.add_argument("--repeat", type=int, default=7)
     args = p.parse_args(argv)
     limit_threads(1)
@@ -167,7 +169,11 @@ def main(argv=None):
 
     print(f"load: {os.getloadavg()}, one thread, medians of {args.repeat}")
     for row in args.rows.split(","):
-        ROWS[row](lsq, args.repeat)
+        rows[row](lsq, args.repeat)
+
+
+def main(argv=None):
+    run("python -m benchmarks.gram_speed", __doc__, ROWS, argv)
 
 
 if __name__ == "__main__":

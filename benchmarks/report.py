@@ -76,7 +76,9 @@ def markdown(rows, title="lsq_backends benchmarks"):
     (compilation, jitted rows only), relative coefficient error against the float64 ``gelsd``
     reference (⚠ above tolerance), peak extra memory as a multiple of X's bytes (NumPy only).
     """
-    out = [f"## {title}", "", "Peak mem: tracemalloc, NumPy rows only; it sees NumPy arrays, not the LAPACK "
+    out = [f"## {title}", "", "LIMIT X.T@X (X@X.T for wide X): a bare Gram product on the same backend, one pass "
+           "over X, the floor for any solver that reads X; × LIMIT is a row's time over it, × np.lstsq its time "
+           "over numpy.linalg.lstsq's. Peak mem: tracemalloc, NumPy rows only; it sees NumPy arrays, not the LAPACK "
            "workspaces numpy.linalg allocates internally (so numpy.linalg.lstsq reads ~0).", ""]  # fmt: skip
     header = ["backend", "solver", "method", "time", "× LIMIT", "× np.lstsq", "first call (compile)",
               "rel. error", "peak mem (× X)"]  # fmt: skip
@@ -119,9 +121,33 @@ def write_json(path, rows, meta):
     Path(path).write_text(json.dumps({"meta": meta, "rows": rows}, indent=1, default=str) + "\n")
 
 
+def _label(solver, method, role):
+    """A legend entry a reader understands without the tables' shorthand."""
+    if role == "limit":
+        return f"{solver.removeprefix('LIMIT ').replace('@', ' @ ')} alone: one pass over X (the floor)"
+    if solver.startswith("lsq."):
+        return f"lsq_backends {solver.removeprefix('lsq.')}, method={method}"
+    return f"{solver} ({method})" if method else solver
+
+
+def _style(backend, solver, method, role, colors):
+    """Colour per solver and method (the same on every backend), line style per backend; the
+    floor is black and dotted, the peers grey shades."""
+    dash = {"numpy": "-", "jax": "--", "torch": "-.", "dask": ":", "cupy": (0, (5, 1, 1, 1))}.get(backend, "-")
+    if role == "limit":
+        return {"color": "black", "linestyle": ":", "marker": "", "linewidth": 2}
+    if role == "peer":
+        return {"color": colors.setdefault((solver, method), str(0.35 + 0.15 * (len(colors) % 3))), "linestyle": dash,
+                "marker": "x"}  # fmt: skip
+    color = colors.setdefault((solver, method), f"C{len([k for k in colors if k[0].startswith('lsq.')])}")
+    return {"color": color, "linestyle": dash, "marker": MARKERS.get(method, "o")}
+
+
 def plots(rows, outdir):
-    """Log-log scaling plots from the sweep rows: time vs m at fixed n and time vs n at fixed m,
-    one line per backend × solver × method, one PNG per sweep and dtype.
+    """Log-log scaling plots from the sweep rows: time of one fit against m at fixed n and
+    against n at fixed m, one line per backend × solver × method, one PNG per sweep and dtype.
+    Each method has its own colour, each backend its own line style; the floor (a bare Gram
+    product ``X.T @ X``, one pass over X) is the black dotted line.
 
     Returns
     -------
@@ -132,28 +158,36 @@ def plots(rows, outdir):
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter, NullFormatter
 
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     written = []
+    axis = {"m": "m, rows of X", "n": "n, columns of X"}
     for sweep in ("m", "n"):
         fixed = "n" if sweep == "m" else "m"
         rows_s = [r for r in rows if r["sweep"] == sweep and r["time_s"] is not None]
         for dtype in dict.fromkeys(r["dtype"] for r in rows_s):
             sub = [r for r in rows_s if r["dtype"] == dtype]
-            fig, ax = plt.subplots(figsize=(10, 5.5))
-            colors = {}  # one color per backend; line style by role, marker by method
+            backends = list(dict.fromkeys(r["backend"] for r in sub))
+            fig, ax = plt.subplots(figsize=(8, 6.4))
+            colors = {}
             for (backend, solver, method), pts in _lines(sub).items():
                 pts = sorted(pts, key=lambda r: r[sweep])
-                color = colors.setdefault(backend, f"C{len(colors)}")
-                style = {"limit": ":", "peer": "-."}.get(pts[0]["role"], "-")
-                marker = MARKERS.get(method, "x") if pts[0]["role"] == "lsq" else "x"
-                ax.plot([r[sweep] for r in pts], [r["time_s"] for r in pts], style, color=color, marker=marker,
-                        ms=4, label=f"{backend} {solver} {method}".strip())  # fmt: skip
-            ax.set(xscale="log", yscale="log", xlabel=sweep, ylabel="median time (s)",
-                   title=f"time vs {sweep} at {fixed} = {sub[0][fixed]}, {dtype}")  # fmt: skip
-            ax.grid(True, which="both", alpha=0.3)
-            ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
+                label = _label(solver, method, pts[0]["role"]) + (f" [{backend}]" if len(backends) > 1 else "")
+                ax.plot([r[sweep] for r in pts], [r["time_s"] for r in pts], ms=5, label=label,
+                        **_style(backend, solver, method, pts[0]["role"], colors))  # fmt: skip
+            sizes = sorted({r[sweep] for r in sub})
+            ax.set(xscale="log", yscale="log", xlabel=f"{axis[sweep]} ({fixed} = {sub[0][fixed]:,})",
+                   ylabel="median time of one fit", title=f"Time against {sweep}, {fixed} = {sub[0][fixed]:,}, "
+                   f"{dtype}, backend {', '.join(backends)}" + (" (line style)" if len(backends) > 1 else ""))  # fmt: skip
+            ax.set_xticks(sizes, [f"{s:,}" for s in sizes])
+            ax.xaxis.set_minor_formatter(NullFormatter())
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: fmt_time(v).replace(".0 ", " ")))
+            ax.yaxis.set_minor_formatter(NullFormatter())
+            ax.grid(True, which="major", alpha=0.4)
+            ax.grid(True, which="minor", alpha=0.12)
+            ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2, frameon=False)
             fig.tight_layout()
             path = outdir / f"scaling_{sweep}_{dtype}.png"
             fig.savefig(path, dpi=110)

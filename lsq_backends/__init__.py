@@ -8,6 +8,7 @@ from ._accumulators import NormalAccumulator, QRAccumulator
 from ._api import lstsq, ridge
 from ._cv import RidgeCVResult, ridge_cv
 from ._nnls import NNLSResult, nnls
+from ._operator import operator
 from ._result import LstsqResult
 from .diagnostics import Diagnostics, diagnostics
 
@@ -24,6 +25,7 @@ __all__ = [
     "diagnostics",
     "lstsq",
     "nnls",
+    "operator",
     "ridge",
     "ridge_cv",
 ]

@@ -21,22 +21,24 @@ from ._solvers import pinv as _pinv
 from ._solvers._shared import (
     add_penalty,
     all_true,
+    as_real,
     diagonal,
     dot,
     eps,
     full_rank,
     merge_targets,
     mT,
-    pivot_ratios,
     split_targets,
 )
+from ._solvers.rank import certified
 from ._stream import Accumulator, canonical, gram
 
 
 def _alpha(meta, alpha):
-    """None for least squares (a Python zero), else the validated (1,) or (k,) penalty: an
-    accumulator solves for one penalty, so a 1-D alpha is one per target (no paths here)."""
-    if type(alpha) in (int, float) and alpha == 0:
+    """None for least squares (a zero number, NumPy's scalars too), else the validated (1,) or
+    (k,) penalty: an accumulator solves for one penalty, so a 1-D alpha is one per target (no
+    paths here)."""
+    if as_real(alpha) == 0:
         return None
     per_target = getattr(alpha, "ndim", 0) == 1 or isinstance(alpha, (list, tuple))
     return validate_alpha(meta.xp, alpha, meta.k, meta.dtype, meta.device, per_target)
@@ -50,7 +52,7 @@ def _default_cutoff(xp, state, n, rcond):
     if rcond is not None:
         return rcond
     count = state.count
-    n_ = xp.asarray(float(n), dtype=count.dtype, device=_compat.device(count))
+    n_ = xp.full((), float(n), dtype=count.dtype, device=_compat.device(count))
     if xp.finfo(state.mean.dtype).bits >= 64:
         return eps(xp, state.mean) * xp.maximum(count, n_)
     return eps(xp, state.mean) * (xp.sqrt(xp.maximum(count, n_)) + xp.minimum(count, n_))
@@ -63,6 +65,7 @@ class _Solvable(Accumulator):
     """``solve`` for both accumulators; each defines ``_solve(xp, n, fit_intercept, rcond,
     state, alpha) -> (coef (n, k), rank, rss (k,))``, an array function (jitted on JAX)."""
 
+    @_compat.on_input_device
     def solve(self, alpha=0.0, *, fit_intercept=True, rcond=None):
         """Least squares (``alpha=0``) or ridge on every row accumulated so far.
 
@@ -73,8 +76,8 @@ class _Solvable(Accumulator):
         fit_intercept : bool
             Fit an unpenalized intercept (the default, as :func:`ridge`).
         rcond : float in [0, 1), optional
-            Relative cutoff of the rank tests; default as :func:`lstsq`'s, with the rows seen
-            so far as m.
+            Relative cutoff for small singular values; default as :func:`lstsq`'s, with the
+            rows seen so far as m.
 
         Returns
         -------
@@ -83,7 +86,7 @@ class _Solvable(Accumulator):
             accuracy) and ``singular_values=None``, in the accumulator's namespace, device
             and dtype.
         """
-        check_method("auto", rcond)
+        rcond = check_method("auto", rcond)
         fit_intercept = check_bool(fit_intercept, "fit_intercept")
         xp, state = self._ready()
         self._check_intercept(xp, fit_intercept)
@@ -144,10 +147,11 @@ class NormalAccumulator(_Solvable):
     Gram matrix ``C + W mu mu^T`` is solved. Memory: p^2 + 3p + 3 numbers, p = n + k.
 
     ``solve`` factors the (centered) Gram matrix plus ``alpha I`` by Cholesky, with the rank
-    test of ``method="normal"`` (each pivot against its column's norm, and against the norm
-    before centering); on rank deficiency it takes the minimum-norm solution from the SVD
-    (= eigendecomposition) of that small matrix, dropping eigenvalues below
-    ``max(rcond**2, eps * max(rows, n))`` times the largest: no NaN, no exception. Accuracy:
+    decision of ``method="normal"`` (full rank certified by the inverse of the column-scaled
+    factor, clear of the Gram matrix's rounding); otherwise it takes the minimum-norm solution
+    from the SVD (= eigendecomposition) of that small matrix, dropping eigenvalues below
+    ``max(rcond**2, c)`` times the largest, c the default cutoff (float64:
+    ``eps * max(rows, n)``): no NaN, no exception. Accuracy:
     ``eps * cond(X_centered)**2`` in ``coef`` as for ``method="normal"``. ``rss`` comes from
     the statistics, ``S_yy - 2 w^T S_xy + w^T S_xx w`` (clipped at 0): its absolute error is
     about ``eps * S_yy``, so a fit that explains all but a fraction ``f`` of ``y``'s variance
@@ -195,15 +199,14 @@ class NormalAccumulator(_Solvable):
         B = split_targets(xp, Sxy, alpha)
         L = _compat.cholesky(xp, A)
         cutoff = _default_cutoff(xp, state, n, rcond)
-        # As gram.full_rank_test: each pivot against its own column at the Gram matrix's
-        # precision (sqrt(eps * rows)), and against the column before centering (cutoff).
-        tol = xp.maximum(
-            xp.sqrt(_default_cutoff(xp, state, n, None)),
-            xp.asarray(rcond or 0.0, dtype=S.dtype, device=_compat.device(S)),
+        # As gram.full_rank_test: the rank certified by the factor (``rank.certified``), clear
+        # of the Gram matrix's rounding (the square root of the default cutoff, the
+        # eigendecomposition's cut too); the eigendecomposition decides otherwise.
+        resolution = xp.sqrt(_default_cutoff(xp, state, n, None))
+        ok = all_true(
+            xp, certified(xp, L, offset_sq, rcond, cutoff, lower=True, resolution=resolution, colsq=diagonal(xp, A))
         )
-        pivots, d = diagonal(xp, L), diagonal(xp, A)
-        ok = pivots / xp.sqrt(xp.where(d > 0, d, xp.ones_like(d))) > tol
-        ok = all_true(xp, ok & (pivot_ratios(xp, pivots, d, offset_sq) > cutoff))
+        tol = xp.maximum(resolution, xp.full((), rcond or 0.0, dtype=S.dtype, device=_compat.device(S)))
 
         def cholesky(A, B):
             Z = _compat.solve_triangular(xp, L, B, lower=True)
@@ -246,8 +249,8 @@ class QRAccumulator(_Solvable):
     Gram matrix. Memory: p^2 + 3p + 3 numbers, p = n + k.
 
     ``solve`` hands the blocks ``R_xx``, ``R_xy`` to the Householder QR solver of
-    ``method="qr"`` (its rank test, its SVD-of-R minimum-norm fallback, and for ridge its QR of
-    ``[R_xx; sqrt(alpha) I]``). Accuracy ``eps * cond(X_centered)`` as in-memory QR.
+    ``method="qr"`` (its rank decision, its SVD-of-R minimum-norm fallback, and for ridge its
+    QR of ``[R_xx; sqrt(alpha) I]``). Accuracy ``eps * cond(X_centered)`` as in-memory QR.
     ``rss = ||R_xx w - R_xy||^2 + ||R_yy||^2`` per target, a sum of squares of the factor's
     entries with no cancellation: its error, ~``eps * ||y|| * ||r||``, is first order in the
     residual as for an rss computed from the data, i.e. a relative ``eps / sqrt(f)`` for a fit
@@ -287,6 +290,6 @@ class QRAccumulator(_Solvable):
         R, offset_sq = _statistics(cls, xp, state, n, fit_intercept)
         cutoff = _default_cutoff(xp, state, n, rcond)
         # R_xx is already triangular: the solver's own QR of it costs O(n^3) and no accuracy.
-        W, rank = _householder.solve(xp, R[:n, :n], R[:n, n:], alpha, cutoff, offset_sq)[:2]
+        W, rank = _householder.solve(xp, R[:n, :n], R[:n, n:], alpha, rcond, offset_sq, cutoff=cutoff)[:2]
         resid = dot(xp, R[:, :n], W) - R[:, n:]
         return W, rank, xp.sum(resid * resid, axis=0)

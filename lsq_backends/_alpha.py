@@ -89,8 +89,17 @@ def validate_alpha(xp, alpha, k, dtype, dev, per_target, checks=None, name="alph
     # (a CPU tensor next to CUDA X) is moved to X's: it is small.
     if not same:
         try:
-            a = xp.asarray(a, dtype=dtype, device=dev)
+            if _aac.is_array_api_obj(a) and not _aac.is_numpy_array(a):
+                a = xp.asarray(a, dtype=dtype, device=dev)
+            else:  # host values: filled in on X's device (a copy from host memory blocks a GPU)
+                a = _compat.constants(xp, a, dtype, dev)
         except Exception as exc:
+            import numpy as np
+
+            host = np.asarray(a, dtype=np.float64) if not _aac.is_array_api_obj(a) or _aac.is_numpy_array(a) else None
+            if host is not None and np.any(np.abs(host) > float(xp.finfo(dtype).max)):
+                msg = f"{name} must be finite in X's dtype {dtype}; got a value beyond its largest"
+                raise ValueError(msg) from exc
             msg = f"{name} could not be moved to X's device {dev!r} (it is on {getattr(a, 'device', None)!r}); move it first"
             raise ValueError(msg) from exc
     if per_target:
@@ -111,7 +120,9 @@ def validate_alpha(xp, alpha, k, dtype, dev, per_target, checks=None, name="alph
         import numpy as np
 
         g = np.asarray(given)
-        if not np.all(np.isfinite(g)) or np.any(np.abs(g) > float(xp.finfo(dtype).max)):
+        # The limit as a float64 scalar: a Python float next to a float32 alpha (a NumPy scalar
+        # or array) would be cast to float32 and overflow, with a RuntimeWarning.
+        if not np.all(np.isfinite(g)) or np.any(np.abs(g) > np.float64(xp.finfo(dtype).max)):
             not_finite()
         if np.any(g < 0):
             negative()

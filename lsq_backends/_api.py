@@ -6,19 +6,22 @@ from . import _compat, _derivatives
 from ._empty import pad_empty_batch
 from ._gram_data import TallGram
 from ._input import check_bool, check_method, intercept_of, prepare, validated_now
+from ._iterative import solver_options, start_of
+from ._operator_fit import fit_lstsq, fit_ridge, operator_route
 from ._path import fit_path, rule_of
 from ._refine import refine as _refine
 from ._result import LstsqResult
 from ._scaling import Rescale, uncertified, unscale
 from ._solvers import GRAM_ROUTE, ITERATIVE
 from ._solvers import fit as solvers_fit
-from ._solvers._shared import dot, full_rank
-from ._solvers.lsqr import check_options
+from ._solvers._krylov import check_options
+from ._solvers._shared import check_count, dot, full_rank
+from ._solvers.lsqr import drop_centering_noise
 from ._types import Array, Method
 
 # Arguments that are static under ``jax.jit`` (eager JAX calls run compiled, see ``_compat.compiled``).
-LSTSQ_STATIC = ("method", "rcond", "fit_intercept", "check_finite", "refine", "atol", "btol", "max_iter")
-RIDGE_STATIC = ("method", "fit_intercept", "check_finite", "per_target", "atol", "btol", "max_iter")
+LSTSQ_STATIC = ("method", "rcond", "fit_intercept", "check_finite", "refine", "atol", "btol", "max_iter", "conlim")
+RIDGE_STATIC = ("method", "fit_intercept", "check_finite", "per_target", "atol", "btol", "max_iter", "conlim")
 
 
 def _fit(problem, method, rcond, fit_intercept, refine=0, options=None):
@@ -35,9 +38,11 @@ def _fit(problem, method, rcond, fit_intercept, refine=0, options=None):
 def _fit_deferred(problem, method, rcond, fit_intercept, refine=0, options=None):
     xp, X, Y, alpha = problem.xp, problem.X, problem.Y, problem.alpha
     m, n = X.shape[-2:]
-    n_iter = rss = rule = None
+    n_iter = istop = rss = rule = None
     if method in ITERATIVE:
         n_iter = full_rank(xp, tuple(Y.shape[:-2]) + (Y.shape[-1],), 0, X)  # 0 when m or n is 0
+        X = drop_centering_noise(xp, X, alpha, problem.offset_sq, rule_of(xp, X, Y, alpha)) if min(m, n) > 0 else X
+        istop = n_iter if method == "lsmr" else None  # 0: W = 0 is the solution
     if min(m, n) == 0:
         # As numpy.linalg.lstsq: zero coefficients, rank 0, the whole of y is residual.
         coef = xp.zeros(tuple(X.shape[:-2]) + (n, Y.shape[-1]), dtype=X.dtype, device=_compat.device(X))
@@ -47,12 +52,12 @@ def _fit_deferred(problem, method, rcond, fit_intercept, refine=0, options=None)
     elif problem.centered is None and (rule := rule_of(xp, X, Y, alpha)):
         # JAX, or PyTorch tensors that require grad: differentiated by the solution's rule.
         kw = (problem.offset_sq, problem.check, options)
-        coef, rank, s, n_iter_rule = rule.solve(xp, X, Y, alpha, method, rcond, *kw)
-        n_iter = n_iter_rule if method in ITERATIVE else None
+        coef, rank, s, counts = rule.solve(xp, X, Y, alpha, method, rcond, *kw)
+        n_iter, istop = _derivatives.split_counts(method, counts) if method in ITERATIVE else (None, None)
     else:
         data = None if problem.centered is None else _tall_gram(problem)
         sol = solvers_fit(xp, X, Y, alpha, method, rcond, problem.offset_sq, problem.check, options, data=data)
-        coef, rank, s, n_iter, rss = sol.coef, sol.rank, sol.s, sol.n_iter, sol.rss
+        coef, rank, s, n_iter, rss, istop = sol.coef, sol.rank, sol.s, sol.n_iter, sol.rss, sol.istop
         if data is not None:  # the exact means the Gram route found
             problem = problem._replace(x_offset=data.x_mean, y_offset=data.y_mean)
     intercept = intercept_of(xp, problem, coef, fit_intercept)
@@ -76,7 +81,8 @@ def _fit_deferred(problem, method, rcond, fit_intercept, refine=0, options=None)
     if problem.y_was_vector:
         coef, intercept, rss = coef[..., 0], intercept[..., 0], rss[..., 0]
         n_iter = None if n_iter is None else n_iter[..., 0]
-    return LstsqResult(coef, intercept, rank, rss, s, n_iter)
+        istop = None if istop is None else istop[..., 0]
+    return LstsqResult(coef, intercept, rank, rss, s, n_iter, istop)
 
 
 def _tall_gram(problem):
@@ -128,16 +134,22 @@ def _no_targets(result):
         return None if a is None else a[..., :0]
 
     return result._replace(
-        coef=cut(result.coef), intercept=cut(result.intercept), rss=cut(result.rss), n_iter=cut(result.n_iter)
-    )
+        coef=cut(result.coef), intercept=cut(result.intercept), rss=cut(result.rss), n_iter=cut(result.n_iter),
+        istop=cut(result.istop),
+    )  # fmt: skip
 
 
 def check_refine(refine):
-    if isinstance(refine, bool) or not isinstance(refine, int) or refine < 0:
-        msg = f"refine must be a non-negative integer (number of steps); got {refine!r}"
+    """``refine`` as a Python int (NumPy's integer scalars accepted, bools refused)."""
+    what = "a non-negative integer (number of steps)"
+    if refine is None:  # not a number of steps (check_count lets None through)
+        msg = f"refine must be {what}; got None"
         raise ValueError(msg)
+    return check_count(refine, "refine", 0, what)
 
 
+@operator_route(fit_lstsq)
+@_compat.on_input_device
 def lstsq(
     X: Array,
     y: Array,
@@ -152,6 +164,8 @@ def lstsq(
     atol: float | None = None,
     btol: float | None = None,
     max_iter: int | None = None,
+    conlim: float | None = None,
+    x0: Array | None = None,
 ) -> LstsqResult:
     """Least-squares solution of ``min_w sum_i sample_weight_i (y_i - x_i @ w - b)**2``.
 
@@ -161,22 +175,27 @@ def lstsq(
         Design matrix, or a stack of them (solved independently, in one batched call).
     y : array, shape (m,), (m, k), (..., m) or (..., m, k)
         Targets.
-    method : {"auto", "normal", "qr", "svd", "lsqr"}
+    method : {"auto", "normal", "qr", "svd", "lsmr", "lsqr"}
         ``"normal"``: Cholesky on X^T X, fastest, refined once on tall X (error ~ eps*cond(X)
         up to cond 1e4 in float64, eps*cond(X)**2 beyond). ``"qr"``: CholeskyQR2, shifted
         CholeskyQR3 or Householder QR, error ~ eps*cond(X). ``"svd"``: minimum-norm solution
         via the pseudo-inverse, handles any rank. ``"auto"``: the refined normal equations
         where a cheap condition estimate and the residual say their error is QR's,
         Householder QR otherwise. Rank-deficient problems get the minimum-norm solution from every
-        method (normal and QR detect the deficiency and re-solve through an SVD). ``"lsqr"``:
-        Paige and Saunders' iterative LSQR, X used only through products with vectors, to the
-        accuracy ``atol``/``btol`` ask for (minimum-norm too; ``rank`` is -1: not estimated).
+        method (normal, qr and auto certify full rank from the inverse of their triangular
+        factor, and otherwise let the SVD of that factor decide). ``"lsmr"``,
+        ``"lsqr"``: Fong and Saunders' LSMR, Paige and Saunders' LSQR, iterative, X used only
+        through products (X may be sparse or an operator, where ``"auto"`` means ``"lsmr"``), to
+        the accuracy ``atol``/``btol`` ask for (minimum-norm too; ``rank`` -1: not estimated;
+        a column that centering leaves at rounding level, against its norm before, gets 0).
     rcond : float in [0, 1), optional
-        Relative cutoff for small singular values (and for the rank tests of normal/QR),
-        honoured exactly when given. Default: float64 ``eps * max(m, n)`` as
+        Relative cutoff for small singular values (of every method), honoured exactly when
+        given, as ``numpy.linalg.lstsq``; refused with ``"lsqr"``, which has none. Default: float64 ``eps * max(m, n)`` as
         ``numpy.linalg.lstsq``; float32 ``eps * (sqrt(max(m, n)) + min(m, n))``, the probable
         rounding noise of the factorization (the worst case dropped real directions of tall
-        data: 0.024 of s_max at m = 200000).
+        data: 0.024 of s_max at m = 200000). With the default, normal/qr/auto also keep every
+        direction where X with unit-norm columns clears it 100-fold (graded columns such as
+        x .. x**10, which their factors resolve; see the methods page).
     fit_intercept : bool
         Fit an unpenalized intercept by centering X and y with their (weighted) means.
     sample_weight : array, shape (m,) or (..., m), optional
@@ -188,20 +207,27 @@ def lstsq(
         Steps of iterative refinement (Björck's, on the augmented system, with residuals in
         double-double arithmetic): recovers digits on hard large-residual problems at the cost
         of one extra QR of X and O(m n k) per step. Tall full-rank problems only; others are
-        returned unrefined. Static under ``jax.jit``. Not with ``"lsqr"``.
+        returned unrefined. Static under ``jax.jit``. Not with ``"lsmr"``/``"lsqr"``.
     atol, btol : float in [0, 1), optional
-        ``"lsqr"`` only (an error with the other methods). A target stops once
+        ``"lsmr"``/``"lsqr"`` only (an error with the other methods). A target stops once
         ``||X^T r|| <= atol ||X|| ||r||`` or ``||r|| <= btol ||y|| + atol ||X|| ||w||`` (SciPy's
-        ``lsqr`` rules); default ``max(1e-6, 100 eps)`` (1e-6 in float64, 1.2e-5 in float32).
+        rules); default ``max(1e-6, 100 eps)`` (1e-6 in float64, 1.2e-5 in float32).
         The error in ``coef`` is about ``cond(X)`` times atol, more on large residuals.
     max_iter : int, optional
-        ``"lsqr"`` only: iteration limit, default ``4 min(m, n)``. Static under ``jax.jit``.
+        ``"lsmr"``/``"lsqr"`` only: iteration limit, default ``4 min(m, n)``. Static under ``jax.jit``.
+    conlim : float, optional
+        ``"lsmr"`` only: stop once LSMR's estimate of cond(X) reaches it (SciPy's default
+        1e8; None: no such stop). Static under ``jax.jit``.
+    x0 : array, shape (n,) or (n, k) (or with X's batch axes), optional
+        ``"lsmr"`` only: a warm start (e.g. a previous fit's ``coef``); the part of it in
+        X's null space stays in the solution.
 
     Returns
     -------
     LstsqResult
         ``coef``, ``intercept``, ``rank``, ``rss``, ``singular_values`` (``"svd"`` only) and
-        ``n_iter`` (``"lsqr"`` only), in the namespace, on the device and in the float dtype of the inputs.
+        ``n_iter`` (``"lsmr"``/``"lsqr"`` only), ``istop`` (``"lsmr"`` only), in the namespace, on
+        the device and in the float dtype of the inputs.
 
     Notes
     -----
@@ -228,13 +254,13 @@ def lstsq(
     >>> np.round([float(r.intercept), float(r.coef[0])], 6).tolist(), int(r.n_iter)
     ([0.666667, 0.5], 1)
     """
-    check_method(method, rcond)
-    check_refine(refine)
-    check_options(method, atol, btol, max_iter)
+    rcond = check_method(method, rcond)
+    refine = check_refine(refine)
+    atol, btol, max_iter = check_options(method, atol, btol, max_iter, conlim, x0)
     fit_intercept = check_bool(fit_intercept, "fit_intercept")
     check_finite = check_bool(check_finite, "check_finite")
-    if refine and method == "lsqr":
-        msg = "refine applies to the direct methods; method='lsqr' takes atol/btol instead"
+    if refine and method in ITERATIVE:
+        msg = f"refine applies to the direct methods; method={method!r} takes atol/btol instead"
         raise ValueError(msg)
     if _compat.eager_jax(X, y, sample_weight):
         # Checked here, eagerly (one host read), then solved as one compiled call.
@@ -243,32 +269,39 @@ def lstsq(
         return compiled(
             v.X, y, method=method, rcond=rcond, fit_intercept=fit_intercept,
             sample_weight=v.sample_weight, check_finite=False, refine=refine, atol=atol, btol=btol, max_iter=max_iter,
+            conlim=conlim, x0=x0,
         )  # fmt: skip
     defer = method in GRAM_ROUTE
     # The derivative rules need X centered before the solver (no Gram-route centering).
     gram_center = defer and not _derivatives.differentiable(X, y, sample_weight)
-    options = dict(atol=atol, btol=btol, max_iter=max_iter)
+    options = solver_options(method, atol, btol, max_iter, conlim, x0)
 
     def fit(by_gram):
         problem = prepare(
-            X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, defer_x_check=defer,
+            X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite,
+            defer_x_check=defer and by_gram,
             keep_original=refine > 0, defer_checks=True, scale="per_target", gram_center=gram_center,
             scale_x_by_gram=by_gram,
         )  # fmt: skip
+        opts = start_of(problem, options, check_finite)
         problem, cut = pad_empty_batch(problem)
         if problem.Y.shape[-1] == 0:
-            result = _no_targets(_fit(_one_target(problem, False), method, rcond, fit_intercept, refine, options))
+            result = _no_targets(_fit(_one_target(problem, False), method, rcond, fit_intercept, refine, opts))
         else:
-            result = _fit(problem, method, rcond, fit_intercept, refine, options)
+            result = _fit(problem, method, rcond, fit_intercept, refine, opts)
         return LstsqResult(*(cut(field) for field in result))
 
     try:
         with uncertified(X):
             return fit(True)
-    except Rescale:  # X's scale is not certified by its Gram matrix (NumPy): the max |X| passes
+    except Rescale:  # X's scale is not certified by its Gram matrix (NumPy): the max |X| passes,
+        # and X's finiteness tested first (NaN or infinity is one cause, and must raise before
+        # any arithmetic meets it, which would print NumPy's RuntimeWarnings)
         return fit(False)
 
 
+@operator_route(fit_ridge)
+@_compat.on_input_device
 def ridge(
     X: Array,
     y: Array,
@@ -283,6 +316,8 @@ def ridge(
     atol: float | None = None,
     btol: float | None = None,
     max_iter: int | None = None,
+    conlim: float | None = None,
+    x0: Array | None = None,
 ) -> LstsqResult:
     """Ridge regression: ``min_w ||y - X w - b||^2 + alpha ||w||^2``, intercept b not penalized.
 
@@ -292,11 +327,11 @@ def ridge(
 
     Parameters
     ----------
-    X, y, method, fit_intercept, sample_weight, check_finite, atol, btol, max_iter
+    X, y, method, fit_intercept, sample_weight, check_finite, atol, btol, max_iter, conlim, x0
         As in :func:`lstsq` (``"normal"`` solves ``(X^T X + alpha I) w = X^T y``, ``"qr"``
         factors ``[X; sqrt(alpha) I]``, ``"svd"`` uses filter factors ``s / (s**2 + alpha)``,
-        ``"lsqr"`` damps by ``sqrt(alpha)``, with r then the residual of the damped system;
-        not for paths).
+        ``"lsmr"``/``"lsqr"`` damp by ``sqrt(alpha)``, with r then the residual of the damped
+        system; not for paths).
     alpha : float, 0-d array, or 1-D array of shape (a,)
         Non-negative penalty. A 1-D ``alpha`` is a **path**: the fits for all ``a`` penalties
         from one factorization, every result field with a leading axis of length ``a`` (see
@@ -336,10 +371,10 @@ def ridge(
     per_target = check_bool(per_target, "per_target")
     fit_intercept = check_bool(fit_intercept, "fit_intercept")
     check_finite = check_bool(check_finite, "check_finite")
-    check_options(method, atol, btol, max_iter)
+    atol, btol, max_iter = check_options(method, atol, btol, max_iter, conlim, x0)
     path = not per_target and getattr(alpha, "ndim", 0) == 1
-    if path and method == "lsqr":
-        msg = "method='lsqr' fits one alpha (or one per target); a 1-D alpha path needs a direct method"
+    if path and method in ITERATIVE:
+        msg = f"method={method!r} fits one alpha (or one per target); a 1-D alpha path needs a direct method"
         raise ValueError(msg)
     if _compat.eager_jax(X, y, sample_weight, alpha):
         v, y = validated_now(
@@ -351,16 +386,17 @@ def ridge(
         return fit(
             v.X, y, alpha, method=method, fit_intercept=fit_intercept,
             sample_weight=v.sample_weight, check_finite=False, per_target=per_target, atol=atol, btol=btol,
-            max_iter=max_iter,
+            max_iter=max_iter, conlim=conlim, x0=x0,
         )  # fmt: skip
     defer = method in GRAM_ROUTE and not path  # a path factors its own way (``_path``)
+    options = solver_options(method, atol, btol, max_iter, conlim, x0)
     try:
         with uncertified(X):
             return _ridge(X, y, alpha, method, fit_intercept, sample_weight, check_finite, per_target, path, defer,
-                          dict(atol=atol, btol=btol, max_iter=max_iter), True)  # fmt: skip
+                          options, True)  # fmt: skip
     except Rescale:  # X's scale is not certified by its Gram matrix (NumPy): the max |X| passes
         return _ridge(X, y, alpha, method, fit_intercept, sample_weight, check_finite, per_target, path, defer,
-                      dict(atol=atol, btol=btol, max_iter=max_iter), False)  # fmt: skip
+                      options, False)  # fmt: skip
 
 
 def _ridge(X, y, alpha, method, fit_intercept, sample_weight, check_finite, per_target, path, defer, options, by_gram):
@@ -378,12 +414,13 @@ def _ridge(X, y, alpha, method, fit_intercept, sample_weight, check_finite, per_
         ridge=True,
         per_target=per_target,
         eliminate=not path or method in ("svd", "qr"),
-        defer_x_check=defer,
+        defer_x_check=defer and by_gram,  # the retry (NumPy) tests X first
         defer_checks=not path,
         scale="per_target",
         gram_center=gram_center,
         scale_x_by_gram=by_gram,
     )
+    options = start_of(problem, options, check_finite)
     problem, cut = pad_empty_batch(problem)
     no_targets = problem.Y.shape[-1] == 0
     if no_targets:

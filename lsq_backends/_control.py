@@ -186,6 +186,12 @@ def _in_host_memory(xp, x):
     return False
 
 
+def steps_per_trip(jax):
+    """Iterations per trip of a traced :func:`loop`: 1 where JAX compiles for the CPU (a
+    predicate read there is free), 10 on accelerators."""
+    return 1 if jax.default_backend() == "cpu" else 10
+
+
 def loop(xp, body, state, max_iter, done, operands=()):
     """``state = body(state, *operands)`` up to ``max_iter`` times, stopping once the scalar
     ``done(state)`` holds; ``state`` is a tuple of arrays (a NamedTuple) whose shapes ``body``
@@ -194,10 +200,12 @@ def loop(xp, body, state, max_iter, done, operands=()):
     ``body`` must leave a finished state unchanged (mask its updates with ``where``): the loop
     may run it a few more times, so when it stops is not a result, only a saving.
 
-    - JAX, traced (under ``jax.jit``, ``vmap``): ``lax.while_loop``, nothing leaves the
-      device (under ``vmap`` it runs until every problem is done). Not reverse-mode
-      differentiable. Eager JAX takes the Python loop below: a ``while_loop`` outside ``jit``
-      is traced and compiled anew on every call (seconds), each eager operation only once.
+    - JAX, traced (under ``jax.jit``, ``vmap``): ``lax.while_loop`` (under ``vmap`` it runs
+      until every problem is done). XLA:GPU reads the loop's predicate on the host every trip:
+      on accelerators each trip runs 10 iterations (a ``fori_loop``, whose known trip count
+      needs no read), then ``max_iter % 10`` more. Not reverse-mode differentiable.
+      Eager JAX takes the Python loop below: a ``while_loop`` outside ``jit`` is traced and
+      compiled anew on every call (seconds), each eager operation only once.
     - Eager libraries: a Python loop that reads ``done`` (one boolean) every few iterations:
       every one where arrays live in host memory (NumPy, array-api-strict, PyTorch on the CPU;
       the read is free), every 10th on a GPU, where each read waits for the queued kernels.
@@ -212,10 +220,26 @@ def loop(xp, body, state, max_iter, done, operands=()):
     if _aac.is_jax_namespace(xp) and any(_is_tracer(a) for a in (*state, *operands)):
         import jax
 
-        def cond_fun(carry):
-            return (carry[0] < max_iter) & ~done(carry[1])
+        def step(s):
+            return body(s, *operands)
 
-        return jax.lax.while_loop(cond_fun, lambda c: (c[0] + 1, body(c[1], *operands)), (0, state))[1]
+        def below(k):  # room for k more iterations, and not done
+            return lambda c: (c[0] + k <= max_iter) & ~done(c[1])
+
+        k = steps_per_trip(jax)
+        if k == 1:
+            return jax.lax.while_loop(below(1), lambda c: (c[0] + 1, step(c[1])), (0, state))[1]
+
+        # Quirk: XLA:GPU copies a while_loop's predicate to the host on every trip (a
+        # synchronization). Trips of k steps, as the eager loop below reads every 10th test:
+        # an inner loop of known trip count reads no predicate. The loop stops done (the
+        # remaining steps then change nothing) or at the last whole trip before max_iter,
+        # which leaves max_iter % k steps, a static count.
+        def trip(c):
+            return c[0] + k, jax.lax.fori_loop(0, k, lambda _, s: step(s), c[1])
+
+        state = jax.lax.while_loop(below(k), trip, (0, state))[1]
+        return jax.lax.fori_loop(0, max_iter % k, lambda _, s: step(s), state)
     lazy = _aac.is_dask_namespace(xp)
     if lazy:
         import dask

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from . import _compat, _kfold
+from . import _compat, _kfold, _scoring
 from ._alpha import failure
 from ._center import eliminate_intercept
 from ._empty import pad_empty_batch
 from ._input import check_bool, intercept_of, prepare
+from ._operator_cv import ridge_cv_operator
+from ._operator_fit import operator_route
 from ._scaling import unscale_cv
 from ._solvers import spectral
 from ._solvers._shared import check_count, dot
@@ -35,14 +37,19 @@ class RidgeCVResult(NamedTuple):
     best_index : integer array, same shape as ``alpha``
         Index of the chosen penalty in ``alphas`` (the first one on ties, as scikit-learn).
     cv_values : array, shape (a, ..., m) or (a, ..., m, k); (a, ..., f) or (a, ..., f, k) for f folds; or None
-        Leave-one-out: the squared errors, ``w_i * (y_i - yhat_{-i})**2`` with sample weights
-        (as scikit-learn's ``cv_results_``, whose alpha axis is last). ``cv="gcv"``: the terms
+        Leave-one-out: the squared errors, ``w_i * (y_i - yhat_{-i})**2`` with sample weights,
+        or with a ``scoring`` the predictions ``yhat_{-i}`` (as scikit-learn's ``cv_results_``,
+        whose alpha axis is last). ``cv="gcv"``: the terms
         ``w_i r_i**2 / (1 - df/m)**2`` whose mean is the GCV criterion. Held-out folds: each
-        fold's score. None for leave-one-out and GCV with ``target_batch``.
+        fold's score (NaN where undefined: ``"r2"`` on one sample). None for leave-one-out and
+        GCV with ``target_batch``.
     scores : array, shape (a, ...) or (a, ..., k)
         Per penalty and target, higher is better: minus the mean of ``cv_values`` (leave-one-out,
-        GCV), or the mean over folds of the fold scores; the chosen penalty maximizes it
-        (averaged over targets unless ``alpha_per_target``). scikit-learn's ``best_score_`` is
+        GCV), the ``scoring`` of the leave-one-out predictions, or the mean over folds of the
+        fold scores; the chosen penalty maximizes it (averaged over targets unless
+        ``alpha_per_target``). A scorer that sees all targets at once (a callable or a
+        scikit-learn scorer, without ``alpha_per_target``) gives one score per penalty, repeated
+        in every target's column. scikit-learn's ``best_score_`` is
         ``scores[best_index]`` averaged over targets, or per target with ``alpha_per_target``.
     """
 
@@ -68,6 +75,22 @@ def _loo(xp, spec, alphas, Y, lev0):
     return e * e
 
 
+def _loo_predictions(xp, spec, alphas, G, Y0, y_off, lev0):
+    """Leave-one-out predictions (a, ..., m, k) of every penalty, in y's units:
+    ``y_i - r_i / (1 - H_ii)`` with ``r`` the (unweighted) residual of the fit on all samples;
+    ``G`` (..., m, p) holds the rows of X (centered with the fit's means, unweighted) in the
+    factorization's basis, so a zero-weight sample gets the fit's prediction (it has no
+    influence), not 0/0."""
+    f = spectral.filters(xp, spec, alphas)  # (a, ..., p)
+    pred = spectral.over_alphas(xp, G, f[..., None] * spec.P)  # (a, ..., m, k)
+    if y_off is not None:
+        pred = pred + y_off
+    lev = spectral.over_alphas(xp, spec.L, f[..., None])[..., 0]  # (a, ..., m)
+    if lev0 is not None:
+        lev = lev + lev0
+    return Y0 - (Y0 - pred) / (1 - lev)[..., None]
+
+
 def _refit(xp, spec, alpha):
     """Coefficients (..., n, k) for one penalty per problem and target: ``alpha`` (..., kα),
     kα in {1, k}."""
@@ -75,23 +98,29 @@ def _refit(xp, spec, alpha):
     return dot(xp, spec.V, f * spec.P)  # f: (..., p, kα)
 
 
-def _scores_batched(xp, spec, alphas, Y, lev0, gcv, batch):
+def _scores_batched(xp, spec, alphas, Y, lev0, gcv, batch, scored=None):
     """Leave-one-out (or, with ``gcv`` = (root, fit_intercept), GCV) scores (a, ..., k),
     ``batch`` targets and one penalty at a time: working memory O(m batch) beyond the factors.
-    Each block's P comes from the sample-space factor (``spectral.project``)."""
+    Each block's P comes from the sample-space factor (``spectral.project``). ``scored``:
+    (G, Y0, y_off, w, scoring) to score the leave-one-out predictions instead."""
 
-    def block(Yb):
+    def block(Yb, *rest):
         sb = spec._replace(P=spectral.project(xp, spec, Yb))
         rows = []
         for i in range(alphas.shape[0]):
             a = alphas[i : i + 1]
-            if gcv is None:
+            if scored is not None:
+                G, _, _, w, scoring = scored
+                pred = _loo_predictions(xp, sb, a, G, rest[0], rest[1] if len(rest) > 1 else None, lev0)
+                rows.append(_kfold.score_predictions(xp, rest[0], pred, w, scoring))
+            elif gcv is None:
                 rows.append(-xp.mean(_loo(xp, sb, a, Yb, lev0), axis=-2))
             else:
                 rows.append(_kfold.gcv_scores(xp, sb, a, Yb, *gcv)[0])
         return (xp.concat(rows, axis=0),)
 
-    return _compat.over_columns(xp, block, (Y,), batch)[0]
+    more = () if scored is None else tuple(a for a in scored[1:3] if a is not None)
+    return _compat.over_columns(xp, block, (Y, *more), batch)[0]
 
 
 def _refit_batched(xp, spec, alpha, Y, batch):
@@ -104,6 +133,8 @@ def _refit_batched(xp, spec, alpha, Y, batch):
     return _compat.over_columns(xp, block, (Y, alpha) if per_target else (Y,), batch)[0]
 
 
+@operator_route(lambda *args, **kwargs: RidgeCVResult(*ridge_cv_operator(*args, **kwargs)))
+@_compat.on_input_device
 def ridge_cv(
     X: Array,
     y: Array,
@@ -145,7 +176,8 @@ def ridge_cv(
     y : array, shape (m,), (m, k), (..., m) or (..., m, k)
     alphas : float or 1-D array of shape (a,)
         Positive penalties to choose from (``alpha ||w||^2`` next to the plain sum of squares, as
-        :func:`ridge`). May be traced under ``jax.jit``.
+        :func:`ridge`); held-out folds also take 0 (least squares, minimum norm). May be traced
+        under ``jax.jit``.
     fit_intercept : bool
     sample_weight : array, shape (m,) or (..., m), optional
     alpha_per_target : bool
@@ -168,10 +200,23 @@ def ridge_cv(
         Each fold's training rows are factorized once (``mode``: eigendecomposition of their
         Gram matrix, or SVD), which gives the held-out predictions of every penalty; each fold
         fits its own intercept. Static under ``jax.jit``.
-    scoring : None, "neg_mean_squared_error", "r2" or callable
-        Held-out folds only: the fold score, averaged over folds (higher is better). Default
-        minus the mean squared error (weighted by ``sample_weight`` when given). A callable
-        ``scoring(y_true, y_pred, sample_weight)`` returns a number (2-D X, eager arrays).
+    scoring : None, str or callable
+        Higher is better. ``None``: the squared error (leave-one-out: the mean of
+        ``cv_values``; held-out folds: minus the weighted mean squared error). Otherwise the
+        leave-one-out predictions, or each fold's held-out predictions (the mean over folds), are
+        scored as scikit-learn scores them, with ``sample_weight``: a scikit-learn scorer name
+        (``"neg_mean_squared_error"``, ``"r2"``, ``"explained_variance"``,
+        ``"neg_root_mean_squared_error"`` and ``"neg_mean_absolute_error"`` are computed here on
+        any library and device, averaged uniformly over targets; other names call scikit-learn's
+        scorer), or a callable ``scoring(y_true, y_pred, sample_weight)`` returning a number
+        (2-D X, eager arrays). A callable or scikit-learn scorer is given all targets at once
+        (2-D arrays, as scikit-learn's ``RidgeCV`` calls multi-output scorers) unless
+        ``alpha_per_target``, then one column at a time. ``cv="gcv"`` takes None only.
+        ``"r2"`` on held-out folds as scikit-learn's ``r2_score``: a fold of constant targets
+        scores 0 (1 if predicted exactly); a fold of one sample is undefined: NaN in
+        ``cv_values``, with a warning, and left out of the mean; every fold of one sample
+        (``cv=m``) raises ``ValueError`` (leave-one-out with ``cv=None`` scores all the
+        predictions at once, where R² is defined).
     groups : array, optional
         Group labels passed to a splitter's ``split`` (``GroupKFold``).
     target_batch : int, optional
@@ -204,14 +249,18 @@ def ridge_cv(
     fit_intercept = check_bool(fit_intercept, "fit_intercept")
     alpha_per_target = check_bool(alpha_per_target, "alpha_per_target")
     check_finite = check_bool(check_finite, "check_finite")
-    _kfold.check_scoring(scoring)
-    check_count(target_batch, "target_batch")
+    _scoring.check(scoring)
+    target_batch = check_count(target_batch, "target_batch")
     held_out = cv is not None and not (isinstance(cv, str) and cv == "gcv")
     if isinstance(cv, str) and cv != "gcv":
         msg = f"cv must be None, 'gcv', an integer >= 2, a splitter or an iterable of (train, test); got {cv!r}"
         raise ValueError(msg)
-    if scoring not in (None, "neg_mean_squared_error") and not held_out:
-        msg = "scoring applies to held-out folds (cv=k, a splitter or index pairs); leave-one-out and 'gcv' score the squared error"
+    if scoring not in (None, "neg_mean_squared_error") and cv is not None and not held_out:
+        msg = "cv='gcv' scores the generalized cross-validation criterion; scoring must be None there"
+        raise ValueError(msg)
+    joint = not alpha_per_target and scoring is not None and (callable(scoring) or scoring not in _scoring.NATIVE)
+    if joint and target_batch is not None:
+        msg = "a callable or scikit-learn scorer scores all targets at once: it needs target_batch=None (or alpha_per_target=True)"
         raise ValueError(msg)
     problem = prepare(
         X,
@@ -233,10 +282,11 @@ def ridge_cv(
         msg = f"cross-validation needs at least 2 samples; X has {m}"
         raise ValueError(msg)
     pairs = _kfold.folds(cv, m, groups) if held_out else None
+    undefined = _kfold.undefined_folds(pairs, scoring) if held_out else ()
     # Read with the other value checks, in one host read, before any factorization.
     checks = problem.checks
-    if not _compat.is_lazy(alphas):
-        msg = "alphas must be positive for cross-validation"
+    if not _compat.is_lazy(alphas) and not held_out:  # held-out folds take alpha = 0, as scikit-learn
+        msg = "alphas must be positive for leave-one-out and GCV (held-out folds, cv=k, also take 0)"
         checks.add(xp.all(alphas > 0), failure(ValueError, msg))
     checks.read(xp)
     problem, cut = pad_empty_batch(problem)  # Dask fails on a batch with no problems
@@ -253,12 +303,27 @@ def ridge_cv(
 
     batch = target_batch
     gcv = (problem.original[2], fit_intercept) if cv is not None else None
+    unit = None if problem.scale is None else problem.scale.target
+    vector = problem.y_was_vector
+    scoring = _scoring.bind(scoring, joint=not alpha_per_target, vector=vector, unit=unit)
+    predictions = cv is None and scoring is not None  # leave-one-out predictions, scored
 
     def evaluate(spec):
         if pairs is not None:
             X0, Y0, root0 = problem.original
-            args = (alphas, pairs, fit_intercept, scoring, mode, batch)
+            args = (alphas, pairs, fit_intercept, scoring, mode, batch, undefined)
             scores, values = _kfold.kfold_scores(xp, X0, Y0, root0, *args)
+        elif predictions:
+            X0, Y0, root0 = problem.original
+            x_off = problem.x_offset
+            G = spec.F if root0 is None else dot(xp, X0 if x_off is None else X0 - x_off, spec.V)
+            w = None if root0 is None else root0 * root0
+            if batch is not None:
+                scored = (G, Y0, problem.y_offset, w, scoring)
+                scores, values = _scores_batched(xp, spec, alphas, Yc, lev0, None, batch, scored), None
+            else:
+                values = _loo_predictions(xp, spec, alphas, G, Y0, problem.y_offset, lev0)
+                scores = _kfold.score_predictions(xp, Y0, values, w, scoring)
         elif batch is not None:
             scores, values = _scores_batched(xp, spec, alphas, Yc, lev0, gcv, batch), None
         elif gcv is not None:
@@ -267,7 +332,7 @@ def ridge_cv(
             values = _loo(xp, spec, alphas, Yc, lev0)  # (a, ..., m, k)
             scores = -xp.mean(values, axis=-2)  # (a, ..., k)
         mse = -scores
-        best = _compat.argmin0(xp, mse if alpha_per_target else xp.mean(mse, axis=-1))  # (..., k) or (...)
+        best = _compat.arg_best(xp, mse if alpha_per_target else xp.mean(mse, axis=-1), 0)  # (..., k) or (...)
         alpha = xp.reshape(xp.take(alphas, xp.reshape(best, (-1,)), axis=0), tuple(best.shape))
         chosen = alpha if alpha_per_target else alpha[..., None]
         coef = _refit(xp, spec, chosen) if batch is None else _refit_batched(xp, spec, chosen, Yc, batch)
@@ -293,13 +358,19 @@ def ridge_cv(
             )
     coef, alpha, best, values, scores = out
     intercept = intercept_of(xp, problem, coef, fit_intercept)
-    # Leave-one-out and GCV errors are weighted squares (scaled by y's and the weights' factors),
-    # held-out folds' weighted means of squares (by y's alone); R^2 and a callable's scores are
-    # taken as they are.
-    errors = "sums" if pairs is None else "means" if scoring in (None, "neg_mean_squared_error") else None
-    coef, intercept, alpha, values, scores = unscale_cv(
-        xp, problem.scale, best, coef, intercept, alpha, values, scores, errors=errors
+    # Leave-one-out and GCV errors are weighted sums of squares (scaled back by y's and the
+    # weights' factors), held-out folds' and scored leave-one-out predictions' weighted means
+    # of squares (by y's alone); R^2 is scale-free, and the other scorers saw the targets in
+    # the caller's units (``_scoring.Scorer.unit``).
+    squared = scoring in (None, "neg_mean_squared_error")
+    errors = None if not squared else "means" if pairs is not None or predictions else "sums"
+    coef, intercept, alpha, values_u, scores = unscale_cv(
+        xp, problem.scale, best, coef, intercept, alpha, None if predictions else values, scores, errors=errors
     )
+    if not predictions:
+        values = values_u
+    elif values is not None and unit is not None:
+        values = values * unit
     if problem.y_was_vector:
         coef, intercept, scores = coef[..., 0], intercept[..., 0], scores[..., 0]
         values = None if values is None else values[..., 0]

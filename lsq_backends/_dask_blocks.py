@@ -42,10 +42,10 @@ def solve_triangular_block(a_blk, b_blk, lower):
 
 
 # The per-matrix NumPy functions of ``_compat`` (module level, so graphs pickle).
-def numpy_argmin0(a):
+def numpy_arg_best(a, axis, largest):
     import numpy as np
 
-    return np.argmin(a, axis=0)
+    return np.argmax(a, axis=axis) if largest else np.argmin(a, axis=axis)
 
 
 def numpy_qr(a):

@@ -119,10 +119,21 @@ def _per_target(xp, X, alpha, options, symmetric_solve):
 
 def fit(xp, X, Y, alpha, method, rcond, offset_sq, check, options, factor=False, symmetric_solve=None):
     """The solver's fit ``(coef, rank, s, n_iter)``, and with ``factor`` its ``Factor`` fifth
-    (LSQR's as operators, :func:`lsqr_factor`)."""
+    (LSQR's as operators, :func:`lsqr_factor`). For ``lsmr`` the counts and the stop reasons
+    come stacked, (2, ..., k): one integer output of the rule (:func:`split_counts`)."""
     sol = solvers_fit(xp, X, Y, alpha, method, rcond, offset_sq, check, options, factor)
-    fac = lsqr_factor(xp, X, alpha, options, symmetric_solve) if factor and method in ITERATIVE else sol.factor
-    return sol.coef, sol.rank, sol.s, sol.n_iter, fac
+    fac = sol.factor
+    if factor and method in ITERATIVE:  # K by LSQR at the fit's tolerances (an LSMR fit's too)
+        fac = lsqr_factor(xp, X, alpha, {k: options[k] for k in ("atol", "btol", "max_iter")}, symmetric_solve)
+    counts = sol.n_iter if sol.istop is None else xp.stack([sol.n_iter, sol.istop])
+    return sol.coef, sol.rank, sol.s, counts, fac
+
+
+def split_counts(method, counts):
+    """``(n_iter, istop)`` from the integer output of :func:`fit` (istop None but for lsmr)."""
+    if method == "lsmr":
+        return counts[0], counts[1]
+    return counts, None
 
 
 def differentiable(*arrays):

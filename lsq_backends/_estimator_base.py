@@ -23,6 +23,7 @@ from __future__ import annotations
 import copy
 import inspect
 import math
+import sys
 import warnings
 
 import array_api_compat as _aac
@@ -84,6 +85,11 @@ except ImportError:  # absent, or older than 1.6 (no validate_data, no __sklearn
         _estimator_type = "regressor"
 
 
+# The estimator methods that fit a sparse X (by LSMR for "auto").
+SPARSE_METHODS = ("auto", "lsmr", "lsqr")
+# SciPy sparse formats fitted as they are (others are converted to the first).
+SPARSE_FORMATS = ("csr", "csc", "coo")
+
 # What ``fit`` records about its input (scikit-learn's names).
 _INPUT_ATTRIBUTES = ("n_features_in_", "feature_names_in_")
 
@@ -104,8 +110,19 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.target_tags.multi_output = True
         tags.target_tags.single_output = True
-        tags.input_tags.sparse = False
+        tags.input_tags.sparse = self._accepts_sparse()
         return tags
+
+    def _accepts_sparse(self):
+        """Whether ``fit`` takes a SciPy sparse X: where the fit is iterative (``method`` "auto",
+        "lsmr" or "lsqr": LSMR or LSQR on the products), or held-out folds of ``RidgeCV``
+        (``cv=k``: each fold by LSMR); not the non-negative fits, not leave-one-out or GCV
+        (they factorize X)."""
+        if getattr(self, "positive", False) is True:
+            return False
+        if hasattr(self, "cv"):
+            return self.cv is not None and not (isinstance(self.cv, str) and self.cv == "gcv")
+        return getattr(self, "method", "auto") in SPARSE_METHODS
 
     def __sklearn_is_fitted__(self):
         return hasattr(self, "coef_")
@@ -140,8 +157,16 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
         if y is None:
             msg = f"{type(self).__name__} requires y to be passed, but the target y is None."
             raise ValueError(msg)
+        sparse = _scipy_sparse(X)
+        if sparse and not self._accepts_sparse():
+            msg = (
+                f"X is a SciPy sparse {type(X).__name__}: {self!r} factorizes a dense X; sparse X is fitted with "
+                "method='auto' (LSMR), 'lsmr' or 'lsqr' (RidgeCV: with cv=k folds), or pass X.toarray()"
+            )
+            raise TypeError(msg)
         for name, a in (("X", X), ("y", y), ("sample_weight", sample_weight)):
-            check_kind(a, name)  # scikit-learn's validation would drop a mask silently
+            if not (sparse and name == "X"):
+                check_kind(a, name)  # scikit-learn's validation would drop a mask silently
         if _sklearn_route(X, y, sample_weight):
             import numpy as np
 
@@ -152,7 +177,7 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
                 probe,
                 X,
                 y,
-                accept_sparse=False,
+                accept_sparse=SPARSE_FORMATS if sparse else False,
                 dtype=[np.float64, np.float32],
                 multi_output=True,
                 y_numeric=True,
@@ -162,6 +187,11 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
                 sample_weight = _check_sample_weight(sample_weight, X, dtype=X.dtype, ensure_non_negative=True)
             fitted = {k: getattr(probe, k) for k in _INPUT_ATTRIBUTES if hasattr(probe, k)}
             return X, y, sample_weight, False, fitted
+        if sparse:  # without scikit-learn: the fit validates it (lsq_backends._operator_fit)
+            if len(X.shape) != 2:
+                msg = f"X must be 2-D, shape (n_samples, n_features); got shape {tuple(X.shape)}"
+                raise ValueError(msg)
+            return X, y, sample_weight, bool(self.check_finite), {"n_features_in_": X.shape[1]}
         xp = _input.namespace_of(X, y, sample_weight)
         dev = next((_compat.device(a) for a in (X, y, sample_weight) if _aac.is_array_api_obj(a)), None)
         X = _input.as_array(xp, X, "X", dev)
@@ -194,10 +224,15 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
                 self,
                 X,
                 reset=False,
-                accept_sparse=False,
+                accept_sparse=SPARSE_FORMATS,
                 dtype=[np.float64, np.float32],
                 ensure_all_finite=bool(self.check_finite),
             )
+        if _scipy_sparse(X) and _aac.is_numpy_array(coef):
+            if len(X.shape) != 2 or X.shape[1] != self.n_features_in_:
+                msg = f"X must have shape (n_samples, {self.n_features_in_}); got shape {tuple(X.shape)}"
+                raise ValueError(msg)
+            return X
         xp = _compat.array_namespace(coef)
         X = _like(xp, X, "X", coef)
         _input.check_dtype(xp, X, "X")
@@ -227,6 +262,7 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
             coef = coef[0, ...]
         return {"coef_": coef, "intercept_": result.intercept}
 
+    @_compat.on_input_device
     def predict(self, X):
         """Predict with the fitted linear model.
 
@@ -242,6 +278,9 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
         """
         X = self._validate_predict(X)
         coef = self.coef_
+        if _scipy_sparse(X):  # SciPy's product, dense (m, k) out
+            W = coef if coef.ndim == 1 else coef.T
+            return X @ W + self.intercept_
         xp = _compat.array_namespace(X, coef)
         dtype = xp.result_type(X.dtype, coef.dtype) if xp.isdtype(X.dtype, "real floating") else coef.dtype
         X = xp.astype(X, dtype, copy=False) if X.dtype != dtype else X
@@ -249,6 +288,7 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
         pred = _compat.matmul(xp, X, xp.astype(W, dtype, copy=False))
         return pred + _compat.as_rank(xp, xp.astype(self.intercept_, dtype, copy=False), pred.ndim)
 
+    @_compat.on_input_device
     def score(self, X, y, sample_weight=None):
         """Coefficient of determination R² of ``predict(X)`` against ``y``.
 
@@ -292,6 +332,11 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
         safe = xp.where(den != 0, den, xp.ones_like(den))
         r2 = xp.where(den != 0, 1 - num / safe, xp.where(num != 0, xp.zeros_like(num), xp.ones_like(num)))
         return float(xp.mean(r2))
+
+
+def _scipy_sparse(X):
+    sparse = sys.modules.get("scipy.sparse")
+    return sparse is not None and sparse.issparse(X)
 
 
 def _sklearn_route(*arrays):

@@ -64,8 +64,14 @@ def cholesky(xp, a):
     if _aac.is_cupy_namespace(xp):
         # Quirk: under CuPy's default error state a failed factorization raises nothing and
         # returns the lower triangle of whatever cuSOLVER left, not NaN. Reading cuSOLVER's
-        # info would synchronize: the factor is tested on the device instead.
-        return checked_cholesky(xp, xp.linalg.cholesky(a), a)
+        # info would synchronize: the factor is tested on the device instead. A caller's
+        # ``cupyx.errstate(linalg="raise")`` would read that info (a synchronization) and
+        # raise out of the fallback a singular Gram matrix takes: factor under "ignore".
+        import cupyx
+
+        with cupyx.errstate(linalg="ignore"):
+            L = xp.linalg.cholesky(a)
+        return checked_cholesky(xp, L, a)
     if _aac.is_numpy_namespace(xp) and a.ndim == 2 and 0 < a.shape[-1] <= LAPACK_SMALL:
         # Small NumPy factors: SciPy's LAPACK potrf, ~4x cheaper than numpy.linalg.cholesky's
         # dispatch (a tenth of a small fit); a failure (info > 0) is NaN as below.
@@ -151,9 +157,13 @@ def qr_apply(xp, x, y):
         # pass: the R factor of [X | y], reduced as a tree, has R and Q^T y in one pass.
         return dask_tsqr_apply(x, y)
     if _aac.is_torch_namespace(xp):
-        # torch.geqrf/ormqr: Householder vectors applied in place of an explicit Q.
+        # torch.geqrf/ormqr: Householder vectors applied in place of an explicit Q. Quirk:
+        # they have no derivative; inputs that require grad take torch.linalg.qr, which has.
         import torch
 
+        if torch.is_grad_enabled() and (x.requires_grad or y.requires_grad):
+            q, r = torch.linalg.qr(x)
+            return r, matmul(xp, q.mT, y)
         a, tau = torch.geqrf(x)
         qty = torch.ormqr(a, tau, y, left=True, transpose=True)[..., :n, :]
         return torch.triu(a[..., :n, :]), qty
@@ -248,10 +258,16 @@ def qr_r(xp, x):
         import torch
 
         return torch.triu(torch.geqrf(x)[0][: x.shape[-1], :])
-    if _aac.is_jax_namespace(xp) or _aac.is_cupy_namespace(xp):
-        # jnp.linalg.qr and cupy.linalg.qr take mode="r" and skip forming Q (the standard's
-        # signature lacks the mode).
+    if _aac.is_jax_namespace(xp):
+        # jnp.linalg.qr takes mode="r" and skips forming Q (the standard's signature lacks it).
         return xp.linalg.qr(x, mode="r")
+    if _aac.is_cupy_namespace(xp):
+        # Quirk: cupy.linalg.qr(mode="r") returns R alone, which array-api-compat's wrapper
+        # unpacks into QRResult(*R) (a TypeError, or for two columns the rows of R taken as
+        # Q and R): CuPy's own function.
+        import cupy
+
+        return cupy.linalg.qr(x, mode="r")
     return qr(xp, x)[1]
 
 

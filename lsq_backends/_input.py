@@ -20,10 +20,12 @@ import numpy as np
 from . import _compat
 from ._alpha import failure, validate_alpha
 from ._center import eliminate_intercept, sample_means, weighted_means
+from ._frames import from_pandas
 from ._kinds import check_kind, check_known_shape
 from ._scaling import flushed, gram_certificate, scale_problem
+from ._solvers._shared import check_fraction
 
-METHODS = ("auto", "normal", "qr", "svd", "lsqr")
+METHODS = ("auto", "normal", "qr", "svd", "lsmr", "lsqr")
 
 
 class Problem(NamedTuple):
@@ -50,9 +52,10 @@ class Problem(NamedTuple):
 def as_array(xp, a, name, dev, like=None):
     """``a`` as an array of ``xp`` on ``dev``; a list or scalar takes the float dtype ``like``
     of the array arguments where there is one (torch would make float32 of a list of floats
-    next to float64 X)."""
+    next to float64 X). A pandas DataFrame or Series is read column by column (``_frames``)."""
     if _aac.is_array_api_obj(a):
         return a
+    a = from_pandas(a, name)
     try:
         arr = xp.asarray(a, device=dev)
         if like is not None and _compat.isdtype(xp, arr.dtype, "real floating") and arr.dtype != like:
@@ -168,13 +171,22 @@ def check_devices(arrays):
 
 
 def check_method(method, rcond):
+    """Validate ``method`` and ``rcond``; returns ``rcond`` as a Python float (or None).
+
+    ``rcond`` is a cutoff on singular values, which only the direct methods resolve: with
+    ``method="lsmr"`` or ``"lsqr"`` (no singular values, no rank estimate) an explicit one is
+    refused rather than ignored."""
     if method not in METHODS:
         msg = f"method must be one of {', '.join(map(repr, METHODS))}; got {method!r}"
         raise ValueError(msg)
-    if rcond is not None:
-        if isinstance(rcond, bool) or not isinstance(rcond, (int, float)) or not 0 <= rcond < 1:
-            msg = f"rcond must be None or a number in [0, 1); got {rcond!r}"
-            raise ValueError(msg)
+    rcond = check_fraction(rcond, "rcond")
+    if rcond is not None and method in ("lsmr", "lsqr"):
+        msg = (
+            f"rcond applies to the direct methods (a singular-value cutoff); method={method!r} estimates no "
+            f"singular values: leave rcond=None and set its accuracy with atol/btol; got rcond={rcond!r}"
+        )
+        raise ValueError(msg)
+    return rcond
 
 
 def check_bool(value, name):
@@ -353,7 +365,8 @@ def prepare(
     (``Problem.check``, see :func:`gram_check`); ``keep_original`` keeps the validated inputs
     (for ``refine`` and leave-one-out). The value checks are read before this returns, or,
     with ``defer_checks``, left in ``Problem.checks`` for the fit to read with its first route
-    decision (see ``_compat.deferred``): one host read for the whole fit. ``scale``
+    decision (see ``_compat.deferred``): one host read for the whole fit (NumPy, where
+    reading is free, reads them here all the same). ``scale``
     ("per_target" or "shared", see ``_scaling``) solves at unit scale: X, Y, the square roots
     of the weights and alpha divided by powers of two, recorded in ``Problem.scale`` for
     ``_scaling.unscale``. With
@@ -366,7 +379,9 @@ def prepare(
         X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, alpha=alpha, ridge=ridge,
         per_target=per_target, defer_x_check=defer_x_check, alpha_name=alpha_name,
     )  # fmt: skip
-    if not defer_checks:
+    if not defer_checks or _aac.is_numpy_namespace(xp):
+        # NumPy reads for free: a bad value raises here, before centering or scaling meets
+        # it (NaN and infinity there print NumPy's RuntimeWarnings ahead of the error).
         checks.read(xp)
 
     m, n = X.shape[-2:]

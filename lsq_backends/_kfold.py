@@ -11,13 +11,12 @@ cost k factorizations of the training rows, never one fit per penalty (scikit-le
 from __future__ import annotations
 
 import numbers
+import warnings
 
 from . import _compat
 from ._center import eliminate_intercept
 from ._solvers import spectral
 from ._solvers._shared import dot
-
-SCORINGS = ("neg_mean_squared_error", "r2")
 
 
 def folds(cv, m, groups=None):
@@ -66,11 +65,28 @@ def folds(cv, m, groups=None):
     return out
 
 
-def check_scoring(scoring):
-    if scoring is None or callable(scoring) or scoring in SCORINGS:
-        return
-    msg = f"scoring must be None, a callable or one of {', '.join(map(repr, SCORINGS))}; got {scoring!r}"
-    raise ValueError(msg)
+def undefined_folds(pairs, scoring):
+    """The folds (indices) whose score is undefined: ``"r2"`` on fewer than two held-out samples
+    (scikit-learn scores them NaN, with a warning). Their scores are NaN and left out of the
+    mean over folds, with a warning here; when every fold is such (leave-one-out), no score
+    is left to choose a penalty from, and ``ValueError`` is raised, before any work."""
+    if scoring != "r2":
+        return ()
+    undefined = tuple(i for i, (_, test) in enumerate(pairs) if len(test) < 2)
+    if undefined and len(undefined) == len(pairs):
+        msg = (
+            "scoring='r2' (RidgeCV's default with folds) is undefined on a held-out fold of fewer than 2 "
+            "samples, and every fold here has one: use scoring='neg_mean_squared_error', or cv=None for "
+            "the efficient leave-one-out"
+        )
+        raise ValueError(msg)
+    if undefined:
+        msg = (
+            f"R^2 is undefined on held-out folds of fewer than 2 samples (folds {list(undefined)}): their "
+            "scores are NaN and left out of the mean over folds"
+        )
+        warnings.warn(msg, UserWarning, stacklevel=3)  # at the caller of ridge_cv
+    return undefined
 
 
 def _take(xp, a, idx):
@@ -107,11 +123,11 @@ def _predict(xp, spec, G, alphas):
     return spectral.over_alphas(xp, G, f[..., None] * _compat.as_rank(xp, spec.P, f.ndim + 1))
 
 
-def _score(xp, y, pred, w, scoring):
+def fold_score(xp, y, pred, w, scoring):
     """Score (higher is better) of the held-out predictions ``pred`` (a, ..., m, k) of ``y``
     (..., m, k), weights ``w`` (..., m, 1) or None: (a, ..., k)."""
-    if callable(scoring):
-        return _callable_score(xp, y, pred, w, scoring)
+    if callable(scoring):  # any other scoring, bound by ``_scoring.bind``
+        return scoring(xp, y, pred, w)
     r = _compat.as_rank(xp, y, pred.ndim) - pred
     ww = xp.ones_like(y[..., :1]) if w is None else w
     total = xp.sum(ww, axis=-2)  # (..., 1)
@@ -120,20 +136,17 @@ def _score(xp, y, pred, w, scoring):
         mean = xp.sum(ww * y, axis=-2, keepdims=True) / total[..., None, :]
         d = y - mean
         sst = xp.sum(ww * d * d, axis=-2)  # (..., k)
-        return 1 - sse / _compat.as_rank(xp, xp.where(sst > 0, sst, xp.ones_like(sst)), sse.ndim)
+        # Constant targets (on the rows with weight) have no variance to explain. Tested
+        # exactly: their weighted mean's rounding leaves sst ~1e-33, not 0. As scikit-learn's
+        # r2_score: 1 for a perfect prediction, else 0.
+        weighted = ww > 0
+        inf = xp.full_like(y[..., :1, :], float("inf"))
+        hi = xp.max(xp.where(weighted, y, -inf), axis=-2)
+        constant = hi <= xp.min(xp.where(weighted, y, inf), axis=-2)  # (..., k)
+        constant, sst = _compat.as_rank(xp, constant, sse.ndim), _compat.as_rank(xp, sst, sse.ndim)
+        r2 = 1 - sse / xp.where(constant, xp.ones_like(sst), sst)
+        return xp.where(constant, xp.where(sse == 0, xp.ones_like(r2), xp.zeros_like(r2)), r2)
     return -sse / _compat.as_rank(xp, total, sse.ndim)
-
-
-def _callable_score(xp, y, pred, w, scoring):
-    """``scoring(y_true, y_pred, sample_weight)`` per penalty and target (eager arrays only),
-    on 2-D problems: a Python loop over penalties and targets."""
-    if y.ndim != 2:
-        msg = "a callable scoring takes 2-D X only (no stacks of problems)"
-        raise ValueError(msg)
-    a, k = pred.shape[0], y.shape[-1]
-    wv = None if w is None else w[:, 0]
-    rows = [[float(scoring(y[:, j], pred[i, :, j], wv)) for j in range(k)] for i in range(a)]
-    return xp.asarray(rows, dtype=y.dtype, device=_compat.device(y))
 
 
 def _fold_scores_batched(xp, X, Y, root, alphas, train, test, fit_intercept, scoring, mode, batch):
@@ -163,27 +176,33 @@ def _fold_scores_batched(xp, X, Y, root, alphas, train, test, fit_intercept, sco
         for i in range(alphas.shape[0]):
             pred = _predict(xp, sb, G, alphas[i : i + 1])  # (1, ..., m_test, b)
             pred = pred + _compat.as_rank(xp, y_off, pred.ndim) if fit_intercept else pred
-            rows.append(_score(xp, Yte, pred, w_test, scoring))
+            rows.append(fold_score(xp, Yte, pred, w_test, scoring))
         return (xp.concat(rows, axis=0),)
 
     return _compat.over_columns(xp, block, (Y,), batch)[0]
 
 
-def kfold_scores(xp, X, Y, root, alphas, pairs, fit_intercept, scoring, mode, batch=None):
+def kfold_scores(xp, X, Y, root, alphas, pairs, fit_intercept, scoring, mode, batch=None, undefined=()):
     """Scores (a, ..., k), the mean over folds, and the per-fold scores (a, ..., f, k); with
     ``batch``, ``batch`` targets and one penalty at a time (working memory O(batch (m + a))
-    beyond the factors)."""
+    beyond the factors). The ``undefined`` folds (:func:`undefined_folds`) are not fitted:
+    NaN per fold, left out of the mean."""
     per_fold = []
-    for train, test in pairs:
+    for i, (train, test) in enumerate(pairs):
+        if i in undefined:
+            per_fold.append(None)
+            continue
         if batch is not None:
             args = (fit_intercept, scoring, mode, batch)
             per_fold.append(_fold_scores_batched(xp, X, Y, root, alphas, train, test, *args))
             continue
         pred = _fold_predictions(xp, X, Y, root, alphas, train, test, fit_intercept, mode)
         w_test = None if root is None else _take(xp, root * root, test)
-        per_fold.append(_score(xp, _take(xp, Y, test), pred, w_test, scoring))
-    stacked = xp.stack(per_fold, axis=-2)  # (a, ..., f, k)
-    return xp.mean(stacked, axis=-2), stacked
+        per_fold.append(fold_score(xp, _take(xp, Y, test), pred, w_test, scoring))
+    scored = [s for s in per_fold if s is not None]
+    nan = xp.full_like(scored[0], float("nan"))
+    stacked = xp.stack([nan if s is None else s for s in per_fold], axis=-2)  # (a, ..., f, k)
+    return xp.mean(xp.stack(scored, axis=-2), axis=-2), stacked
 
 
 def gcv_scores(xp, spec, alphas, Y, root, fit_intercept):
@@ -199,3 +218,9 @@ def gcv_scores(xp, spec, alphas, Y, root, fit_intercept):
     den = (1 - df / m)[..., None, None]
     terms = resid * resid / (den * den)  # (a, ..., m, k)
     return -xp.mean(terms, axis=-2), terms
+
+
+def score_predictions(xp, y, pred, w, scoring):
+    """Scores (a, ..., k) of predictions (a, ..., m, k) of ``y``, as a held-out fold is scored:
+    ``ridge_cv``'s leave-one-out predictions with a ``scoring``."""
+    return fold_score(xp, y, pred, w, scoring)

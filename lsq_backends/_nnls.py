@@ -42,11 +42,11 @@ class NNLSResult(NamedTuple):
 
 
 def check_options(max_iter, tol):
-    """Validate the iteration options (before any work)."""
-    check_count(max_iter, "max_iter")
-    check_fraction(tol, "tol")
+    """Validate the iteration options (before any work); returns them as Python numbers."""
+    return check_count(max_iter, "max_iter"), check_fraction(tol, "tol")
 
 
+@_compat.on_input_device
 def nnls(
     X: Array,
     y: Array,
@@ -107,7 +107,7 @@ def nnls(
     >>> r.coef.tolist(), bool(r.converged)
     ([1.5, 0.0], True)
     """
-    check_options(max_iter, tol)
+    max_iter, tol = check_options(max_iter, tol)
     fit_intercept = check_bool(fit_intercept, "fit_intercept")
     check_finite = check_bool(check_finite, "check_finite")
     per_target = getattr(alpha, "ndim", 0) == 1 or isinstance(alpha, (list, tuple))

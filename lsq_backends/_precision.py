@@ -12,16 +12,20 @@ for their own network training:
   ``torch.backends.mkldnn.matmul.fp32_precision = "bf16"`` (CPU, oneDNN on CPUs with bfloat16
   units; ``set_float32_matmul_precision("medium")`` sets it). The setting is read when the
   product is dispatched, so it is forced to full precision around that call and put back after.
+  cuBLAS's triangular solve (trsm) runs on the handle torch switches to TF32 math as well: the
+  float32 triangular solves of ``_triangular`` are guarded the same way.
 - CuPy: ``CUPY_TF32=1`` makes float32 products use ``CUBLAS_COMPUTE_32F_FAST_TF32``; CuPy keeps
   the compute type per dtype in ``cupy._core._routines_linalg`` (private, but the only handle):
-  ``COMPUTE_TYPE_PEDANTIC`` (``CUBLAS_COMPUTE_32F_PEDANTIC``, full float32 in every phase) is set
-  around the call. Where that private API is missing the product runs unguarded. Not exercised on
-  a GPU by the test suite (CuPy needs one); the logic is unit-tested with stand-ins.
+  where it is TF32, BF16 or FP16, ``COMPUTE_TYPE_PEDANTIC`` (``CUBLAS_COMPUTE_32F_PEDANTIC``,
+  full float32 in every phase) is set around the call; CuPy's default (full float32) is left
+  alone. Where that private API is missing the product runs unguarded.
 
 Only float32 is affected (float64 products never use reduced precision). Nothing is changed when
-the setting is already full precision, so the common case costs one read of a flag. The override
-is counted across threads: the user's setting is put back when the last product that needed it
-finishes (another thread's own float32 products meanwhile also run at full precision).
+the settings already are full precision, so the common case costs a read of two flags. The
+override is counted across threads: the user's settings are put back when the last product that
+needed them finishes (another thread's own float32 products meanwhile also run at full
+precision). ``tests/test_precision_guards.py`` checks every guard on the devices of the session
+(torch on the CPU and CUDA, CuPy), and with stand-ins where the library cannot run.
 """
 
 from __future__ import annotations
@@ -60,46 +64,96 @@ class Override:
                     restore()
 
 
-# One per process-wide setting: torch's "cuda" (cuBLAS) and "cpu" (oneDNN) knobs, the single
-# global precision of torch before 2.9 ("torch"), CuPy's float32 compute type.
-OVERRIDES = {"cuda": Override(), "cpu": Override(), "torch": Override(), "cupy": Override()}
+# One per process-wide state: torch's precision settings (the global one and the per-backend
+# knobs are forced and restored together, see torch_force), CuPy's float32 compute type.
+OVERRIDES = {"torch": Override(), "cupy": Override()}
 
 # Values of torch's per-backend ``fp32_precision`` (torch >= 2.9) that mean full float32:
 # "none" is what every knob reads when nothing was set (the backend's full-precision default).
 _FULL = ("ieee", "none")
 
 
-def torch_force(torch, kind):
-    """Force full float32 products on torch's ``kind`` ("cuda" or "cpu") backend; returns the
-    function that restores the previous setting, or None when it was already full precision."""
-    backend = torch.backends.cuda if kind == "cuda" else getattr(torch.backends, "mkldnn", None)
-    knob = getattr(backend, "matmul", None)
-    try:
-        current = knob.fp32_precision  # torch >= 2.9: per-backend setting
-    except AttributeError:  # older torch: only the global matmul precision
-        current = None
-    if current is not None:
-        if current in _FULL:
-            return None
-        # The getter resolves an unset knob to the generic setting: put back "unset" then, so
-        # that the knob keeps following later changes of torch.backends.fp32_precision.
-        back = "none" if current == getattr(torch.backends, "fp32_precision", None) else current
-        knob.fp32_precision = "ieee"
-        return lambda: setattr(knob, "fp32_precision", back)
-    # Before 2.9 one setting drives both backends (allow_tf32 is the same flag as precision !=
-    # "highest"), so it is forced whatever the device: products on the CPU and on a GPU in two
-    # threads share the override (OVERRIDES["torch"]).
-    precision = torch.get_float32_matmul_precision()
-    if precision == "highest":
+def _torch_knobs(torch):
+    """torch's per-backend float32 matmul knobs (torch >= 2.9: cuBLAS and oneDNN), or None."""
+    if not hasattr(torch.backends, "fp32_precision"):
         return None
-    torch.set_float32_matmul_precision("highest")
-    return lambda: torch.set_float32_matmul_precision(precision)
+    knobs = {"cuda": torch.backends.cuda.matmul}
+    mkldnn = getattr(getattr(torch.backends, "mkldnn", None), "matmul", None)
+    if mkldnn is not None:
+        knobs["cpu"] = mkldnn
+    return knobs
+
+
+def _legacy_precision(torch):
+    """``torch.get_float32_matmul_precision()``, or None where torch refuses to answer (a state
+    the per-backend knobs set that the legacy setting cannot represent)."""
+    try:
+        return torch.get_float32_matmul_precision()
+    except RuntimeError:
+        return None
+
+
+def torch_force(torch):
+    """Force full float32 products on every torch backend (cuBLAS and oneDNN); returns the
+    function that restores the user's settings, or None when they already are full precision.
+
+    One decision for all devices: products on the CPU and on a GPU in two threads share the
+    override (``OVERRIDES["torch"]``), so whoever forces first forces every backend.
+
+    Quirk (torch >= 2.9): the legacy global precision (``set_float32_matmul_precision``,
+    ``allow_tf32``) and the per-backend ``fp32_precision`` knobs are separate state, and the
+    legacy getters raise ("mix of the legacy and new APIs") while they disagree: forcing a knob
+    alone under a legacy "high" made ``torch.backends.cuda.matmul.allow_tf32`` raise in every
+    other thread for as long as a product ran. The settings are forced through the API the user
+    set: a lowered legacy precision is set to "highest" (which sets the knobs to full precision
+    too) and put back; knobs lowered through the new API alone are set to "ieee" and put back.
+    Either way every getter answers meanwhile."""
+    knobs = _torch_knobs(torch)
+    if knobs is None:  # before 2.9 one global setting drives both backends
+        precision = torch.get_float32_matmul_precision()
+        if precision == "highest":
+            return None
+        torch.set_float32_matmul_precision("highest")
+        return lambda: torch.set_float32_matmul_precision(precision)
+    current = {name: knob.fp32_precision for name, knob in knobs.items()}
+    lowered = [name for name, value in current.items() if value not in _FULL]
+    if not lowered:
+        return None
+    # The getter resolves an unset knob to the generic setting: put back "unset" then, so that
+    # the knob keeps following later changes of torch.backends.fp32_precision.
+    generic = getattr(torch.backends, "fp32_precision", None)
+    saved = {name: "none" if value == generic else value for name, value in current.items()}
+    legacy = _legacy_precision(torch)
+    if legacy not in (None, "highest"):
+        torch.set_float32_matmul_precision("highest")
+
+        def restore_legacy():
+            torch.set_float32_matmul_precision(legacy)
+            for name, knob in knobs.items():  # a knob the user set apart from the legacy value
+                if knob.fp32_precision != current[name]:
+                    knob.fp32_precision = saved[name]
+
+        return restore_legacy
+    for name in lowered:
+        knobs[name].fp32_precision = "ieee"
+
+    def restore_knobs():
+        for name in lowered:
+            knobs[name].fp32_precision = saved[name]
+
+    return restore_knobs
+
+
+# CuPy's compute types that lower float32 products (cupy/_core/_routines_linalg.pyx): TF32
+# (CUPY_TF32=1), BF16, FP16. DEFAULT (CUBLAS_COMPUTE_32F), FP32 and PEDANTIC are full float32.
+_CUPY_LOWERED = ("COMPUTE_TYPE_TF32", "COMPUTE_TYPE_BF16", "COMPUTE_TYPE_FP16")
 
 
 def cupy_force(cupy, dtype):
-    """Force ``CUBLAS_COMPUTE_32F_PEDANTIC`` for CuPy's products of ``dtype``; returns the
-    function that restores the previous compute type, or None (already pedantic, or CuPy
-    without the private ``_routines_linalg`` compute-type API: left as it is)."""
+    """Force ``CUBLAS_COMPUTE_32F_PEDANTIC`` for CuPy's products of ``dtype`` where a lowered
+    compute type (TF32, BF16, FP16) was asked for; returns the function that restores it, or
+    None (already full precision: CuPy's default is, and is left alone; or CuPy without the
+    private ``_routines_linalg`` compute-type API: left as it is)."""
     try:
         from cupy._core import _routines_linalg as linalg
 
@@ -107,7 +161,7 @@ def cupy_force(cupy, dtype):
         current = linalg.get_compute_type(dtype)  # resolves CUPY_TF32 on first use
     except (ImportError, AttributeError):
         return None
-    if current == pedantic:
+    if current not in {getattr(linalg, name, None) for name in _CUPY_LOWERED} - {None}:
         return None
     linalg.set_compute_type(dtype, pedantic)
     return lambda: linalg.set_compute_type(dtype, current)
@@ -119,10 +173,8 @@ def full_float32(xp, a, b):
     if _aac.is_torch_namespace(xp):
         import torch
 
-        kind = a.device.type
-        if torch.float32 in (a.dtype, b.dtype) and kind in ("cuda", "cpu"):
-            key = kind if hasattr(torch.backends, "fp32_precision") else "torch"  # 2.9 added both
-            return OVERRIDES[key](lambda: torch_force(torch, kind))
+        if torch.float32 in (a.dtype, b.dtype) and a.device.type in ("cuda", "cpu"):
+            return OVERRIDES["torch"](lambda: torch_force(torch))
     elif _aac.is_cupy_namespace(xp):
         import cupy
 

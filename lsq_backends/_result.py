@@ -34,8 +34,13 @@ class LstsqResult(NamedTuple):
         exactly (see ``_center.eliminate_intercept``), so no rounding-noise singular value is
         reported for it; ``m' = m`` otherwise.
     n_iter : array of int, shape (...) or (..., k), or None
-        Iterations each target took, for ``method="lsqr"`` (equal to ``max_iter`` when it did
-        not converge); ``None`` for the direct methods.
+        Iterations each target took, for ``method="lsqr"`` and ``"lsmr"`` (equal to
+        ``max_iter`` when it did not converge); ``None`` for the direct methods.
+    istop : array of int, shape (...) or (..., k), or None
+        Why each target stopped, for ``method="lsmr"`` (SciPy's ``istop`` codes): 0 ``X^T y = 0``
+        (the start is the solution), 1 ``||r|| <= btol ||y|| + atol ||X|| ||w||``, 2
+        ``||X^T r|| <= atol ||X|| ||r||``, 3 the condition estimate reached ``conlim``, 4-6 the
+        same at machine precision, 7 ``max_iter`` reached; ``None`` for the other methods.
     """
 
     coef: Any
@@ -44,3 +49,4 @@ class LstsqResult(NamedTuple):
     rss: Any
     singular_values: Any = None
     n_iter: Any = None
+    istop: Any = None

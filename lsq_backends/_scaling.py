@@ -159,16 +159,13 @@ def powers(xp, requests):
             flat.append(upto - done)
             done = upto
         layout.append((shape, math.prod(shape), parts))
-    k = xp.concat(flat)  # (r,)
+    k = xp.concat(flat)[:, None]  # (r, 1)
     nbits = limit.bit_length()
-    dev = _compat.device(like)
-    shifts = xp.reshape(xp.arange(nbits, dtype=xp.int32, device=dev), (1, nbits))
-    bits = (xp.bitwise_right_shift(xp.astype(xp.abs(k), xp.int32)[:, None], shifts) & 1) == 1  # (r, nbits)
-    # 2**(2**b), made on the device (no host-to-device copy); 2**-(2**b) is exactly its inverse.
-    up = xp.concat([_compat.full(xp, (1, 1), 2.0 ** (2**b), like.dtype, like) for b in range(nbits)], axis=1)
-    down = 1 / up
-    step = xp.where((k < 0)[:, None], down, up)  # (r, nbits)
-    p = xp.prod(xp.where(bits, step, xp.ones_like(up)), axis=-1)
+    # 2**b, 2**(2**b) and 2**-(2**b) made on the device (no host-to-device copy), as rows: the
+    # exponents are a column (JAX with strict rank promotion broadcasts only equal ranks).
+    step, up, down = (xp.reshape(v, (1, nbits)) for v in _compat.powers_of_two(xp, nbits, like))
+    bit = xp.remainder(xp.floor(xp.abs(k) / step), 2) == 1  # (r, nbits)
+    p = xp.prod(xp.where(bit, xp.where(k < 0, down, up), xp.ones_like(up)), axis=-1)
     out, i = [], 0
     for shape, size, parts in layout:
         pieces = tuple(xp.reshape(p[i + j * size : i + (j + 1) * size], shape) for j in range(parts))
@@ -334,7 +331,7 @@ def unscale(xp, result, scale, y_was_vector):
     s = result.singular_values
     return LstsqResult(
         times(xp, result.coef, fc), times(xp, result.intercept, ft), result.rank, times(xp, result.rss, fs),
-        None if s is None else times(xp, s, scale.x), result.n_iter,
+        None if s is None else times(xp, s, scale.x), result.n_iter, result.istop,
     )  # fmt: skip
 
 

@@ -38,6 +38,8 @@ for X as a whole) and maps the fit back as ``_scaling.unscale`` does for the in-
 from __future__ import annotations
 
 import copy
+import importlib
+import threading
 from typing import Any, NamedTuple
 
 from . import _compat
@@ -145,7 +147,7 @@ def chunk_summary(xp, X, Y, root, state, scale_stat):
     fz, fr = powers(xp, [(r - g, 1), (-r, 1)])  # within the range: an empty column's zeros stay 0
     Z = times(xp, Z, fz)
     root = None if root is None else root * fr
-    count = xp.asarray(float(m), dtype=Z.dtype, device=dev)
+    count = xp.full((), float(m), dtype=Z.dtype, device=dev)
     weights = None if root is None else root * root
 
     def weighted_sum(A):
@@ -218,11 +220,33 @@ class Accumulator:
     chunk's statistic, given its centered weighted rows), ``_scale_stat(xp, stat, f)`` (the
     statistic of the columns scaled by ``f``, a tuple of factors) and ``_add_row(xp, stat, v)`` as
     static or class methods (they are compiled once per class on JAX), and ``_solve``.
+
+    Threads: :meth:`update` and :meth:`merge` hold the accumulator's lock for their
+    read-modify-write of the state, so chunks added from several threads at once all count
+    (they are added one at a time). Pickling and ``copy.deepcopy`` keep the state's arrays as
+    they are, the namespace by its module name (imported again on loading) and the device as
+    the loaded arrays' (a JAX device does not pickle); the lock is not state: each copy gets
+    its own.
     """
 
     def __init__(self):
         self.state = None
         self._meta = None
+        self._lock = threading.Lock()
+
+    def __getstate__(self):
+        state = {k: v for k, v in self.__dict__.items() if k != "_lock"}
+        if self._meta is not None:  # a module does not pickle: its name does
+            state["_meta"] = self._meta._replace(xp=self._meta.xp.__name__, device=None)
+        return state
+
+    def __setstate__(self, state):
+        meta = state.get("_meta")
+        if meta is not None and isinstance(meta.xp, str):
+            dev = None if state["state"] is None else _compat.device(state["state"].stat)
+            state = {**state, "_meta": meta._replace(xp=importlib.import_module(meta.xp), device=dev)}
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
 
     def __repr__(self):
         if self._meta is None:
@@ -292,6 +316,7 @@ class Accumulator:
             zero, zero, mean, mean, stat, scale, xp.full((), empty, dtype=meta.dtype, device=meta.device)
         )
 
+    @_compat.on_input_device
     def step(self, state, X, y, /, sample_weight=None, *, check_finite=True):
         """The pure update behind :meth:`update`: ``state`` plus one chunk, as a new state.
 
@@ -307,19 +332,23 @@ class Accumulator:
             state = self._empty_state(meta)
         return _kernel(type(self), xp)(state, X, Y, root)
 
+    @_compat.on_input_device
     def update(self, X, y, /, sample_weight=None, *, check_finite=True):
         """Add a chunk of rows (validated like :func:`lstsq`'s inputs); returns ``self``.
 
         The first chunk fixes the namespace, device, float dtype, ``n_features`` and the
         shape of ``y`` (vector or ``(m, k)``); a later chunk that differs raises
         (``TypeError`` for another library or float dtype, ``ValueError`` otherwise; integer
-        chunks are cast). Chunks may have any number of rows, including one or zero.
+        chunks are cast). Chunks may have any number of rows, including one or zero. Safe to
+        call from several threads at once: the updates take turns, and every row counts.
         """
-        xp, Xv, Y, root, meta = self._validate(X, y, sample_weight, check_finite)
-        self.state = self._step(self.state, xp, Xv, Y, root, meta)
-        self._meta = meta
+        with self._lock:  # the first chunk's checks and every read-modify-write, one at a time
+            xp, Xv, Y, root, meta = self._validate(X, y, sample_weight, check_finite)
+            self.state = self._step(self.state, xp, Xv, Y, root, meta)
+            self._meta = meta
         return self
 
+    @_compat.on_input_device
     def merge(self, other):
         """Add the rows of ``other`` (an accumulator of the same kind) to this one, in place, as
         :meth:`update` adds a chunk; returns ``self``. ``other`` is not modified.
@@ -330,16 +359,19 @@ class Accumulator:
         merge into a copy: ``a.copy().merge(b)``.
         """
         self._check_other(other)
-        if other.state is None:
-            return self
-        if self.state is None:
-            self.state, self._meta = other.state, other._meta
-            return self
-        xp = self._meta.xp
-        cls = type(self)
-        self.state = pairwise_merge(
-            xp, self.state, other.state, lambda a, b, v: cls._combine(xp, a, b, v), cls._scale_stat
-        )
+        with other._lock:  # a consistent snapshot of ``other`` (its state is never written in place)
+            ostate, ometa = other.state, other._meta
+        with self._lock:
+            self._check_other(other)  # again: another thread may have added a first chunk meanwhile
+            if ostate is None:
+                return self
+            if self.state is None:
+                self.state, self._meta = ostate, ometa
+                return self
+            xp, cls = self._meta.xp, type(self)
+            self.state = pairwise_merge(
+                xp, self.state, ostate, lambda a, b, v: cls._combine(xp, a, b, v), cls._scale_stat
+            )
         return self
 
     def copy(self):

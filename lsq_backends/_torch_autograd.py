@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ._derivatives import fit, path_fit
 from ._rule import cotangent, linearize, singular_cotangent
+from ._solvers import ITERATIVE
 
 _FUNCTION: list = []
 
@@ -55,7 +56,7 @@ def _function():
 def torch_fit(xp, X, Y, alpha, run, layout, path=False):
     """``(coef, rank, s, n_iter)`` of ``run`` (``run(X, Y, alpha, factor)`` as
     ``_derivatives.fit``), differentiable by the rule; ``layout``: which of the four are
-    not None (``s`` for the svd method, ``n_iter`` for lsqr); ``path``: a penalty path."""
+    not None (``s`` for the svd method, ``n_iter`` for lsqr and lsmr); ``path``: a penalty path."""
     it = iter(_function()[0].apply(X, Y, alpha, run, xp, path))
     return tuple(next(it) if present else None for present in layout)
 
@@ -67,7 +68,7 @@ def solve(xp, X, Y, alpha, method, rcond, offset_sq, check, options):
     def run(X, Y, alpha, factor):
         return fit(xp, X, Y, alpha, method, rcond, offset_sq, check, options, factor)
 
-    return torch_fit(xp, X, Y, alpha, run, (True, True, method == "svd", method == "lsqr"))
+    return torch_fit(xp, X, Y, alpha, run, (True, True, method == "svd", method in ITERATIVE))
 
 
 def solve_path_rule(xp, X, Y, alpha, method, offset_sq):

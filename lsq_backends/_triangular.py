@@ -11,6 +11,7 @@ from __future__ import annotations
 import array_api_compat as _aac
 
 from ._dask_blocks import dask_solve_triangular
+from ._precision import full_float32
 
 device = _aac.device
 
@@ -41,9 +42,13 @@ def solve_triangular(xp, a, b, *, lower: bool):
     """
     if _aac.is_torch_namespace(xp):
         # torch.linalg.solve_triangular needs a matrix right-hand side (b is always 2-D here).
+        # Quirk: on CUDA it is cuBLAS's trsm, on the handle torch switches to TF32 math with
+        # the matmul precision: float32 solves (the X-sized one of shifted CholeskyQR3) are
+        # guarded as products are (``_precision``).
         import torch
 
-        return torch.linalg.solve_triangular(a, b, upper=not lower)
+        with full_float32(xp, a, b):
+            return torch.linalg.solve_triangular(a, b, upper=not lower)
     if _aac.is_dask_namespace(xp):
         # dask.array.linalg.solve_triangular is 2-D only and needs matching square chunks;
         # the triangle is small, so solve it as one block with SciPy.

@@ -10,6 +10,6 @@ from __future__ import annotations
 from typing import Any, Literal
 
 Array = Any
-Method = Literal["auto", "normal", "qr", "svd", "lsqr"]
+Method = Literal["auto", "normal", "qr", "svd", "lsmr", "lsqr"]
 CVMode = Literal["auto", "eigen", "svd"]
 CovType = Literal["nonrobust", "HC0", "HC1", "HC2", "HC3"]

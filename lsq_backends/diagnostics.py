@@ -19,13 +19,15 @@ ones next to large, offset columns (Longley, Wampler) would cause, and needs no 
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, NamedTuple
 
 from . import _compat
 from ._api import check_refine, refined_solution
 from ._input import check_bool, intercept_of, prepare
 from ._scaling import powers, times
-from ._solvers._shared import all_true, count, dot, eps, mT
+from ._solvers._shared import all_true, default_cutoff, dot, eps, eye_like, full_rank, mT
+from ._solvers.pinv import filtered_solve, uncentered_scale
 from ._types import Array, CovType
 
 COV_TYPES = ("nonrobust", "HC0", "HC1", "HC2", "HC3")
@@ -99,13 +101,35 @@ class Diagnostics(_Fields):
     target_name = None
 
     def summary(self, names=None, *, alpha=0.05, title=None, cov_type=None, use_t=None):
-        """A text table like statsmodels' ``summary()`` (eager, unbatched results only).
+        """A table like statsmodels' ``summary()``: a str that renders as HTML in notebooks (eager, unbatched results only).
 
         P-values and confidence intervals use Student's t distribution (``use_t``; default for
         ``"nonrobust"``) or the normal distribution (default for the HC covariances, as
         statsmodels), from SciPy (an optional dependency; without it those columns read
         ``n/a``): the array API standard has no distribution functions, so they exist only here,
-        not as fields. See :func:`lsq_backends._summary.summary`.
+        not as fields.
+
+        Parameters
+        ----------
+        names : sequence of str, optional
+            One name per column of X; default the columns of a pandas DataFrame X (recorded by
+            :func:`diagnostics`), else ``x1, x2, ...``. The intercept is ``const``.
+        alpha : float in (0, 1)
+            Confidence intervals at level ``1 - alpha``.
+        title : str, optional
+            First line of the table.
+        cov_type : str, optional
+            The covariance type named in the header; default the one :func:`diagnostics` used
+            (a result rebuilt from its fields has none recorded: the header then says so).
+        use_t : bool, optional
+            P-values and intervals from Student's t with ``df_resid`` degrees of freedom
+            (columns ``t``, ``P>|t|``) or from the normal distribution (``z``, ``P>|z|``).
+            Default as statsmodels: t for ``"nonrobust"``, normal for the HC covariances.
+
+        Returns
+        -------
+        str
+            The table, one coefficient per line after the header.
         """
         from ._summary import summary
 
@@ -124,10 +148,11 @@ def _labelled(result, cov_type, X, y):
 
 
 def _check_options(cov_type, refine):
-    check_refine(refine)
+    refine = check_refine(refine)
     if cov_type not in COV_TYPES:
         msg = f"cov_type must be one of {', '.join(map(repr, COV_TYPES))}; got {cov_type!r}"
         raise ValueError(msg)
+    return refine
 
 
 def _check_shapes(problem, fit_intercept):
@@ -139,48 +164,77 @@ def _check_shapes(problem, fit_intercept):
             f"shape {tuple(X.shape)}; call it once per column of y"
         )
         raise ValueError(msg)
-    if n == 0:
-        msg = "X must have at least one column"
+    if n == 0 and not fit_intercept:
+        msg = "X must have at least one column, or fit_intercept=True (X with no columns: the intercept-only model)"
         raise ValueError(msg)
-    p = n + int(fit_intercept)
-    if m <= p:
-        msg = (
-            f"diagnostics needs more observations than parameters: X has {m} rows and the model "
-            f"{p} parameters ({n} columns{' + intercept' if fit_intercept else ''}), so no degrees "
-            "of freedom are left for the residual variance"
-        )
+    if m == 0:
+        msg = "diagnostics needs at least one observation (X has 0 rows)"
         raise ValueError(msg)
+
+
+def _no_dof_warning(xp, df_resid, m, p):
+    """Warn (eager arrays) where df_resid is 0: possible only when m <= p (no read otherwise)."""
+    if m <= p and not _compat.is_lazy(df_resid) and bool(xp.any(df_resid == 0)):
+        msg = "diagnostics: no residual degrees of freedom (df_resid = 0): sigma, standard errors, t, cov and adjusted R-squared are NaN"
+        warnings.warn(msg, RuntimeWarning, stacklevel=3)
 
 
 def _inverse_factor(xp, R, Z, offset_sq, m, n):
     """``R^{-1}`` (or a pseudo-inverse when R is numerically singular), the coefficients
     ``R^{-1} Z`` and the rank of R.
 
-    The rank is decided scale-free, on the singular values of R with columns scaled to the
-    norms they had before centering (as the lstsq rank tests): units do not matter, and a
-    column that centering reduced to rounding noise (a constant column next to an intercept)
-    counts as dependent. Full rank: the triangular inverse (accurate on graded R such as Filip's
-    powers). Otherwise the pseudo-inverse of the scaled R, so the result is finite (the
-    minimum-norm answer in unit-column variables; statsmodels uses the pinv of the unscaled X).
+    Whether R has full rank is decided scale-free, on the singular values of R with columns
+    scaled to the norms they had before centering (as the lstsq rank tests): units do not
+    matter, and a column that centering reduced to rounding noise (a constant column next to
+    an intercept) counts as dependent. Full rank: the triangular inverse (accurate on graded R
+    such as Filip's powers). Otherwise the pseudo-inverse of R as :func:`lsq_backends.lstsq`
+    takes it (its SVD with lstsq's cutoff): the minimum-norm coefficients of lstsq,
+    scikit-learn and ``numpy.linalg.pinv``, and the rank lstsq reports.
     """
+    if n == 0:  # the intercept-only model: nothing to factor
+        return R, Z[..., :0, :], full_rank(xp, tuple(R.shape[:-2]), 0, R)
     colsq = xp.sum(R * R, axis=-2)
     ref = xp.sqrt(colsq if offset_sq is None else colsq + offset_sq)
     d = xp.where(ref > 0, ref, xp.ones_like(ref))
-    u, s, vh = _compat.svd(xp, R / d[..., None, :])
-    keep = s > eps(xp, R) * max(m, n) * s[..., :1]
-    rank = count(xp, keep, R)
+    s = _compat.svd(xp, R / d[..., None, :])[1]
+    full = all_true(xp, s[..., -1:] > eps(xp, R) * max(m, n) * s[..., :1])
 
     def triangular(R, Z):
         # The coefficients by a triangular solve, as lstsq's QR (not R^{-1} Z).
-        return _compat.triangular_inverse(xp, R, lower=False), _compat.solve_triangular(xp, R, Z, lower=False)
+        Rinv = _compat.triangular_inverse(xp, R, lower=False)
+        return Rinv, _compat.solve_triangular(xp, R, Z, lower=False), full_rank(xp, tuple(R.shape[:-2]), n, R)
 
     def pseudo(R, Z):
-        sinv = xp.where(keep, 1 / xp.where(keep, s, xp.ones_like(s)), xp.zeros_like(s))
-        Rinv = dot(xp, mT(xp, vh) * sinv[..., None, :], mT(xp, u)) / d[..., :, None]
-        return Rinv, dot(xp, Rinv, Z)
+        u, s, vh = _compat.svd(xp, R)
+        cutoff = default_cutoff(xp, R, m, n, None)
+        scale = uncentered_scale(xp, colsq, offset_sq)
+        eye = xp.broadcast_to(eye_like(xp, R, n), R.shape)
+        Rinv, rank = filtered_solve(xp, u, s, vh, eye, None, cutoff, n, scale)  # V diag(1/s) U^T, kept s
+        if not _compat.is_lazy(R):  # eager: this branch alone runs (under jit or Dask both are built)
+            msg = (
+                "diagnostics: the design is rank-deficient (see rank): the coefficients are the minimum-norm "
+                "solution, as lstsq's; those of dependent columns are not identified"
+            )
+            warnings.warn(msg, RuntimeWarning, stacklevel=5)
+        return Rinv, dot(xp, Rinv, Z), rank
 
-    Rinv, coef = _compat.cond(xp, all_true(xp, keep), triangular, pseudo, (R, Z))
-    return Rinv, coef, rank
+    return _compat.cond(xp, full, triangular, pseudo, (R, Z))
+
+
+def _factor(xp, X, Y):
+    """R (..., n, n) and Z = Q^T Y of the Householder QR of the prepared X; X with fewer rows
+    than columns (m <= p) is padded with zero rows first, so that R is square (and singular)."""
+    m, n = X.shape[-2:]
+    if n == 0:
+        return X[..., :0, :], Y[..., :0, :]
+    if m < n:
+
+        def pad(a):
+            zeros = xp.zeros((*a.shape[:-2], n - m, a.shape[-1]), dtype=a.dtype, device=_compat.device(a))
+            return xp.concat([a, zeros], axis=-2)
+
+        X, Y = pad(X), pad(Y)
+    return _compat.qr_apply(xp, X, Y)
 
 
 def _factors(xp, scale, n, fit_intercept):
@@ -212,13 +266,16 @@ def _block_triangle(xp, corner, row, block):
 def _ratio(xp, a, b):
     """``a / b`` for ``b >= 0``, with ``0 / 0 = 0`` instead of NaN: a coefficient the
     pseudo-inverse pins to zero (rank-deficient X) has a zero standard error, and t = 0 there;
-    ``a / 0 = +-inf`` otherwise (an exact fit, a singular design's condition number)."""
+    ``a / 0 = +-inf`` otherwise (an exact fit, a singular design's condition number); NaN where
+    ``b`` is NaN (no residual degrees of freedom)."""
     pos = b > 0
     q = a / xp.where(pos, b, xp.ones_like(b))
     inf = xp.full_like(q, float("inf"))
-    return xp.where(pos, q, xp.where(a == 0, xp.zeros_like(q), xp.where(a > 0, inf, -inf)))
+    q = xp.where(pos, q, xp.where(a == 0, xp.zeros_like(q), xp.where(a > 0, inf, -inf)))
+    return xp.where(xp.isnan(b), b, q)
 
 
+@_compat.on_input_device
 def diagnostics(
     X: Array,
     y: Array,
@@ -234,9 +291,8 @@ def diagnostics(
 
     Ordinary (or, with ``sample_weight``, weighted) least squares of ``y`` on ``X``, with the
     quantities statsmodels' ``OLS``/``WLS`` report (on ``add_constant(X)`` when
-    ``fit_intercept``). X must have full column rank; ``rank`` says whether it has (a
-    rank-deficient X gives finite pseudo-inverse answers, not NaN, which mean little for the
-    unidentified coefficients).
+    ``fit_intercept``). It takes the designs statsmodels fits: rank-deficient X, the
+    intercept-only model (X with no columns) and m <= p (see Notes).
 
     Parameters
     ----------
@@ -272,13 +328,21 @@ def diagnostics(
     Cost: one Householder QR of the centered (m - 1) x n data and O(n**3) on its factor (an
     SVD for the rank, a triangular inverse), plus O(m n) for the residual. The HC types also
     form ``Xc R^{-1}`` (m x n; the leverages h_ii are its squared row norms) and the m x p
-    sandwich factor: temporaries of about 4 m p elements. ``refine`` adds lstsq's 4 m n.
+    sandwich factor: temporaries of about 4 m p elements. ``refine`` adds lstsq's ~13 m n.
 
     Conventions (as statsmodels): ``df_resid = m - rank`` counts zero-weight rows; an exact fit
     (``sigma == 0``) has infinite t statistics; a constant ``y`` with an intercept has
     ``tss = 0`` and R² NaN. Where statsmodels would be NaN for a 0/0 t statistic (a coefficient
     the pseudo-inverse pins to 0), t is 0. HC2/HC3 divide by ``1 - h_ii``: an observation with
     leverage 1 (a dummy column with one nonzero row) makes them inf or NaN, as in statsmodels.
+
+    Rank-deficient X (a ``RuntimeWarning`` on eager arrays, as statsmodels warns): the
+    minimum-norm coefficients of :func:`lsq_backends.lstsq`, scikit-learn and
+    ``numpy.linalg.pinv``, in the variables as given; their covariance from the pseudo-inverse
+    is statsmodels' too, unless the intercept lies in X's column space (a full set of dummies:
+    statsmodels' pinv of ``[1, X]`` spreads the intercept over them; the fit is the same). No
+    residual degrees of freedom (``df_resid == 0``, as when m <= p): sigma, standard errors, t,
+    cov and adjusted R² are NaN, with a ``RuntimeWarning`` on eager arrays (statsmodels: inf/NaN).
 
     No p-values here (the standard has no t distribution): see :meth:`Diagnostics.summary`.
 
@@ -291,7 +355,7 @@ def diagnostics(
     >>> np.round([float(d.coef[0]), float(d.stderr[0]), float(d.r2)], 4).tolist()
     [0.9, 0.2646, 0.8526]
     """
-    _check_options(cov_type, refine)
+    refine = _check_options(cov_type, refine)
     fit_intercept = check_bool(fit_intercept, "fit_intercept")
     check_finite = check_bool(check_finite, "check_finite")
     problem = prepare(
@@ -304,7 +368,7 @@ def diagnostics(
     m, n = X0.shape[-2:]
     dev, dtype = _compat.device(X0), X0.dtype
 
-    R, Z = _compat.qr_apply(xp, problem.X, problem.Y)  # on the centered data, intercept eliminated
+    R, Z = _factor(xp, problem.X, problem.Y)  # on the centered data, intercept eliminated
     Rinv, coef, rank = _inverse_factor(xp, R, Z, problem.offset_sq, m, n)
 
     # Residuals on the centered, weighted data (rather than on problem.X, m - 1 rows): the
@@ -315,7 +379,7 @@ def diagnostics(
     if root is not None:
         Xc, Yc = root * Xc, root * Yc
     intercept = intercept_of(xp, problem, coef, fit_intercept)  # (..., 1)
-    if refine:
+    if refine and n > 0:
         # lstsq's refinement (against [1, X], residual summed in double-double): coefficients,
         # intercept and residuals, hence sigma, R² and t; the standard errors keep the R^{-1}
         # of the working-precision QR (their accuracy is eps * cond of the scaled design).
@@ -339,8 +403,14 @@ def diagnostics(
         Rinv_a, R_a = Rinv, R
 
     df_resid = m - rank
+    _no_dof_warning(xp, df_resid, m, n + int(fit_intercept))
     df = xp.astype(df_resid, dtype)
-    sigma2 = rss / df
+    # No residual degrees of freedom (m <= p): the residual variance, and all that rests on it,
+    # is undefined: NaN (statsmodels: inf or NaN, and rounding noise for the HC types).
+    has_df = df > 0
+    nan = xp.full_like(rss, float("nan"))
+    df = xp.where(has_df, df, xp.ones_like(df))
+    sigma2 = xp.where(has_df, rss / df, nan)
     if cov_type == "nonrobust":
         cov = sigma2[..., None, None] * dot(xp, Rinv_a, mT(xp, Rinv_a))
         se = xp.sqrt(sigma2)[..., None] * xp.linalg.vector_norm(Rinv_a, axis=-1)  # row norms
@@ -358,8 +428,8 @@ def diagnostics(
         # cov = C^T C with C = diag(scale) A (A^T A)^{-1} = diag(scale) Q R_a^{-T}: a sum of
         # squares, so its diagonal cannot come out negative.
         C = dot(xp, scale[..., None] * Q, mT(xp, Rinv_a))
-        cov = dot(xp, mT(xp, C), C)
-        se = xp.linalg.vector_norm(C, axis=-2)
+        cov = xp.where(has_df[..., None, None], dot(xp, mT(xp, C), C), nan[..., None, None])
+        se = xp.where(has_df[..., None], xp.linalg.vector_norm(C, axis=-2), nan[..., None])
 
     factors = None if problem.scale is None else _factors(xp, problem.scale, n, fit_intercept)
     if factors is not None and fit_intercept:
@@ -369,7 +439,7 @@ def diagnostics(
         R_a = _block_triangle(xp, sqrt_s * f_corner, sqrt_s * xbar * f_rest, R * f_rest)
     s = _compat.svd(xp, R_a)[1]
     cond = _ratio(xp, s[..., 0], s[..., -1])
-    stderr = se[..., -n:]
+    stderr = se[..., se.shape[-1] - n :]
     tvalues = _ratio(xp, coef[..., 0], stderr)
     if fit_intercept:
         intercept_stderr = se[..., 0]
@@ -377,7 +447,7 @@ def diagnostics(
     else:
         intercept_stderr = intercept_tvalue = intercept
     r2 = 1 - rss / tss
-    r2_adj = 1 - (m - int(fit_intercept)) / df * (1 - r2)
+    r2_adj = xp.where(has_df, 1 - (m - int(fit_intercept)) / df * (1 - r2), nan)
     sigma = xp.sqrt(sigma2)
     if factors is not None:  # back to the units of the problem given (exact: powers of two)
         f_cov, f_sigma, _, _, f_coef, f_target, f_rss = factors

@@ -8,6 +8,7 @@ Fitted attributes live in the namespace and on the device of the training data, 
 from __future__ import annotations
 
 import math
+import numbers
 import warnings
 
 import array_api_compat as _aac
@@ -19,6 +20,7 @@ from ._cv import ridge_cv
 from ._estimator_base import LinearModelBase
 from ._input import check_bool, check_method
 from ._nnls import nnls
+from ._scoring import sklearn_callable
 
 __all__ = ["LinearRegression", "Ridge", "RidgeCV"]
 
@@ -30,11 +32,15 @@ class LinearRegression(LinearModelBase):
     ----------
     fit_intercept : bool, default True
         Fit an unpenalized intercept.
-    method : {"auto", "normal", "qr", "svd"}, default "auto"
+    method : {"auto", "normal", "qr", "svd", "lsqr"}, default "auto"
         Solver of :func:`lsq_backends.lstsq`. Every method returns the minimum-norm solution
         on rank-deficient data.
     rcond : float in [0, 1) or None
         Relative singular-value cutoff; default ``eps * max(m, n)``.
+    tol : float in [0, 1) or None, default None
+        ``method="lsqr"``: its stopping tolerance (``atol`` and ``btol`` of
+        :func:`lsq_backends.lstsq`, as scikit-learn's ``tol`` for LSQR); None: lstsq's default
+        ``max(1e-6, 100 eps)``. The direct methods ignore it, as scikit-learn's do.
     check_finite : bool, default True
         Refuse NaN and infinity in ``X``, ``y`` and ``sample_weight`` (eager arrays only).
     positive : bool, default False
@@ -52,7 +58,7 @@ class LinearRegression(LinearModelBase):
         Singular values of the centered, weighted X, for ``method="svd"`` only (``m' = m - 1``
         with an intercept).
     n_iter_ : integer array, shape () or (n_targets,)
-        With ``positive=True`` only: the active-set iterations each target took.
+        With ``positive=True`` or ``method="lsqr"`` only: the iterations each target took.
     n_features_in_ : int
 
     Examples
@@ -67,17 +73,20 @@ class LinearRegression(LinearModelBase):
     [2.666667]
     """
 
-    def __init__(self, *, fit_intercept=True, method="auto", rcond=None, check_finite=True, positive=False):
+    def __init__(self, *, fit_intercept=True, method="auto", rcond=None, tol=None, check_finite=True, positive=False):
         self.fit_intercept = fit_intercept
         self.method = method
         self.rcond = rcond
+        self.tol = tol
         self.check_finite = check_finite
         self.positive = positive
 
+    @_compat.on_input_device
     def fit(self, X, y, sample_weight=None):
         """Fit on ``X`` (m, n_features) and ``y`` (m,) or (m, n_targets); returns ``self``."""
-        check_method(self.method, self.rcond)
-        positive = _check_positive(self.positive, self.method, rcond=self.rcond)
+        rcond = check_method(self.method, self.rcond)
+        tolerances = _lsqr_tol(self.tol, self.method)
+        positive = _check_positive(self.positive, self.method, rcond=rcond)
         X, y, sample_weight, check_finite, fitted = self._validate_fit(X, y, sample_weight)
         if positive:
             return self._store({**fitted, **_positive_fit(self, X, y, sample_weight, 0.0, check_finite)}, _OPTIONAL)
@@ -85,12 +94,14 @@ class LinearRegression(LinearModelBase):
             X,
             y,
             method=self.method,
-            rcond=self.rcond,
+            rcond=rcond,
             fit_intercept=bool(self.fit_intercept),
             sample_weight=sample_weight,
             check_finite=check_finite,
+            **tolerances,
         )
-        return self._store({**fitted, **self._coef(r), "rank_": r.rank, "singular_": r.singular_values}, _OPTIONAL)
+        fitted.update(self._coef(r), rank_=r.rank, singular_=r.singular_values)
+        return self._store({**fitted, **_iterations(r)}, _OPTIONAL)
 
 
 class Ridge(LinearModelBase):
@@ -103,8 +114,12 @@ class Ridge(LinearModelBase):
         or one penalty per target column of ``y``.
     fit_intercept : bool, default True
         Fit an intercept, never penalized.
-    method : {"auto", "normal", "qr", "svd"}, default "auto"
+    method : {"auto", "normal", "qr", "svd", "lsqr"}, default "auto"
         Solver of :func:`lsq_backends.ridge`.
+    tol : float in [0, 1) or None, default None
+        ``method="lsqr"``: its stopping tolerance (``atol`` and ``btol``, as scikit-learn's
+        ``tol`` for ``solver="lsqr"``); None: ridge's default ``max(1e-6, 100 eps)``. The direct
+        methods ignore it, as scikit-learn's do.
     check_finite : bool, default True
         Refuse NaN and infinity in the inputs (eager arrays only).
     positive : bool, default False
@@ -116,7 +131,7 @@ class Ridge(LinearModelBase):
     coef_ : array, shape (n_features,) or (n_targets, n_features)
     intercept_ : array, shape () or (n_targets,)
     n_iter_ : integer array, shape () or (n_targets,)
-        With ``positive=True`` only: the active-set iterations each target took.
+        With ``positive=True`` or ``method="lsqr"`` only: the iterations each target took.
     n_features_in_ : int
 
     Examples
@@ -129,16 +144,19 @@ class Ridge(LinearModelBase):
     True
     """
 
-    def __init__(self, alpha=1.0, *, fit_intercept=True, method="auto", check_finite=True, positive=False):
+    def __init__(self, alpha=1.0, *, fit_intercept=True, method="auto", tol=None, check_finite=True, positive=False):
         self.alpha = alpha
         self.fit_intercept = fit_intercept
         self.method = method
+        self.tol = tol
         self.check_finite = check_finite
         self.positive = positive
 
+    @_compat.on_input_device
     def fit(self, X, y, sample_weight=None):
         """Fit on ``X`` (m, n_features) and ``y`` (m,) or (m, n_targets); returns ``self``."""
         check_method(self.method, None)
+        tolerances = _lsqr_tol(self.tol, self.method)
         positive = _check_positive(self.positive, self.method)
         X, y, sample_weight, check_finite, fitted = self._validate_fit(X, y, sample_weight)
         alpha = _alpha_arg(self.alpha, X, "alpha")
@@ -160,12 +178,26 @@ class Ridge(LinearModelBase):
             sample_weight=sample_weight,
             check_finite=check_finite,
             per_target=per_target,
+            **tolerances,
         )
-        return self._store({**fitted, **self._coef(r, single_target_1d=single)}, _OPTIONAL)
+        return self._store({**fitted, **self._coef(r, single_target_1d=single), **_iterations(r)}, _OPTIONAL)
 
 
 # Fitted attributes that only some fits produce (removed when a refit does not).
 _OPTIONAL = ("rank_", "singular_", "n_iter_")
+
+
+def _iterations(result):
+    """``n_iter_`` of an LSQR fit (scikit-learn's Ridge has it for its iterative solvers)."""
+    return {} if result.n_iter is None else {"n_iter_": result.n_iter}
+
+
+def _lsqr_tol(tol, method):
+    """``tol`` checked, as the ``atol``/``btol`` keywords of an LSQR fit (none otherwise)."""
+    if tol is not None and (isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not 0 <= tol < 1):
+        msg = f"tol must be None or a number in [0, 1) (LSQR's stopping tolerance); got {tol!r}"
+        raise ValueError(msg)
+    return {"atol": float(tol), "btol": float(tol)} if tol is not None and method == "lsqr" else {}
 
 
 def _check_positive(positive, method, rcond=None):
@@ -211,21 +243,31 @@ class RidgeCV(LinearModelBase):
     Parameters
     ----------
     alphas : sequence or 1-D array of positive floats, default (0.1, 1.0, 10.0)
-        Penalties to choose from.
+        Penalties to choose from; held-out folds (``cv`` not None) also take 0, as scikit-learn.
     fit_intercept : bool, default True
         Fit an intercept, never penalized.
     alpha_per_target : bool, default False
         Choose a penalty per column of ``y``; otherwise one penalty minimizing the error
         averaged over targets.
     store_cv_results : bool, default False
-        Keep the squared leave-one-out errors in ``cv_results_``.
+        Keep the leave-one-out errors (or, with a ``scoring``, predictions) in ``cv_results_``.
     gcv_mode : {"auto", "eigen", "svd"}, default "auto"
         Factorization of :func:`lsq_backends.ridge_cv` (its ``mode``; scikit-learn's name).
     cv : None, "gcv", int, splitter or iterable of (train, test), default None
         ``None``: leave-one-out; otherwise as :func:`lsq_backends.ridge_cv`'s ``cv`` (an integer
         k: ``KFold(k)``). Groups for a splitter go to ``fit(..., groups=...)``.
-    scoring : None, "neg_mean_squared_error", "r2" or callable, default None
-        Held-out folds only; ``None`` is scikit-learn's default there, R^2 averaged over folds.
+    scoring : None, str or callable, default None
+        As scikit-learn's: a scorer name (``"r2"``, ``"explained_variance"``,
+        ``"neg_mean_absolute_error"``, ... any of ``sklearn.metrics.get_scorer_names()``) or a
+        scorer ``scoring(estimator, X, y)`` (``make_scorer``; it is given a regressor whose
+        ``predict`` returns the held-out predictions, and ``sample_weight`` when fitted with
+        weights). Leave-one-out: ``None`` is the mean squared error over samples (weighted);
+        otherwise the leave-one-out predictions are scored, all targets at once unless
+        ``alpha_per_target`` (multi-output scorers see 2-D arrays). Held-out folds: ``None`` is
+        R^2; scores are averaged over folds. Names computed without scikit-learn (on any
+        array library and device): ``"neg_mean_squared_error"``, ``"r2"``,
+        ``"explained_variance"``, ``"neg_root_mean_squared_error"``, ``"neg_mean_absolute_error"``;
+        others call scikit-learn's scorer on the predictions (eager arrays).
     check_finite : bool, default True
         As in :class:`Ridge`.
     target_batch : int or None, default None
@@ -239,12 +281,13 @@ class RidgeCV(LinearModelBase):
     alpha_ : array, shape () or (n_targets,) with ``alpha_per_target`` and a 2-D ``y``
         The chosen penalty.
     best_score_ : array, same shape as ``alpha_``
-        Minus the mean squared leave-one-out error at ``alpha_`` (weighted by
-        ``sample_weight``), or with held-out folds the mean fold score, averaged over targets
-        unless ``alpha_per_target``.
+        The score at ``alpha_``: minus the mean squared leave-one-out error (weighted by
+        ``sample_weight``), the ``scoring`` of the leave-one-out predictions, or with held-out
+        folds the mean fold score; averaged over targets unless ``alpha_per_target``.
     cv_results_ : array, shape (m, n_alphas) or (m, n_targets, n_alphas)
-        Squared leave-one-out errors, ``sample_weight_i * (y_i - yhat_{-i})**2``; only with
-        ``store_cv_results=True`` (leave-one-out only, as scikit-learn).
+        As scikit-learn's: the squared leave-one-out errors
+        ``sample_weight_i * (y_i - yhat_{-i})**2`` with ``scoring=None``, else the leave-one-out
+        predictions ``yhat_{-i}``; only with ``store_cv_results=True`` (leave-one-out only).
 
     Examples
     --------
@@ -282,21 +325,25 @@ class RidgeCV(LinearModelBase):
         self.gcv_mode = gcv_mode
         self.check_finite = check_finite
 
+    @_compat.on_input_device
     def fit(self, X, y, sample_weight=None, groups=None):
         """Choose the penalty and fit on ``X`` (m, n_features), ``y`` (m,) or (m, n_targets);
         ``groups`` go to a ``cv`` splitter's ``split``."""
         held_out = self.cv is not None and not (isinstance(self.cv, str) and self.cv == "gcv")
         if self.store_cv_results and self.cv is not None:
-            msg = f"store_cv_results=True needs cv=None (the leave-one-out errors); got cv={self.cv!r}"
+            msg = f"cv!=None and store_cv_results=True are incompatible (the results stored are leave-one-out ones); got cv={self.cv!r}"
             raise ValueError(msg)
         if self.store_cv_results and self.target_batch is not None:
             msg = f"store_cv_results=True keeps every sample's error: it needs target_batch=None; got {self.target_batch!r}"
             raise ValueError(msg)
+        _check_alphas(self.alphas, held_out)
         X, y, sample_weight, check_finite, fitted = self._validate_fit(X, y, sample_weight)
         if X.shape[0] is not None and X.shape[0] < 2:
             msg = f"RidgeCV needs at least 2 samples for cross-validation; got {X.shape[0]} sample"
             raise ValueError(msg)
         scoring = "r2" if held_out and self.scoring is None else self.scoring
+        if callable(scoring):  # scikit-learn's convention, scoring(estimator, X, y)
+            scoring = sklearn_callable(scoring)
         r = ridge_cv(
             X,
             y,
@@ -322,6 +369,22 @@ class RidgeCV(LinearModelBase):
         return self._store(fitted, optional=("cv_results_",))
 
 
+def _check_alphas(alphas, held_out):
+    """scikit-learn's element checks of a list, tuple or NumPy array of penalties, with its
+    messages: real numbers, positive (leave-one-out) or non-negative (held-out folds)."""
+    if not isinstance(alphas, (list, tuple)) and not _aac.is_numpy_array(alphas):
+        return
+    items = [alphas] if getattr(alphas, "ndim", 1) == 0 else list(alphas)
+    for i, a in enumerate(items):
+        if isinstance(a, (bool, str)) or not isinstance(a, numbers.Real):
+            msg = f"alphas must hold real numbers: alphas[{i}] must be an instance of float, not {type(a).__name__}"
+            raise TypeError(msg)
+        if a < 0 or (a == 0 and not held_out):
+            bound = ">= 0.0" if held_out else "> 0.0"
+            msg = f"alphas[{i}] == {a}, must be {bound}" + ("" if held_out else " (held-out folds, cv=k, take 0)")
+            raise ValueError(msg)
+
+
 def _alpha_arg(alpha, X, name):
     """Penalty vectors given as lists, tuples or NumPy arrays move to X's namespace and device
     (``ridge`` takes a scalar or an array of X's library); anything else goes to ``ridge`` as is,
@@ -332,5 +395,8 @@ def _alpha_arg(alpha, X, name):
         return alpha
     import numpy as np
 
-    xp = _compat.array_namespace(X)
-    return xp.asarray(np.asarray(alpha, dtype=np.float64), device=_compat.device(X))
+    if not _aac.is_array_api_obj(X):  # a SciPy sparse X: its fits run in NumPy
+        return np.asarray(alpha, dtype=np.float64)
+    xp, dev = _compat.array_namespace(X), _compat.device(X)
+    dtype = _compat.float64_for(xp, dev) or _compat.default_dtypes(xp, dev)[0]
+    return _compat.constants(xp, np.asarray(alpha, dtype=np.float64), dtype, dev)  # filled in on the device

@@ -70,11 +70,20 @@ KIND_CASES = [
     ),
     C(
         "X_sparse_matrix",
-        lambda d: (d.only("numpy"), lambda: lsq.lstsq(d.keep(pytest.importorskip("scipy.sparse").csr_matrix(X0)), d.y))[
+        lambda d: (d.only("numpy"), lambda: lsq.nnls(d.keep(pytest.importorskip("scipy.sparse").csr_matrix(X0)), d.y))[
             1
         ],
         TypeError,
         r"X is a SciPy sparse csr_matrix; dense arrays only: use X.toarray\(\)",
+    ),
+    C(
+        "X_sparse_direct_method",
+        lambda d: (
+            d.only("numpy"),
+            lambda: lsq.lstsq(d.keep(pytest.importorskip("scipy.sparse").csr_matrix(X0)), d.y, method="qr"),
+        )[1],
+        ValueError,
+        r"method='qr' factors a dense X; X is a SciPy sparse csr_matrix: use method='lsmr'",
     ),
     C(
         "X_sparse_array",
@@ -156,7 +165,7 @@ KIND_CASES = [
         "RidgeCV_alphas_string",
         lambda d: lambda: lsq.RidgeCV(alphas=(1, "1")).fit(d.X, d.y),
         TypeError,
-        "alphas must hold real numbers",
+        r"alphas\[1\] must be an instance of float, not str",  # scikit-learn's message
     ),
     C(
         "Ridge_alpha_string_array",

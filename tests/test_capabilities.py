@@ -16,6 +16,8 @@ ALPHAS = np.array([0.1, 1.0, 10.0])
 def _entry(name, xp):
     """``f(X, y) -> array``: the entry point, its result reduced to one array."""
     alphas = xp.asarray(ALPHAS)
+    if name == "lstsq (sparse X)":
+        return lambda X, y: lsq.lstsq(_sparse(X, xp), y, fit_intercept=True).coef
     if name.startswith("lstsq:"):
         method = name.split(":")[1]
         return lambda X, y: lsq.lstsq(X, y, method=method, fit_intercept=True).coef
@@ -29,6 +31,22 @@ def _entry(name, xp):
         return lambda X, y: lsq.diagnostics(X, y).stderr
     acc = getattr(lsq, name)
     return lambda X, y: acc().update(X, y).solve().coef
+
+
+def _sparse(X, xp):
+    """X in the sparse kind of its library: a JAX BCOO (traced under vmap), a PyTorch CSR
+    tensor, else SciPy's CSR (a Dask X is computed for it)."""
+    import array_api_compat
+
+    if array_api_compat.is_jax_namespace(xp):
+        from jax.experimental import sparse as jsparse
+
+        return jsparse.BCOO.fromdense(X, nse=X.size)
+    if array_api_compat.is_torch_namespace(xp):
+        return X.to_sparse_csr()
+    import scipy.sparse
+
+    return scipy.sparse.csr_array(np.asarray(X))
 
 
 def _data(batch=None):
@@ -90,10 +108,11 @@ def test_torch_autograd(request, entry):
 
     _expect(request, entry, "torch_autograd")
     X, y = _data()
-    yt = torch.asarray(y, requires_grad=True)
+    Xt, yt = torch.asarray(X, requires_grad=True), torch.asarray(y, requires_grad=True)
     f = _entry(entry, array_api_compat.array_namespace(yt))
-    torch.sum(f(torch.asarray(X), yt) ** 2).backward()
-    assert yt.grad is not None and bool(torch.isfinite(yt.grad).all())
+    torch.sum(f(Xt, yt) ** 2).backward()  # with respect to X and y both
+    for grad in (Xt.grad, yt.grad):
+        assert grad is not None and bool(torch.isfinite(grad).all())
 
 
 @pytest.mark.parametrize("entry", list(CAPABILITIES))

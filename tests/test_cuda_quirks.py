@@ -3,11 +3,16 @@ documented behaviour; the GPU run (``python -m lsq_backends.check``) confirms it
 
 from __future__ import annotations
 
+import importlib.util
+import types
+
+import cupy_standin
 import numpy as np
 import pytest
 import scipy.linalg
 
-from lsq_backends import _compat
+import lsq_backends as lsq
+from lsq_backends import _compat, _devices, _factorizations
 
 
 def _partial_factor(a):
@@ -65,3 +70,183 @@ def test_retry_on_cpu_after_a_convergence_failure(numpy_reference):
     assert calls == ["cpu", "cpu"] and torch.allclose(w, torch.full((3,), 2.0, dtype=torch.float64))
     with pytest.raises(ValueError, match="other"):
         retry_on_cpu(lambda a: (_ for _ in ()).throw(ValueError("other")), a)  # not a solver failure: raised
+
+
+@pytest.mark.parametrize("p", [2, 3, 5])
+def test_cupy_qr_r_is_the_r_factor(monkeypatch, p, numpy_reference):
+    """CuPy's ``qr(mode="r")`` returns R alone; array-api-compat's wrapper would unpack it into
+    ``QRResult(*R)``: a TypeError for p != 2, and for p = 2 (one feature and one target in a
+    QRAccumulator) a silently wrong "R" (its second row)."""
+    cupy = cupy_standin.install(monkeypatch)
+    x = np.random.default_rng(0).standard_normal((7, p))
+    r = _factorizations.qr_r(cupy.xp, x)
+    ref = np.linalg.qr(x, mode="r")
+    assert r.shape == (p, p)
+    np.testing.assert_allclose(np.abs(r), np.abs(ref), rtol=1e-12, atol=1e-12)
+
+
+def test_cupy_cholesky_under_errstate_raise(monkeypatch, numpy_reference):
+    """A caller's ``cupyx.errstate(linalg="raise")`` must not turn a singular Gram matrix into an
+    exception: the factorization reports NaN, as everywhere, and the solver falls back."""
+    cupy = cupy_standin.install(monkeypatch)
+    singular = np.array([[4.0, 2, 2], [2, 1, 1], [2, 1, 5]])
+    good = np.array([[4.0, 2, 0], [2, 5, 1], [0, 1, 3]])
+    import cupyx
+
+    with cupyx.errstate(linalg="raise"):
+        assert np.all(np.isnan(_factorizations.cholesky(cupy.xp, singular)))
+        np.testing.assert_allclose(_factorizations.cholesky(cupy.xp, good), np.linalg.cholesky(good), rtol=1e-14)
+        assert cupy.errstate == "raise"  # the caller's setting is back after each call
+    assert np.all(np.isnan(_factorizations.cholesky(cupy.xp, singular)))
+
+
+def test_device_scope_enters_the_cupy_input_device(monkeypatch, numpy_reference):
+    """array-api-compat ignores ``device=`` in CuPy's creation functions: arrays land on the
+    current device. The scope makes the device of the first CuPy argument current."""
+    cupy_standin.install(monkeypatch)
+    on1 = cupy_standin.ndarray(np.ones(3), device_id=1)
+    state = types.SimpleNamespace(state=(cupy_standin.ndarray(np.ones(2), device_id=2),))
+    for args, want in [
+        ((None, np.ones(2), 0.5, on1), 1),
+        (((np.ones(1), on1),), 1),
+        ((state, on1), 2),
+        ((np.ones(2),), 0),
+    ]:
+        with _devices.device_scope(*args):
+            assert cupy_standin.Device.current[-1] == want
+    assert cupy_standin.Device.current == [0]
+
+    @_devices.on_input_device
+    def fit(X, y, *, sample_weight=None):
+        return cupy_standin.Device.current[-1]
+
+    assert fit(np.ones(2), np.ones(2), sample_weight=on1) == 1
+    assert fit(on1, None) == 1 and fit(np.ones(2), None) == 0
+
+
+def test_every_entry_point_enters_its_input_device(monkeypatch, numpy_reference):
+    """Each public entry point opens the scope with its inputs (the accumulator for ``solve`` and
+    ``merge``): the one mechanism, on every path."""
+    seen = []
+    real = _devices.device_scope
+
+    def spy(*objs):
+        seen.append(objs)
+        return real(*objs)
+
+    monkeypatch.setattr(_devices, "device_scope", spy)
+    rng = np.random.default_rng(0)
+    X, y = rng.standard_normal((30, 3)), rng.standard_normal(30)
+    acc, other = lsq.QRAccumulator(), lsq.QRAccumulator().update(X, y)
+    calls = [
+        ("lstsq", X, lambda: lsq.lstsq(X, y)),
+        ("ridge", X, lambda: lsq.ridge(X, y, 1.0)),
+        ("ridge_cv", X, lambda: lsq.ridge_cv(X, y, [0.1, 1.0])),
+        ("nnls", X, lambda: lsq.nnls(X, y)),
+        ("diagnostics", X, lambda: lsq.diagnostics(X, y)),
+        ("update", X, lambda: acc.update(X, y)),
+        ("step", X, lambda: acc.step(None, X, y)),
+        ("solve", acc, lambda: acc.solve()),
+        ("merge", acc, lambda: acc.merge(other)),
+    ]
+    if importlib.util.find_spec("sklearn") is not None:
+        from lsq_backends.estimators import LinearRegression, Ridge, RidgeCV
+
+        for est in (LinearRegression(), Ridge(), RidgeCV()):
+            name = type(est).__name__
+            calls += [
+                (f"{name}.fit", X, lambda est=est: est.fit(X, y)),
+                (f"{name}.predict", X, lambda est=est: est.predict(X)),
+                (f"{name}.score", X, lambda est=est: est.score(X, y)),
+            ]
+    for name, given, call in calls:
+        seen.clear()
+        call()
+        assert seen and any(o is given for o in seen[0]), name
+
+
+@pytest.mark.parametrize("p", [4, 16])
+def test_small_stack_condition_estimate_is_a_few_operations_off_numpy(p, numpy_reference):
+    """The entry-by-entry substitution for stacks of small factors is tuned for NumPy; on a GPU
+    library each of its ~p**3 / 6 operations is a kernel launch. Off NumPy the same bound comes
+    from a batched inverse: a few dozen operations, whatever p."""
+    torch = pytest.importorskip("torch")
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from lsq_backends._solvers.condest import condition_estimate
+
+    class Count(TorchDispatchMode):
+        n = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            Count.n += 1
+            return func(*args, **(kwargs or {}))
+
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((50, 40, p)) * np.logspace(0, 3, p)
+    A = np.swapaxes(X, -1, -2) @ X
+    L = np.linalg.cholesky(A)
+    ref = condition_estimate(_compat.array_namespace(A), L, A)
+    xp = _compat.array_namespace(torch.empty(0))
+    At, Lt = torch.asarray(A), torch.asarray(L)
+    with Count():
+        got = condition_estimate(xp, Lt, At)
+    assert Count.n <= 40, Count.n
+    np.testing.assert_allclose(got.numpy(), ref, rtol=1e-10)
+
+
+def _jax_session(request):
+    if "jax" not in request.config._lsq_backends:
+        pytest.skip("runs in the jax backend's session")
+    return pytest.importorskip("jax")
+
+
+@pytest.mark.parametrize("target", [0, 35, 100])
+def test_traced_loop_trips_of_ten_on_accelerators(monkeypatch, request, target):
+    """XLA:GPU reads a while_loop's predicate on the host every trip: on accelerators a traced
+    loop runs 10 iterations a trip (n // 10 + 1 reads for n iterations), and stops at
+    max_iter exactly. Here on the CPU with the accelerator setting forced; the predicate
+    evaluations are counted with a host callback."""
+    jax = _jax_session(request)
+    import jax.numpy as jnp
+
+    from lsq_backends import _control
+
+    def run(per_trip):
+        monkeypatch.setattr(_control, "steps_per_trip", lambda jax: per_trip)
+        reads = []
+
+        def done(s):
+            jax.debug.callback(lambda: reads.append(1))
+            return s[0] >= target
+
+        def body(s):  # a finished state is left unchanged, as loop() requires
+            return (jnp.where(s[0] >= target, s[0], s[0] + 1), s[1] + 1)
+
+        fn = jax.jit(lambda s: _control.loop(jnp, body, s, 23, done))
+        out = jax.block_until_ready(fn((jnp.asarray(0), jnp.asarray(0))))
+        return int(out[0]), len(reads)
+
+    count1, reads1 = run(1)
+    count10, reads10 = run(10)
+    assert count1 == count10 == min(target, 23)
+    assert reads1 == min(target, 23) + 1
+    assert reads10 == min(target, 23) // 10 + 1, reads10
+
+
+def test_traced_lsqr_and_nnls_agree_with_trips_of_ten(monkeypatch, request):
+    """The solvers' loops leave a finished state unchanged: trips of 10 give the same answer,
+    iteration counts included."""
+    jax = _jax_session(request)
+    from lsq_backends import _control
+
+    rng = np.random.default_rng(6)
+    X, y = rng.standard_normal((60, 5)), rng.standard_normal(60)
+    out = {}
+    for per_trip in (1, 10):
+        monkeypatch.setattr(_control, "steps_per_trip", lambda jax, k=per_trip: k)
+        r = jax.jit(lambda X, y: lsq.lstsq(X, y, method="lsqr"))(X, y)
+        n = jax.jit(lambda X, y: lsq.nnls(X, y))(X, y)
+        out[per_trip] = [np.asarray(a) for a in (r.coef, r.n_iter, n.coef, n.n_iter)]
+    for a, b in zip(out[1], out[10], strict=True):
+        np.testing.assert_array_equal(a, b)

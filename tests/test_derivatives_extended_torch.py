@@ -1,6 +1,6 @@
 """PyTorch autograd where the rule was extended (wide X, penalty paths, ``lsqr`` with one
-penalty per target, ``refine``): ``.backward()`` against central finite differences along
-curves of exactly rank 4 (step 1e-5, as in the JAX file: 1e-6 relative is far above both
+penalty per target, ``refine``; and ``diagnostics``, through its own steps): ``.backward()``
+against central finite differences along curves of exactly rank 4 (step 1e-5, as in the JAX file: 1e-6 relative is far above both
 truncation and rounding), finite at X = 0, and equal to JAX's gradients."""
 
 from __future__ import annotations
@@ -115,6 +115,23 @@ def test_refine_backward(method):
     value = lsq.lstsq(_t(X0, grad=True), _t(y), method=method, fit_intercept=True, refine=2).coef
     plain = lsq.lstsq(X0, y, method=method, fit_intercept=True, refine=2).coef
     np.testing.assert_allclose(value.detach().numpy(), plain, rtol=1e-13)
+
+
+@pytest.mark.parametrize("cov_type", ["nonrobust", "HC3"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_diagnostics_backward(cov_type, weighted):
+    """``diagnostics`` with respect to X, through its own steps (its QR is PyTorch's
+    differentiable one when X requires grad): standard errors, R², sigma and cond."""
+    rng = np.random.default_rng(8)
+    X0, dX0 = rng.standard_normal((15, 3)), rng.standard_normal((15, 3))
+    y, c = X0 @ np.array([1.0, -2.0, 0.5]) + rng.standard_normal(15), rng.standard_normal(3)
+    sw = _t(rng.uniform(0.5, 2.0, 15)) if weighted else None
+
+    def loss(X):
+        d = lsq.diagnostics(X, _t(y), sample_weight=sw, cov_type=cov_type)
+        return (d.stderr + d.coef) @ _t(c) + d.intercept_stderr + d.sigma + d.r2 + d.cond
+
+    check_directional(loss, lambda t: X0 + t * dX0, dX0)
 
 
 @pytest.mark.parametrize("case", ["wide", "path", "lsqr_per_target", "refine"])

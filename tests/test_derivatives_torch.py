@@ -14,14 +14,14 @@ import lsq_backends as lsq
 
 torch = pytest.importorskip("torch")
 
-METHODS = ("auto", "normal", "qr", "svd", "lsqr")
+METHODS = ("auto", "normal", "qr", "svd", "lsqr", "lsmr")
 M, N, RANK = 12, 6, 4
 H = 1e-5
 LSQR = {"atol": 1e-10, "btol": 1e-10, "max_iter": 200}
 
 
 def _options(method):
-    return LSQR if method == "lsqr" else {}
+    return LSQR if method in ("lsqr", "lsmr") else {}
 
 
 def _curve(seed=0):

@@ -3,6 +3,9 @@ NIST StRD certified standard deviations, residual SD and R², and the text summa
 
 from __future__ import annotations
 
+import pickle
+import re
+
 import numpy as np
 import pytest
 
@@ -226,8 +229,8 @@ def test_bad_input(be):
         diagnostics(X, y, fit_intercept=None)
     with pytest.raises(ValueError, match="one target"):
         diagnostics(X, be.asarray(np.ones((6, 2))))
-    with pytest.raises(ValueError, match="more observations than parameters"):
-        diagnostics(be.asarray(np.ones((3, 2)) + np.eye(3, 2)), be.asarray(np.ones(3)))
+    with pytest.raises(ValueError, match="at least one column, or fit_intercept=True"):
+        diagnostics(be.asarray(np.ones((6, 0))), y, fit_intercept=False)
     with pytest.raises(ValueError, match="sample_weight"):
         diagnostics(X, y, sample_weight=be.asarray(np.ones(5)))
 
@@ -281,6 +284,46 @@ def test_summary_pandas_names_cov_type_and_normal(numpy_reference):
     assert "not recorded" in rebuilt.summary() and "HC1" in rebuilt.summary(cov_type="HC1")
     with pytest.raises(TypeError, match="use_t"):
         d.summary(use_t="yes")
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_summary_object_f_statistic_and_p_values(fit_intercept, numpy_reference):
+    """summary() is a str that renders as HTML (as statsmodels' Summary), with statsmodels'
+    F statistic and its p-value (ESS form; Wald with the robust covariance), and every p-value
+    printed with four decimals (a tiny one was printed as 1.2e-30, the others as 0.1234)."""
+    sm = pytest.importorskip("statsmodels.api")
+    pytest.importorskip("scipy")
+    X, y, _ = _data(seed=15, m=50, n=3)
+    y = y + 8 * X[:, 0]  # a p-value far below 1e-4
+    A = sm.add_constant(X) if fit_intercept else X
+    for cov_type in ("nonrobust", "HC1", "HC3"):
+        s = lsq.diagnostics(X, y, fit_intercept=fit_intercept, cov_type=cov_type).summary(names=["a<b>", "b", "c"])
+        ref = sm.OLS(y, A).fit(cov_type=cov_type)
+        assert isinstance(s, str) and repr(s) == str(s) == s.as_text()
+        assert s._repr_html_() == s.as_html() and "<table" in s.as_html() and "a&lt;b&gt;" in s.as_html()
+        c = pickle.loads(pickle.dumps(s))
+        assert c == s and c.as_html() == s.as_html() and c.fvalue == s.fvalue
+        np.testing.assert_allclose([s.fvalue, s.f_pvalue], [ref.fvalue, ref.f_pvalue], rtol=1e-9)
+        np.testing.assert_allclose(s.pvalues, ref.pvalues, rtol=1e-9, atol=1e-300)
+        np.testing.assert_allclose(s.conf_int, ref.conf_int(), rtol=1e-9)
+        assert f"{ref.fvalue:.4f}" in s and "Prob (F-statistic):" in s
+        p_cells = [ln.split()[4] for ln in s.splitlines() if ln.split()[:1] in (["const"], ["a<b>"], ["b"], ["c"])]
+        assert len(p_cells) == 3 + fit_intercept and min(ref.pvalues) < 1e-20
+        assert all(re.fullmatch(r"\d\.\d{4}", c) for c in p_cells), p_cells
+    # Undefined F: the intercept-only model, no residual degrees of freedom.
+    s = lsq.diagnostics(np.empty((20, 0)), y[:20]).summary()
+    assert np.isnan(s.fvalue) and np.isnan(s.f_pvalue) and "F-statistic:" in s
+    with pytest.warns(RuntimeWarning, match="no residual degrees of freedom"):
+        d = lsq.diagnostics(X[:4], y[:4])
+    s = d.summary()
+    assert np.isnan(s.fvalue) and "No residual degrees of freedom" in s and np.isnan(s.pvalues).all()
+
+
+def test_summary_notes_rank_deficiency(numpy_reference):
+    X, y, _ = _data(seed=16, m=30, n=2)
+    with pytest.warns(RuntimeWarning, match="rank-deficient"):
+        d = lsq.diagnostics(np.hstack([X, 2 * X[:, :1]]), y)
+    assert "minimum-norm solution, as lstsq's" in d.summary()
 
 
 def test_summary_refuses_lazy_and_batches(be, monkeypatch):

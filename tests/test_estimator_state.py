@@ -87,6 +87,8 @@ PICKLED = {
     "ridge-per-target": lambda: lsq.Ridge(alpha=[1.0, 3.0]),
     **{f"ridge_cv-{g}": (lambda g=g: lsq.RidgeCV(gcv_mode=g, store_cv_results=True)) for g in ("auto", "eigen", "svd")},
     "ridge_cv-per-target": lambda: lsq.RidgeCV(alpha_per_target=True),
+    # nnls's active-set loop picks candidates by an argmax (Dask's own argmax does not pickle)
+    **{f"positive-{c.__name__}": (lambda c=c: c(positive=True)) for c in (lsq.LinearRegression, lsq.Ridge)},
 }
 
 

@@ -207,7 +207,8 @@ NO_SKLEARN = textwrap.dedent(
     X = rng.standard_normal((30, 3)); y = X @ [1.0, -2.0, 0.5] + 4.0
     est = lsq.Ridge(alpha=0.0, method="svd")
     assert repr(est) == "Ridge(alpha=0.0, method='svd')", repr(est)
-    assert est.get_params() == {"alpha": 0.0, "check_finite": True, "fit_intercept": True, "method": "svd", "positive": False}
+    assert est.get_params() == {"alpha": 0.0, "check_finite": True, "fit_intercept": True, "method": "svd", "positive": False,
+                                "tol": None}
     clone = type(est)(**est.get_params())
     assert clone.get_params() == est.get_params() and clone is not est
     try:

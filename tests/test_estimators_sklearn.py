@@ -27,6 +27,9 @@ CHECKED = [
     lsq.RidgeCV(alpha_per_target=True, fit_intercept=False, gcv_mode="svd"),
     lsq.RidgeCV(cv=3),
     lsq.RidgeCV(cv="gcv", alpha_per_target=True),
+    lsq.LinearRegression(method="lsqr"),
+    lsq.Ridge(alpha=0.3, method="lsmr"),
+    lsq.RidgeCV(cv=3, alpha_per_target=True),
 ]
 
 

@@ -158,6 +158,75 @@ def test_wide_gives_minimum_norm(eager, rank):
     check_within_bound(res, eager, X, y, atol=1e-10, btol=1e-10)
 
 
+@pytest.mark.parametrize("shape", [(30, 4), (7, 10)])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_constant_column_next_to_intercept(eager, shape, weighted):
+    """A column that centering reduces to rounding noise (a constant next to the intercept)
+    gets a zero coefficient, as from the direct methods, and the rest is the fit without it,
+    within LSQR's bound (LSQR normalized the noise into a direction: coefficients ~1e33)."""
+    X, y = _problem(*shape, seed=8, cond=5.0)
+    X[:, 1] = 0.1
+    sw = np.linspace(0.5, 2.0, shape[0]) if weighted else None
+    kw = {"fit_intercept": True, "atol": 1e-10, "btol": 1e-10}
+    swd = None if sw is None else eager.asarray(sw)
+    res = lsq.lstsq(eager.asarray(X), eager.asarray(y), method="lsqr", sample_weight=swd, **kw)
+    coef = eager.to_numpy(res.coef)
+    assert coef[1] == 0.0
+    rest = [0] + list(range(2, shape[1]))
+    check_within_bound(res._replace(coef=eager.asarray(coef[rest])), eager, X[:, rest], y, sw=sw, **kw)
+    direct = lsq.lstsq(X, y, method="svd", fit_intercept=True, sample_weight=sw)
+    scale = np.linalg.norm(direct.coef) + abs(direct.intercept)
+    assert abs(float(eager.to_numpy(res.intercept)) - direct.intercept) <= 1e-6 * scale
+    # The issue's own case: one constant column, nothing else.
+    Xc, yc = np.full((10, 1), 0.1), np.arange(10.0)
+    one = lsq.lstsq(eager.asarray(Xc), eager.asarray(yc), method="lsqr", fit_intercept=True)
+    assert eager.to_numpy(one.coef)[0] == 0.0 and float(eager.to_numpy(one.intercept)) == pytest.approx(4.5)
+
+
+def test_constant_column_float32_and_ridge(eager):
+    """float32 (its own default cutoff); ridge with a zero penalty drops the column as least
+    squares does, a positive one keeps it (full rank, as the direct methods)."""
+    X, y = _problem(40, 5, seed=9, cond=5.0)
+    X[:, 3] = 0.1
+    res = lsq.lstsq(eager.asarray(X.astype(np.float32)), eager.asarray(y.astype(np.float32)), method="lsqr",
+                    fit_intercept=True)  # fmt: skip
+    assert eager.to_numpy(res.coef)[3] == 0.0
+    direct = lsq.lstsq(X, y, method="svd", fit_intercept=True)
+    np.testing.assert_allclose(eager.to_numpy(res.coef), direct.coef, atol=1e-3 * np.linalg.norm(direct.coef))
+    zero = lsq.ridge(eager.asarray(X), eager.asarray(y), 0.0, method="lsqr")
+    assert eager.to_numpy(zero.coef)[3] == 0.0
+    pos = lsq.ridge(eager.asarray(X), eager.asarray(y), 1.0, method="lsqr", atol=1e-12, btol=1e-12)
+    np.testing.assert_allclose(eager.to_numpy(pos.coef), lsq.ridge(X, y, 1.0, method="svd").coef, atol=1e-8)
+
+
+def test_constant_column_derivative_is_the_direct_methods(eager):
+    """Differentiated, the dropped column keeps X's own derivative: the gradient with respect
+    to X is the direct methods' (the rule's at a dropped direction), not zero in that column."""
+    if eager.name not in ("torch", "jax"):
+        pytest.skip("PyTorch autograd and JAX")
+    X, y = _problem(20, 3, seed=10, cond=5.0)
+    X[:, 1] = 0.1
+
+    def loss(Xa, method):
+        kw = {"atol": 1e-12, "btol": 1e-12} if method == "lsqr" else {}
+        r = lsq.lstsq(Xa, eager.asarray(y), method=method, fit_intercept=True, **kw)
+        return eager.xp.sum(r.coef) + r.intercept
+
+    grads = {}
+    for method in ("lsqr", "svd"):
+        if eager.name == "torch":
+            Xa = eager.asarray(X)
+            Xa.requires_grad_(True)
+            loss(Xa, method).backward()
+            grads[method] = eager.to_numpy(Xa.grad)
+        else:
+            import jax
+
+            grads[method] = np.asarray(jax.grad(lambda Xa, m=method: loss(Xa, m))(eager.asarray(X)))
+    assert np.abs(grads["svd"][:, 1]).max() > 1e-2  # the column's derivative is not zero ...
+    np.testing.assert_allclose(grads["lsqr"], grads["svd"], atol=1e-8)  # ... and LSQR's is the same
+
+
 def test_targets_run_independently(eager):
     """Each column keeps its own scalars and stops on its own: the counts of separate fits
     (within one: a k-column product rounds differently from a vector one); a zero target stops
@@ -224,8 +293,8 @@ def test_dask(be):
         ({"method": "lsqr", "max_iter": 0}, "max_iter must be"),
         ({"method": "lsqr", "max_iter": 2.5}, "max_iter must be"),
         ({"method": "lsqr", "max_iter": True}, "max_iter must be"),
-        ({"method": "qr", "atol": 1e-8}, "apply to method='lsqr' only"),
-        ({"max_iter": 10}, "apply to method='lsqr' only"),
+        ({"method": "qr", "atol": 1e-8}, "apply to method='lsqr' or 'lsmr' only"),
+        ({"max_iter": 10}, "apply to method='lsqr' or 'lsmr' only"),
         ({"method": "lsqr", "refine": 1}, "refine applies to the direct methods"),
     ],
 )

@@ -14,10 +14,10 @@ for the normal equations and auto) plus the rounding of y (eps kappa beta, beta 
 (||A|| ||w||); times kappa for the normal equations), with kappa, eta, beta measured on the
 matrix A each fit factorizes: centered and weighted, stacked on sqrt(alpha) I for ridge.
 
-Known failure, pinned by a strict xfail: DUPLICATE_BUG (the rank test of normal on [X, X] / 2
-that is wide after centering). Fixed and kept as regressions: the same for qr/auto, and an
-all-constant design with an intercept (coef ~1e32 from every method before the SVD cutoff took
-the uncentered scale into account).
+Fixed and kept as regressions: the rank tests of normal/qr/auto on [X, X] / 2 that is wide
+after centering (pivot tests missed the dependence among its rows), and an all-constant design
+with an intercept (coef ~1e32 from every method before the SVD cutoff took the uncentered scale
+into account).
 """
 
 from __future__ import annotations
@@ -182,12 +182,9 @@ def test_duplicated_columns_split_the_coefficients(be, prob, log_alpha, as_ridge
     exact duplicates must be detected (README: duplicated columns are caught).
 
     Where [X, X] / 2 is wide after centering (m - fit_intercept < 2 n) its deficiency is a
-    dependence among rows, which the rank tests of normal/qr/auto miss in ~5-10% of cases
-    (test_duplicated_columns_wide_after_centering, strict xfail): those draws fit ridge."""
+    dependence among rows (test_duplicated_columns_wide_after_centering)."""
     X, y, method, fit_intercept, _ = prob
-    m, n = X.shape
-    if method in DUPLICATE_BUG_METHODS and m - fit_intercept < 2 * n:
-        as_ridge = True
+    n = X.shape[1]
     alpha = 10.0**log_alpha * _smin2(X, fit_intercept) if as_ridge else None
     X2 = np.concatenate([X, X], axis=1) / 2
     w, b, rss, rank = _fit(be, X, y, method, alpha=alpha, fit_intercept=fit_intercept)
@@ -208,25 +205,14 @@ def test_duplicated_columns_split_the_coefficients(be, prob, log_alpha, as_ridge
     assert _close(rss2, rss, tol, scale**2)
 
 
-DUPLICATE_BUG_METHODS = ("normal",)
-DUPLICATE_BUG = (
-    "lstsq([X, X] / 2, y, fit_intercept=True) with X random 6 x 4: after centering (and the "
-    "intercept's Householder elimination) the duplicated design is 5 x 8 of rank 4, a "
-    "dependence among its rows; the Cholesky pivot of X X^T sits at the sqrt(eps) rounding of "
-    "the Gram matrix, at its test's threshold, and is missed for ~6% of seeds: rank 5 is "
-    "reported and a non-minimum-norm answer returned where the SVD gives [w, w]. (qr/auto "
-    "missed it too until their trigger became sqrt(rcond), deferring the rank to the SVD of R.)"
-)
-
-
-@pytest.mark.parametrize(
-    "method",
-    [pytest.param(m, marks=pytest.mark.xfail(strict=True, reason=DUPLICATE_BUG)) for m in DUPLICATE_BUG_METHODS]
-    + ["auto", "qr", "svd"],
-)  # fmt: skip
+@pytest.mark.parametrize("method", ["normal", "auto", "qr", "svd"])
 def test_duplicated_columns_wide_after_centering(be, method):
     """Reproduction (100 seeds, to be independent of the rounding of one BLAS): [X, X] / 2
-    with an intercept, wide after centering, must give rank 4 and coefficients [w, w]."""
+    with an intercept, wide after centering, must give rank 4 and coefficients [w, w]. After
+    centering (and the intercept's Householder elimination) the design is 5 x 8 of rank 4, a
+    dependence among its rows; the Cholesky pivot of X X^T sat at the sqrt(eps) rounding of the
+    Gram matrix and normal's pivot test missed ~6% of seeds (rank 5, a non-minimum-norm
+    answer) until the rank was certified by the factor's inverse."""
     fails = []
     for seed in range(100):
         rng = np.random.default_rng(seed)

@@ -97,6 +97,56 @@ def test_kfold_matches_sklearn_cross_val_score(numpy_reference):
     np.testing.assert_allclose(got.coef, model.coef_, rtol=1e-10)
 
 
+@pytest.mark.parametrize("weighted", [False, True])
+def test_r2_of_a_constant_fold_as_sklearn(weighted, numpy_reference):
+    """A held-out fold whose targets are constant has no variance to explain: scikit-learn's
+    r2_score gives it 0 (1 for a perfect prediction), not 1 - SSE, nor, with weights whose
+    mean rounds (sst ~1e-33), ~-1e32."""
+    from sklearn.linear_model import Ridge
+    from sklearn.metrics import r2_score
+
+    rng = np.random.default_rng(8)
+    X, y = _data(rng, m=30, n=3)
+    y[:10] = 0.1  # KFold(3)'s first held-out fold
+    sw = rng.uniform(0.3, 3.0, 30) if weighted else None
+    got = lsq.ridge_cv(X, y, ALPHAS, cv=3, scoring="r2", sample_weight=sw)
+    pairs = _kfold_pairs(30, 3)
+    for i, a in enumerate(ALPHAS):
+        folds = []
+        for tr, te in pairs:
+            model = Ridge(alpha=a).fit(X[tr], y[tr], sample_weight=None if sw is None else sw[tr])
+            folds.append(r2_score(y[te], model.predict(X[te]), sample_weight=None if sw is None else sw[te]))
+        assert folds[0] == 0.0 == got.cv_values[i, 0]
+        np.testing.assert_allclose(got.cv_values[i], folds, rtol=1e-10)
+        np.testing.assert_allclose(got.scores[i], np.mean(folds), rtol=1e-10)
+
+
+def test_r2_of_one_sample_folds(numpy_reference):
+    """R^2 is undefined on one held-out sample: scikit-learn scores NaN with a warning. Here too
+    (per fold), and the penalty is chosen from the other folds; with no other fold (leave-one-out)
+    there is nothing to choose from: a clear error before any fit."""
+    from sklearn.model_selection import LeaveOneOut
+
+    rng = np.random.default_rng(9)
+    X, y = _data(rng, m=20, n=3)
+    pairs = _kfold_pairs(19, 3)
+    pairs = [(np.r_[tr, 19], te) for tr, te in pairs] + [(np.arange(19), np.array([19]))]
+    with pytest.warns(
+        UserWarning, match=r"R\^2 is undefined on held-out folds of fewer than 2 samples \(folds \[3\]\)"
+    ):
+        got = lsq.ridge_cv(X, y, ALPHAS, cv=pairs, scoring="r2")
+    assert np.all(np.isnan(got.cv_values[:, 3])) and np.all(np.isfinite(got.cv_values[:, :3]))
+    ref = lsq.ridge_cv(X, y, ALPHAS, cv=pairs[:3], scoring="r2")
+    np.testing.assert_array_equal(got.scores, ref.scores)
+    assert int(got.best_index) == int(ref.best_index)
+    for cv in (20, LeaveOneOut()):
+        with pytest.raises(ValueError, match="scoring='r2'.*undefined on a held-out fold of fewer than 2"):
+            lsq.ridge_cv(X, y, ALPHAS, cv=cv, scoring="r2")
+        with pytest.raises(ValueError, match="scoring='neg_mean_squared_error', or cv=None"):
+            lsq.RidgeCV(alphas=ALPHAS, cv=cv).fit(X, y)  # r2 is its default with folds
+    assert np.all(np.isfinite(lsq.ridge_cv(X, y, ALPHAS, cv=20).scores))  # the squared error is defined
+
+
 def test_splitters_pairs_and_per_target(numpy_reference):
     from sklearn.model_selection import GroupKFold, TimeSeriesSplit
 
@@ -148,13 +198,16 @@ def test_kfold_under_jit(numpy_reference):
         ({"cv": 3.5}, TypeError, "cv must be"),
         ({"cv": [(np.arange(10), np.array([], dtype=int))]}, ValueError, "test must be"),
         ({"cv": [(np.arange(10), np.array([99]))]}, ValueError, "test must be"),
-        ({"cv": 3, "scoring": "accuracy"}, ValueError, "scoring must be"),
-        ({"scoring": "r2"}, ValueError, "scoring applies to held-out folds"),
+        ({"cv": 3, "scoring": "r3"}, ValueError, "scoring must be"),
+        ({"cv": "gcv", "scoring": "r2"}, ValueError, "cv='gcv' scores"),
+        ({"scoring": lambda *a: 0.0, "target_batch": 2, "y2": True}, ValueError, "needs target_batch=None"),
     ],
 )
 def test_bad_cv_arguments(kw, exc, match, numpy_reference):
     rng = np.random.default_rng(5)
     X, y = _data(rng)
+    if kw.pop("y2", False):
+        y = np.stack([y, y], axis=1)
     with pytest.raises(exc, match=match):
         lsq.ridge_cv(X, y, ALPHAS, **kw)
 
@@ -183,7 +236,7 @@ def test_ridgecv_estimator_with_folds_matches_sklearn(numpy_reference):
     ours = RidgeCV(alphas=ALPHAS, cv=4, scoring="neg_mean_squared_error").fit(X, y, sample_weight=sw)
     ref = _brute(X, y, ALPHAS, _kfold_pairs(90, 4), sw)
     assert float(ours.alpha_) == ALPHAS[np.argmax(ref)]
-    with pytest.raises(ValueError, match="store_cv_results=True needs cv=None"):
+    with pytest.raises(ValueError, match="cv!=None and store_cv_results=True are incompatible"):
         RidgeCV(cv=3, store_cv_results=True).fit(X, y)
 
 

@@ -6,23 +6,25 @@ with ``factor``, the ``_factor.Factor`` it solved with fifth (or None). ``normal
 also take ``check=``, X's finiteness test run on the Gram matrix, and ``data=``, the Gram
 route's view of tall X (``_gram_data.TallGram``).
 
-Iterative solvers (``ITERATIVE``) take ``(xp, X, Y, alpha, *, atol, btol, max_iter)`` and return
-``(coef, rank, n_iter)``. :func:`fit` calls either kind by name and returns a :class:`Solution`."""
+Iterative solvers (``ITERATIVE``) take ``(xp, X, Y, alpha, *, atol, btol, max_iter)`` (``lsmr``
+also ``conlim`` and ``x0``), X an array or a ``_operator.LinearMap``, and return
+``(coef, rank, n_iter)``, ``lsmr`` with its stop reasons (``istop``) fourth. :func:`fit` calls
+either kind by name and returns a :class:`Solution`."""
 
 from typing import Any, NamedTuple
 
-from . import auto, lsqr, normal, qr, svd
+from . import auto, lsmr, lsqr, normal, qr, svd
 
 SOLVERS = {"auto": auto.solve, "normal": normal.solve, "qr": qr.solve, "svd": svd.solve}
-ITERATIVE = {"lsqr": lsqr.solve}
+ITERATIVE = {"lsqr": lsqr.solve, "lsmr": lsmr.solve}
 GRAM_ROUTE = ("normal", "auto")  # the methods that always form X's Gram matrix
 
 
 class Solution(NamedTuple):
     """What every method returns through :func:`fit`: the coefficients (..., n, k), the rank
     (...,), and where the method has them, the singular values (``svd``), the iteration counts
-    (iterative methods), the residual sum of squares (the refined normal equations) and the
-    ``_factor.Factor`` solved with (``factor=True``)."""
+    (iterative methods), the residual sum of squares (the refined normal equations), the
+    ``_factor.Factor`` solved with (``factor=True``) and why each target stopped (``lsmr``)."""
 
     coef: Any
     rank: Any
@@ -30,6 +32,7 @@ class Solution(NamedTuple):
     n_iter: Any = None
     rss: Any = None
     factor: Any = None
+    istop: Any = None
 
 
 def fit(xp, X, Y, alpha, method, rcond, offset_sq, check, options, factor=False, data=None):
@@ -38,8 +41,8 @@ def fit(xp, X, Y, alpha, method, rcond, offset_sq, check, options, factor=False,
     iterative ones; ``factor`` asks a direct method for the ``_factor.Factor`` it solved with
     (iterative methods have none: None)."""
     if method in ITERATIVE:
-        coef, rank, n_iter = ITERATIVE[method](xp, X, Y, alpha, **options)
-        return Solution(coef, rank, n_iter=n_iter)
+        coef, rank, n_iter, *istop = ITERATIVE[method](xp, X, Y, alpha, **options)
+        return Solution(coef, rank, n_iter=n_iter, istop=istop[0] if istop else None)
     kw: dict[str, Any] = {} if check is None else {"check": check}
     if data is not None and method in GRAM_ROUTE:
         kw["data"] = data

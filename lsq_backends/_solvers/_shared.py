@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import numbers
+import operator
 
 import array_api_compat as _aac
 
@@ -129,20 +131,48 @@ def default_cutoff(xp, a, m, n, rcond):
     return eps(xp, a) * (math.sqrt(max(m, n, 1)) + min(m, n))
 
 
-def check_count(value, name):
-    """An iteration budget or block size: None or a positive integer (``ValueError`` otherwise,
-    bools refused)."""
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        msg = f"{name} must be None or a positive integer; got {value!r}"
+def as_integer(value):
+    """``value`` as a Python int where it is an integer (an ``int``, a NumPy integer scalar:
+    anything ``operator.index`` takes), else None; booleans are not integers here (NumPy's
+    bool has no ``__index__``)."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None
+
+
+def as_real(value):
+    """``value`` as a Python float where it is a real number (``numbers.Real``: int, float,
+    NumPy's integer and float scalars), else None; booleans are not numbers here."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    return float(value)
+
+
+def check_count(value, name, minimum=1, what="None or a positive integer"):
+    """An iteration budget or block size: None or an integer >= ``minimum`` (NumPy's integer
+    scalars too), returned as a Python int; ``ValueError`` otherwise, bools refused."""
+    if value is None:
+        return None
+    count = as_integer(value)
+    if count is None or count < minimum:
+        msg = f"{name} must be {what}; got {value!r}"
         raise ValueError(msg)
+    return count
 
 
 def check_fraction(value, name):
-    """A relative tolerance: None or a number in [0, 1) (``ValueError`` otherwise, bools
-    refused)."""
-    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1):
+    """A relative tolerance: None or a number in [0, 1) (NumPy's scalars too), returned as a
+    Python float; ``ValueError`` otherwise, bools refused."""
+    if value is None:
+        return None
+    x = as_real(value)
+    if x is None or not 0 <= x < 1:
         msg = f"{name} must be None or a number in [0, 1); got {value!r}"
         raise ValueError(msg)
+    return x
 
 
 def gated(xp, gate, attempt, fallback, operands):

@@ -3,7 +3,7 @@
 The Gram matrix is formed and factorized (the normal path's work) and the condition number of
 the column-equilibrated X is estimated from the factor (``condest``). The normal solution,
 refined once (``gram.refined``: one more pass over X, fused with the residual that rss
-needs), is kept when the factor passes the normal path's rank tests, its diagonal is clear of
+needs), is kept when the factor certifies full rank (``gram.full_rank_test``), its diagonal is clear of
 the subnormal range, and
 
 - cond <= ``eps**(-1/3) / 16`` (float64: 1.0e4, float32: 12.6), where one step of refinement

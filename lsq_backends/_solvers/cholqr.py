@@ -23,10 +23,9 @@ from ._shared import (
     full_rank,
     gated,
     mT,
-    pivot_ratios,
-    relative_pivots,
 )
 from .condest import condition_estimate
+from .rank import certified
 
 
 def cholqr_limit(xp, X):
@@ -118,9 +117,9 @@ def shifted_cholqr3(xp, X, Y, fac, rcond, offset_sq, factor=False):
 
     ``good``: the last round's pivots against X are 1 up to O(1) (else cond(Q1) was past
     CholeskyQR2's reach: cond(X D) beyond ~1e11-1e12 in float64), or Q1's condition
-    estimate is finite where that round is skipped, and R11 passes Householder's
-    rank tests (pivots against the column norms and the largest column, at ``rcond``);
-    otherwise the caller falls back to Householder QR."""
+    estimate is finite where that round is skipped, and R11 certifies the rank
+    (``rank.certified``, as Householder's R); otherwise the caller falls back to Householder
+    QR."""
     m, n = X.shape[-2:]
     k = Y.shape[-1]
     top = xp.concat([fac.A, fac.B], axis=-1)
@@ -155,9 +154,7 @@ def shifted_cholqr3(xp, X, Y, fac, rcond, offset_sq, factor=False):
     R = dot(xp, R32, R1)
     R11 = R[..., :n, :n]
     W = _compat.solve_triangular(xp, R11, R[..., :n, n:], lower=False)
-    cutoff = default_cutoff(xp, X, m, n, rcond)
-    own = pivot_ratios(xp, diagonal(xp, R11), xp.sum(R11 * R11, axis=-2), offset_sq)
-    ok = xp.all((own > cutoff) & (relative_pivots(xp, R11) > cutoff), axis=-1)
+    ok = certified(xp, R11, offset_sq, rcond, default_cutoff(xp, X, m, n, rcond))
     ok = ok & orthogonal & xp.all(xp.isfinite(W), axis=(-2, -1))
     good = all_true(xp, ok)
     rank = full_rank(xp, X.shape[:-2], n, X)

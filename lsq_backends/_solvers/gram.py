@@ -4,10 +4,9 @@
 
 - ``Factored``: the factor, its condition estimate (``condest``), its solution (refined once
   on tall X, see ``refined``) or another method's where a test fails (``solve_or``);
-- ``full_rank_test``: a pivot ``L_jj`` at most ``max(rcond, sqrt(gram_noise)) * sqrt(A_jj)``
-  (``_shared.gram_noise``), or, as in QR, at most ``rcond * ||X[:, j]||`` with the column's
-  norm before centering (both scale-free), or a failed factorization (a non-positive or NaN
-  pivot), marks the Gram matrix numerically singular;
+- ``full_rank_test``: the rank decision (``rank.certified`` on the Cholesky factor, which
+  must also clear the Gram matrix's rounding, ``_shared.gram_noise``); a failed
+  factorization (a non-positive or NaN pivot) fails it too;
 - ``refined_limit``, ``kappa_limit``: the condition numbers up to which one refinement step
   converges, and up to which the unrefined normal equations are kept on wide X.
 
@@ -36,10 +35,10 @@ from ._shared import (
     gram_noise,
     merge_targets,
     mT,
-    pivot_ratios,
     split_targets,
 )
 from .condest import condition_estimate
+from .rank import certified
 
 
 class Factored:
@@ -259,29 +258,22 @@ def eigen_keep(xp, lam, G, X, rcond, offset_sq, wide):
 
 
 def full_rank_test(xp, fac, X, rcond, offset_sq, *, global_scale=False):
-    """Boolean per problem of the batch: does the Gram factor look full rank?
+    """Boolean per problem of the batch: may the Cholesky solution stand, full rank?
 
-    A pivot against its own column's norm (dependence at the Gram matrix's precision,
-    ``max(rcond, sqrt(gram_noise))``, see ``_shared.gram_noise``); against the column's norm before centering (noise
-    left by centering, ``rcond``, default ``_shared.default_cutoff``); with ``global_scale``, also against
-    the largest column (a dependence hidden by a small column). A failed factorization leaves
-    a non-positive or NaN pivot, which fails every test.
+    The certificate of ``rank.certified`` on the Cholesky factor: the rank at the cutoff
+    (``rcond``, default ``_shared.default_cutoff``) certified by the inverse of the
+    column-scaled factor, which must also clear the Gram matrix's rounding
+    (``sqrt(gram_noise)``, see ``_shared.gram_noise``: below it the factor's small singular
+    values are noise, and the fallback decides). With ``global_scale``, also no pivot at that rounding against the
+    largest column (a dependence hidden by a small column). A failed factorization leaves a
+    non-positive or NaN pivot, which fails every test.
     """
     m, n = X.shape[-2:]
-    tol = max(rcond or 0.0, math.sqrt(gram_noise(xp, X, m, n)))
-    pivots = diagonal(xp, fac.L)
-    d = diagonal(xp, fac.A)
-    if fac.wide:
-        # Pivots belong to rows of X (mixed by the intercept elimination): compare with X's
-        # squared Frobenius norm before centering, the scale of its rounding noise.
-        d = xp.sum(d, axis=-1, keepdims=True)
-        if offset_sq is not None:
-            extra = xp.sum(offset_sq, axis=-1, keepdims=True)
-            d = d + (extra[..., None, :] if d.ndim > extra.ndim else extra)
-    ok = pivots / xp.sqrt(_compat.positive_or_one(xp, d)) > tol
-    if not fac.wide:
-        ok = ok & (pivot_ratios(xp, pivots, d, offset_sq) > default_cutoff(xp, X, m, n, rcond))
-        if global_scale:
-            big = xp.sqrt(_compat.reduce_max(xp, d, axis=-1, keepdims=True))
-            ok = ok & (pivots / _compat.positive_or_one(xp, big) > tol)
-    return _compat.reduce_all(xp, ok, axis=-1)
+    tol = math.sqrt(gram_noise(xp, X, m, n))
+    cutoff = default_cutoff(xp, X, m, n, rcond)
+    d = diagonal(xp, fac.A)  # the squared norms of L's rows
+    ok = certified(xp, fac.L, offset_sq, rcond, cutoff, lower=True, resolution=tol, wide=fac.wide, colsq=d)
+    if global_scale and not fac.wide:
+        big = xp.sqrt(_compat.reduce_max(xp, d, axis=-1, keepdims=True))
+        ok = ok & _compat.reduce_all(xp, diagonal(xp, fac.L) / _compat.positive_or_one(xp, big) > tol, axis=-1)
+    return ok

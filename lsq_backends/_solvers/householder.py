@@ -1,6 +1,6 @@
 """Householder QR (LAPACK's geqrf, Q applied implicitly where the library can) and its solve,
-with the ridge factor of ``[R; sqrt(alpha) I]`` and the rank test on R's pivots; on a
-numerically singular factor, the SVD of R (``pinv.filtered_solve``). The accurate fallback of
+with the ridge factor of ``[R; sqrt(alpha) I]`` and the rank decision of ``rank.certified``
+on it; where full rank is not certified, the SVD of R (``pinv.filtered_solve``). The accurate fallback of
 ``qr`` and ``auto``."""
 
 from __future__ import annotations
@@ -10,17 +10,15 @@ from ._factor import inverse_factor, triangular_inverse
 from ._shared import (
     all_true,
     default_cutoff,
-    diagonal,
     dot,
     eye_like,
     full_rank,
     merge_targets,
     mT,
-    pivot_ratios,
-    relative_pivots,
     split_targets,
 )
 from .pinv import filtered_solve, uncentered_scale
+from .rank import certified
 
 
 def penalized_r(xp, R, alpha):
@@ -46,9 +44,10 @@ def penalized_r(xp, R, alpha):
     return _compat.qr(xp, stacked)
 
 
-def solve(xp, X, Y, alpha, rcond, offset_sq=None, factor=False):
-    """Householder QR solution, falling back to the SVD of R on a numerically singular factor
-    (``factor``: see ``qr.solve``)."""
+def solve(xp, X, Y, alpha, rcond, offset_sq=None, factor=False, cutoff=None):
+    """Householder QR solution, falling back to the SVD of R where the rank is not certified
+    full (``factor``: see ``qr.solve``). ``cutoff``: the default cutoff where X is already a
+    triangular factor of more rows (the accumulators), ``rcond`` then None."""
     m, n = X.shape[-2:]
     wide = m < n
     if wide:
@@ -65,31 +64,15 @@ def solve(xp, X, Y, alpha, rcond, offset_sq=None, factor=False):
             # [sqrt(a) I; R] = Q2 T, right-hand side [0; Z]: T W = Q2[p:]^T Z.
             p = R.shape[-1]
             Zs = dot(xp, mT(xp, Q2[..., p:, :]), Zs)
-    cutoff = default_cutoff(xp, X, m, n, rcond)
+    if cutoff is None:
+        cutoff = default_cutoff(xp, X, m, n, rcond)
     # Wide X with an intercept: X's Frobenius norm before centering, the scale of its noise.
     frob = None
     if wide and offset_sq is not None:
         frob = xp.sqrt(xp.sum(R * R, axis=(-2, -1)) + xp.sum(offset_sq, axis=-1))
-    # Triggers for the SVD of R, which then decides the rank with its own cutoff. On wide X a
-    # generous one (sqrt(cutoff)): unpivoted QR can leave a dependent row's pivot well above
-    # rounding level, and a false alarm costs only the O(m^3) SVD. On tall X a strict one: the
-    # SVD of a graded R (Filip's x .. x**10, columns in small units) would lose the accuracy
-    # the triangular solve keeps.
-    if wide:
-        # Pivots belong to rows of X, which the intercept elimination mixed: compare with the
-        # largest row and with ``frob``.
-        ratios = relative_pivots(xp, T)
-        if frob is not None:
-            f = frob[..., None, None] if T.ndim > R.ndim else frob[..., None]
-            ratios = xp.minimum(ratios, xp.abs(diagonal(xp, T)) / xp.where(f > 0, f, xp.ones_like(f)))
-        ok = ratios > cutoff**0.5
-    else:
-        # Against the column's own norm before centering (scale-free: dependent columns,
-        # centering noise) and, as NumPy's SVD cutoff does, against the largest column (a
-        # dependence hidden behind a small column whose rounding is relative to ||X||).
-        own = pivot_ratios(xp, diagonal(xp, T), xp.sum(T * T, axis=-2), offset_sq)
-        ok = (own > cutoff) & (relative_pivots(xp, T) > cutoff)
-    ok = all_true(xp, ok)
+    # The triangular solve where T certifies the rank (``rank.certified``), else the SVD of R,
+    # which decides it with the cutoff itself.
+    ok = all_true(xp, certified(xp, T, offset_sq, rcond, cutoff, wide=wide))
 
     def triangular(X, Y):
         W, rank = _triangular(X, Y)

@@ -30,35 +30,39 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from .. import _compat
-from ._shared import check_count, check_fraction, dot, full_rank, mT
+from ._krylov import adjoint, default_max_iter, default_tol, forward
+from ._krylov import column_norm as _norm
+from ._krylov import safe as _safe
+from ._shared import default_cutoff, full_rank, pivot_ratios
 
 
-def default_tol(xp, dtype):
-    """``atol`` and ``btol`` when not given: SciPy's 1e-6, or 100 ulps where the dtype cannot
-    resolve 1e-6 (float32: 1.2e-5; float16 would get 0.1)."""
-    return max(1e-6, 100 * float(xp.finfo(dtype).eps))
+def drop_centering_noise(xp, X, alpha, offset_sq, rule=None):
+    """X with the columns that centering reduced to rounding noise set to zero: LSQR's rank
+    test, the scale-free one of the direct methods' first pivots (``pivot_ratios``: each
+    centered column's norm against its norm before centering, ``offset_sq`` what centering
+    removed, None without an intercept) at the default cutoff.
 
-
-def default_max_iter(m, n):
-    """Four times the dimension of the largest Krylov space, min(m, n). Exact arithmetic needs
-    at most min(m, n); in floating point the Lanczos vectors lose orthogonality and it takes
-    more: SciPy's 2 n stopped float32 benchmark problems of cond 100 at 8% error, which
-    converged within 3.8 min(m, n) iterations."""
-    return 4 * min(m, n)
-
-
-def check_options(method, atol, btol, max_iter):
-    """Validate the iterative options (before any work). They belong to ``lsqr`` only."""
-    given = {k: v for k, v in (("atol", atol), ("btol", btol), ("max_iter", max_iter)) if v is not None}
-    if method != "lsqr":
-        if given:
-            msg = f"{', '.join(given)} apply to method='lsqr' only; got method={method!r}"
-            raise ValueError(msg)
-        return
-    for name in ("atol", "btol"):
-        if name in given:
-            check_fraction(given[name], name)
-    check_count(max_iter, "max_iter")
+    LSQR normalizes whatever it is given: a constant column next to an intercept, centered to
+    ~1e-17 of its size, became a direction of its own and took a coefficient of ~1e33. Zeroed,
+    it gets 0, as from the direct methods (LSQR's iterates stay in the row space), and the
+    derivative rules see the same zero column. Not for ridge with every penalty positive (the
+    damped system has full rank; the direct methods keep such a column too). ``X`` is the
+    centered copy ``prepare`` made: zeroed in place on NumPy (``_compat.update_fresh``).
+    Differentiated (``rule``, the derivative module of the fit, or None): the value without
+    the noise columns, the derivative X's own, so that the rule's derivative is the one it
+    has at a zero column, the direct methods' at a dropped one."""
+    if offset_sq is None:
+        return X
+    m, n = X.shape[-2:]
+    Xv = X if rule is None else rule.detach(xp, X)
+    colsq = xp.sum(Xv * Xv, axis=-2)  # (..., n); X is at unit scale (``_scaling``)
+    keep = pivot_ratios(xp, xp.sqrt(colsq), colsq, offset_sq) > default_cutoff(xp, X, m, n, None)
+    if alpha is not None:
+        keep = keep | xp.all(alpha > 0)
+    mask = xp.astype(keep, X.dtype)[..., None, :]
+    if rule is None:
+        return _compat.update_fresh(xp, X, "multiply", mask)
+    return rule.pass_through(xp, X, Xv * mask)
 
 
 class _State(NamedTuple):
@@ -81,21 +85,6 @@ class _State(NamedTuple):
     done: Any
 
 
-def _norm(xp, a):
-    """Column norms (..., 1, k), scaled by the largest entry: the squares of a vector near the
-    underflow threshold (X^T u for ridge on X ~ 1e-200 next to sqrt(alpha) ~ 1, which the
-    problem's scaling leaves tiny) summed to 0, and a norm of 0 stops LSQR at once."""
-    big = xp.maximum(xp.max(a, axis=-2, keepdims=True), -xp.min(a, axis=-2, keepdims=True))
-    c = _safe(xp, big)
-    b = a / c
-    return c * xp.sqrt(xp.sum(b * b, axis=-2, keepdims=True))
-
-
-def _safe(xp, d):
-    """A divisor: ``d`` where nonzero, else 1 (the quotient is then masked or zero)."""
-    return xp.where(d != 0, d, xp.ones_like(d))
-
-
 def solve(xp, X, Y, alpha, *, atol=None, btol=None, max_iter=None):
     """LSQR solution of X @ W = Y (damped by ``sqrt(alpha)`` for ridge).
 
@@ -113,7 +102,7 @@ def solve(xp, X, Y, alpha, *, atol=None, btol=None, max_iter=None):
 
     beta = bnorm = _norm(xp, Y)
     u = Y / _safe(xp, beta)
-    v = dot(xp, mT(xp, X), u)
+    v = adjoint(xp, X, u)
     alfa = _norm(xp, v)
     v = v / _safe(xp, alfa)
     zero = xp.zeros_like(beta)
@@ -128,14 +117,13 @@ def solve(xp, X, Y, alpha, *, atol=None, btol=None, max_iter=None):
     tiny = float(xp.finfo(X.dtype).smallest_normal)
 
     def step(s, X):
-        Xt = mT(xp, X)
         # Golub-Kahan bidiagonalization: beta u = X v - alfa u, alfa v = X^T u - beta v.
-        u = dot(xp, X, s.v) - s.alfa * s.u
+        u = forward(xp, X, s.v) - s.alfa * s.u
         beta = _norm(xp, u)
         more = beta > 0  # beta = 0: the Krylov space is exhausted, u and v stay
         u = u / _safe(xp, beta)
         anorm = xp.where(more, xp.sqrt(s.anorm**2 + s.alfa**2 + beta**2 + dampsq), s.anorm)
-        v = dot(xp, Xt, u) - beta * s.v
+        v = adjoint(xp, X, u) - beta * s.v
         alfa = _norm(xp, v)
         v = xp.where(more, v / _safe(xp, alfa), s.v)
         alfa = xp.where(more, alfa, s.alfa)

@@ -86,8 +86,8 @@ def solve(xp, X, Y, alpha, *, max_iter=None, tol=None):
     n_iter = xp.zeros(tuple(b.shape[:-1]), dtype=int_dtype, device=_compat.device(X))
     state = _State(x=xp.zeros_like(b), passive=false, inner=false[..., 0], n_iter=n_iter, done=false[..., 0])
     idx = xp.arange(n, device=_compat.device(X))
-    neg_inf = xp.asarray(-float("inf"), dtype=X.dtype, device=_compat.device(X))
-    pos_inf = xp.asarray(float("inf"), dtype=X.dtype, device=_compat.device(X))
+    neg_inf = xp.full((), -float("inf"), dtype=X.dtype, device=_compat.device(X))
+    pos_inf = xp.full((), float("inf"), dtype=X.dtype, device=_compat.device(X))
     alpha_col = _compat.as_rank(xp, alpha[:, None], b.ndim)  # (..., k or 1, 1)
 
     def step(s, A, b):
@@ -96,7 +96,7 @@ def solve(xp, X, Y, alpha, *, max_iter=None, tol=None):
         w = b - dot(xp, s.x, A) - alpha_col * s.x
         cand = ~s.passive & (w > thresh)
         optimal = ~s.inner & ~xp.any(cand, axis=-1)
-        j = xp.argmax(xp.where(cand, w, neg_inf), axis=-1)  # (..., k)
+        j = _compat.arg_best(xp, xp.where(cand, w, neg_inf), -1, largest=True)  # (..., k)
         grow = (~s.inner & ~optimal)[..., None] & (_compat.as_rank(xp, idx, j.ndim + 1) == j[..., None])
         passive = s.passive | grow
         z = _masked_solve(xp, A, alpha, b, passive)

@@ -5,15 +5,16 @@ Tall X (m >= n): ``(X^T X + alpha I) w = X^T y``. Wide X (m < n): the minimum-no
 p x p matrix, p = min(m, n): the fastest method, but the Gram matrix squares the condition
 number, so the error grows like eps * cond(X)**2. Accurate for cond(X) << eps**-0.5.
 
-A numerically singular Gram matrix (the factorization breaks down; a pivot ``L_jj`` is at
-most ``max(rcond, sqrt(gram_noise)) * sqrt(A_jj)`` (``_shared.gram_noise``); or, as in QR, at most
-``rcond * ||X[:, j]||`` with the column's norm before centering: both scale-free) is detected
-and the problem is re-solved, so rank-deficient problems get the minimum-norm solution, never
-NaN. The fallback: the SVD path (a QR of X, then the SVD of its R factor; error ~ eps cond);
-on JAX the eigendecomposition of the Gram matrix already formed (``gram.Factored.eigen``:
-error ~ eps cond**2 of the kept part, the normal equations' own), since XLA reserves the
-memory of both branches of the rank test in every compiled fit: the QR's copy of X (on
-sharded X, the all-gather of all of X onto every device) would be paid by every fit.
+A Gram factor that does not certify full rank (``gram.full_rank_test``: the inverse of the
+column-scaled factor bounds the smallest singular value, against the cutoff and the Gram
+matrix's rounding ``sqrt(gram_noise)``, ``_shared.gram_noise``; a failed factorization fails
+it) sends the problem to a solver that decides the rank from singular values, so
+rank-deficient problems get the minimum-norm solution, never NaN. The fallback: the SVD path
+(a QR of X, then the SVD of its R factor; error ~ eps cond); on JAX the eigendecomposition of
+the Gram matrix already formed (``gram.Factored.eigen``: error ~ eps cond**2 of the kept part,
+the normal equations' own), since XLA reserves the memory of both branches of the rank test
+in every compiled fit: the QR's copy of X (on sharded X, the all-gather of all of X onto every
+device) would be paid by every fit.
 """
 
 from __future__ import annotations

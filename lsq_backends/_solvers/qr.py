@@ -15,16 +15,13 @@ the first one), which is the QR of ``[X; sqrt(alpha) I]`` without touching X aga
 ~ eps * cond(X) (plus eps * cond(X)**2 * ||r|| / (||X|| ||w||) for large residuals), for
 2mn^2 - 2n^3/3 flops: about twice the normal equations.
 
-Rank deficiency is suspected on the diagonal of the triangular factor that is solved: a
-pivot ``|R_jj|`` at most ``rcond * ||X[:, j]||`` (default ``_shared.default_cutoff``: ``eps * max(m, n)`` in float64;
-the norm of the column as given, before centering) or at most ``rcond * max_i ||X[:, i]||``
-(the scale of NumPy's SVD cutoff); for wide X, where pivots belong to rows, at most
-``sqrt(rcond)`` times the largest row or X's Frobenius norm. The SVD of R then decides the
-rank with ``rcond`` itself. The problem is then solved from the SVD of the small factor R (X = (QU) S
-V^T), so the answer is the minimum-norm solution at no more than O(p^3) extra. Without
-column pivoting this test is a heuristic: it catches exactly dependent columns, as in the
-usual duplicated or constant columns, but can miss a rare near-dependence spread over many
-columns (Kahan's matrix); use ``method="svd"`` when the rank itself matters.
+The rank is decided by ``rank.certified`` on the triangular factor that is solved (the Gram
+factor for CholeskyQR2's gate, R11 for shifted CholeskyQR3, R for Householder): the inverse
+of the column-scaled factor certifies that no singular value falls below the cutoff
+(``rcond``, default ``_shared.default_cutoff``: ``eps * max(m, n)`` in float64), pivots
+alone cannot (Kahan's matrix). Where it does not, the problem is solved from the SVD of the
+small factor R (X = (QU) S V^T), which decides the rank with the cutoff itself: the
+minimum-norm solution, at O(p^3) extra.
 """
 
 from __future__ import annotations

@@ -144,7 +144,10 @@ def run(args, out=print):
         "perturbation bound for the method (c eps kappa for qr/svd, c eps kappa^2 for normal/auto, lsqr's "
         "tolerance times kappa, plus the residual term). placement: every field of the result in the input's "
         "namespace, device and float dtype. host reads: device-to-host reads in the first call "
-        "(lsq_backends.check.count_host_reads; n/a on NumPy). time: median of "
+        "(lsq_backends.check.count_host_reads; n/a on NumPy); on torch-cuda '+N hidden' are synchronizations "
+        "inside torch's operators (svd/eigh read their error flag), caught by CUDA's sync debug mode; on jax-gpu "
+        "the predicates XLA copies to the host inside the compiled call (one per lax.cond executed, one per "
+        "while_loop trip of 10 iterations) are not counted: see the capability table. time: median of "
         f"{args.repeat} synchronized call(s) after a warm-up; x native: over the backend's own lstsq of the same "
         "X (ridge rows too); x X.T@X: over a bare Gram product on the same device."
     )

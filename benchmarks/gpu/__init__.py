@@ -1,0 +1,1 @@
+"""The GPU check: ``python -m benchmarks.gpu`` (see :mod:`benchmarks.gpu.__main__`)."""

@@ -1,0 +1,213 @@
+"""What ``python -m benchmarks.gpu`` runs: the stages, their time limits and the test files.
+
+A stage is a list of jobs, run one after another (``parallel=False``) or all at once. Each job
+is one command under its own time limit, whose output goes to its own file as it is written.
+A job that needs a GPU library names it (``needs``); where that library has no CUDA device the
+job is skipped, or, with ``--dry-run``, replaced by its CPU stand-in (``cpu``), which exercises
+the same machinery on small problems.
+
+The worst case (every job at its limit, plus the grace before SIGKILL) stays under
+``BUDGET_S``; ``tests/test_gpu_plan.py`` checks it, and that every test file of the suite is
+either run here or named in ``CPU_ONLY`` with the reason.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+
+BUDGET_S = 540  # one device command: at most ~9 minutes
+GRACE_S = 3  # SIGTERM, then SIGKILL this much later (``timeout -k``)
+
+# Run on CuPy and on torch-cuda, most telling first (a run cut short by its limit still gives
+# the first files, and ``-v`` names every test that finished).
+GPU_TESTS = (
+    "test_lstsq.py",
+    "test_precision_guards.py",
+    "test_host_reads.py",
+    "test_float32.py",
+    "test_float32_tall.py",
+    "test_shifted_cholqr.py",
+    "test_gram_route.py",
+    "test_accumulators.py",
+    "test_cuda_quirks.py",
+    "test_capabilities.py",
+    "test_ridge_path.py",
+    "test_ridge_cv.py",
+    "test_ridge_cv_float32.py",
+    "test_ridge_cv_batched.py",
+    "test_ridge_kfold.py",
+    "test_nnls.py",
+    "test_lsqr.py",
+    "test_scale.py",
+    "test_input_edges.py",
+    "test_input.py",
+    "test_bad_input.py",
+    "test_perf_paths.py",
+    "test_lapack_style.py",
+    "test_rank.py",
+    "test_lsmr.py",
+    "test_sparse.py",
+    "test_diagnostics.py",
+    "test_estimators.py",
+    "test_estimator_state.py",
+    "test_nist.py",
+    "test_derivatives_torch.py",
+)
+# Run on JAX on its default device (the GPU): every jitted case compiles, so fewer files.
+JAX_TESTS = (
+    "test_jax.py",
+    "test_precision.py",
+    "test_host_reads.py",
+    "test_lstsq.py",
+    "test_float32.py",
+    "test_accumulators.py",
+    "test_derivatives_jax.py",
+    "test_jax_path.py",
+)
+# Not run on the GPU, and why.
+CPU_ONLY = {
+    "test_check.py": "the self-check's own tests; the check stage runs the self-check itself",
+    "test_dask_lazy.py": "Dask only",
+    "test_derivatives_extended_jax.py": "the extended derivative rules: device-independent algebra, CPU CI covers it",
+    "test_derivatives_extended_torch.py": "the extended derivative rules: device-independent algebra, CPU CI covers it",
+    "test_estimators_sklearn.py": "NumPy against scikit-learn",
+    "test_properties.py": "Hypothesis searches: minutes of CPU time per backend",
+    "test_readme.py": "NumPy",
+    "test_sharded_jax.py": "simulated CPU devices",
+    "test_structure.py": "static checks of the source",
+    "test_gpu_plan.py": "this plan and its runner, checked on the CPU",
+    "test_suite_settings.py": "the test suite's own JAX compile settings",
+    "test_site.py": "the documentation site",
+    "test_input_numbers.py": "options given as Python and NumPy scalars: parsed before any array work",
+    "test_refine_memory.py": "NumPy's allocations, measured with tracemalloc",
+    "test_accumulators_sharing.py": "threads, pickling and copies of an accumulator: host-side locking",
+    "test_sparse_estimators.py": "SciPy sparse X against scikit-learn (NumPy)",
+    "test_ridge_cv_scoring.py": "scikit-learn's scorers: callables on host arrays, parity with RidgeCV",
+    "test_diagnostics_models.py": "statsmodels parity on edge designs: CPU CI covers it",
+    "test_estimator_tol.py": "scikit-learn's tol mapped to LSQR's: covered by test_lsqr.py on the GPU",
+    "test_pandas_input.py": "pandas frames (host data)",
+    "test_benchmark_cli.py": "the benchmark's command line",
+}
+
+
+@dataclass(frozen=True)
+class Job:
+    """One command under one time limit; its output goes to ``<name>.log``."""
+
+    name: str
+    cmd: tuple
+    limit: float
+    env: dict = field(default_factory=dict)
+    needs: str | None = None  # "cupy", "torch-cuda" or "jax-gpu": skipped where unusable
+    cpu: Job | None = None  # the --dry-run stand-in where ``needs`` is unusable
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    jobs: tuple
+    parallel: bool = False
+
+    @property
+    def limit(self):
+        """Worst-case seconds of the stage, the grace before SIGKILL included."""
+        times = [j.limit + GRACE_S for j in self.jobs]
+        return max(times, default=0) if self.parallel else sum(times)
+
+
+def worst_case(stages):
+    return sum(s.limit for s in stages)
+
+
+def _pytest(backend, files, workers, extra_env=None):
+    cmd = ("-m", "pytest", "-p", "no:cacheprovider", "-v", "--tb=line", "-rfE", "--durations=15")
+    cmd += (("-n", str(workers)) if workers else ()) + tuple(f"tests/{f}" for f in files)
+    return cmd, {"LSQ_BACKENDS": backend, **(extra_env or {})}
+
+
+def _check(backends, *flags):
+    return ("-m", "lsq_backends.check", "--backends", backends, *flags)
+
+
+def stages(py, work, wheels=(), site=None, xdist=True):
+    """The stages, in order, for interpreter ``py`` writing under ``work``.
+
+    ``wheels``: the wheel files to install into ``site`` (the first stage); ``work`` holds
+    every job's output (``<job>.log``, and ``<job>.json`` where the command writes one);
+    ``xdist``: pytest-xdist is installed (the tests then run on several workers each)."""
+
+    def j(name, args, limit, env=None, needs=None, cpu=None):
+        return Job(name, (py, *args), limit, env or {}, needs, cpu)
+
+    def out(name):
+        return os.path.join(work, f"{name}.json")
+
+    install = ()
+    if wheels:
+        pip = ("-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile", "--target", site, *wheels)
+        install = (j("install", pip, 15),)
+    env = j("env", ("benchmarks/gpu/env.py", "--json", out("env")), 25)
+    probes = j("probes", ("benchmarks/gpu/probe.py",), 70)
+
+    # The self-check at full size, one process at a time on an otherwise idle GPU (its timings
+    # are the ratios to cupy.linalg.lstsq, torch.linalg.lstsq and a bare X.T @ X), CuPy once per
+    # dtype (the report is written at the end of a run: a timeout loses one dtype, not both).
+    timed = ("--repeat", "3", "--json")
+    check = []
+    for dt in ("float64", "float32"):
+        cpu = j(f"check_numpy_{dt}", _check("numpy", "--quick", "--dtypes", dt, "--json", out(f"check_numpy_{dt}")), 55)
+        cmd = _check("cupy", "--dtypes", dt, *timed, out(f"check_cupy_{dt}"))
+        check.append(j(f"check_cupy_{dt}", cmd, 55, needs="cupy", cpu=cpu))
+    cpu = j("check_torch_cpu", _check("torch-cpu", "--quick", "--json", out("check_torch_cpu")), 70)
+    check.append(
+        j("check_torch_cuda", _check("torch-cuda", *timed, out("check_torch_cuda")), 70, None, "torch-cuda", cpu)
+    )
+
+    # JAX's ratios to jnp.linalg.lstsq and to its bare X.T @ X (the self-check's --quick JAX rows
+    # are untimed): the benchmark on one tall and one batched case, rows printed as they finish.
+    bench = ("-m", "benchmarks", "--cases", "tall_100000x200,batched_10000x64x8", "--methods", "auto,normal,qr,svd")
+    cpu = j("bench_numpy", (*bench, "--backends", "numpy", "--quick", "--no-memory", "--json", out("bench_numpy")), 75)
+    cmd = (*bench, "--backends", "jax", "--repeat", "3", "--no-memory", "--json", out("bench_jax"))
+    bench_jax = j("bench_jax", cmd, 75, needs="jax-gpu", cpu=cpu)
+
+    # The tests on three backends at once, and the JAX self-check (--quick: compiles, no
+    # timings) beside them: 16 cores, and none of these is timed.
+    jax_env = {"JAX_DISABLE_MOST_OPTIMIZATIONS": "1", "XLA_FLAGS": _append_flag("--xla_gpu_autotune_level=0")}
+    tests = []
+    for backend, files, workers, needs, cpu_backend, env_ in (
+        ("cupy", GPU_TESTS, 6, "cupy", "numpy", None),
+        ("torch-cuda", GPU_TESTS, 4, "torch-cuda", "torch", None),
+        ("jax", JAX_TESTS, 4, "jax-gpu", "jax", jax_env),
+    ):
+        name = f"tests_{backend.replace('-', '_')}"
+        cmd, env_vars = _pytest(backend, files, workers if xdist else 0, env_)
+        cpu_cmd, cpu_env = _pytest(cpu_backend, files, 0, env_)
+        tests.append(j(name, cmd, 145, env_vars, needs, j(f"tests_{cpu_backend}_cpu", cpu_cmd, 145, cpu_env)))
+    cpu = j("check_jax_cpu", _check("jax-cpu", "--quick", "--json", out("check_jax_cpu")), 145)
+    tests.append(
+        j("check_jax_gpu", _check("jax-gpu", "--quick", "--json", out("check_jax_gpu")), 145, None, "jax-gpu", cpu)
+    )
+
+    return [
+        Stage("install", install),
+        Stage("env", (env,)),
+        Stage("probes", (probes,)),
+        Stage("check", tuple(check)),
+        Stage("bench", (bench_jax,)),
+        Stage("tests", tuple(tests), parallel=True),
+    ]
+
+
+def _append_flag(flag):
+    return f"{os.environ.get('XLA_FLAGS', '')} {flag}".strip()
+
+
+def scaled(stages_, factor):
+    """The same stages with every limit times ``factor`` (dry runs with a tiny budget)."""
+
+    def job(jb):
+        cpu = None if jb.cpu is None else job(jb.cpu)
+        return replace(jb, limit=jb.limit * factor, cpu=cpu)
+
+    return [replace(s, jobs=tuple(job(jb) for jb in s.jobs)) for s in stages_]

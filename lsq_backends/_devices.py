@@ -1,0 +1,131 @@
+"""Where arrays are made: part of the :mod:`._compat` layer (solvers and entry points reach
+these through it).
+
+Two quirks of the GPU libraries decide how a fit makes its own arrays:
+
+- **Constants made on the device.** ``xp.asarray(<Python number or list>, device=cuda)`` builds
+  the array in host memory and copies it over: on PyTorch a blocking copy (``memcpy_and_sync``),
+  on CuPy a synchronous ``cudaMemcpy`` from pageable memory, either way a stream
+  synchronization in the middle of a fit. On those two libraries :func:`constants` fills the
+  array on the device instead (``xp.full``, no host data), and :func:`powers_of_two` computes
+  its table there; on PyTorch on the CPU too (the same code path as on CUDA, so that CPU tests
+  see it). Elsewhere the values are taken as they are: JAX's transfers do not block (and under
+  ``jit`` a constant is free), Dask and array-api-strict live in host memory.
+- **The input's device entered (CuPy).** array-api-compat ignores ``device=`` in CuPy's creation
+  functions (CuPy has no such argument: arrays land on the *current* device), so a fit of X on
+  GPU 1 made its zeros, identities and constants on GPU 0. :func:`on_input_device` wraps every
+  public entry point: it makes the device of the first CuPy array among the arguments current
+  for the call (``with X.device:``); elsewhere it changes nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import numbers
+
+import array_api_compat as _aac
+import numpy as _np
+
+__all__ = ["FILL_MAX", "constants", "device_scope", "on_input_device", "powers_of_two"]
+
+# Up to this many values a sequence is assembled on the device, one fill per value; a longer
+# one is copied (one synchronization, cheaper than that many launches).
+FILL_MAX = 64
+
+
+def _device_of(like):
+    return _aac.device(like) if _aac.is_array_api_obj(like) else like
+
+
+def _number(v):
+    return isinstance(v, numbers.Real) and not isinstance(v, bool)
+
+
+def _copy_blocks(xp):
+    """Whether ``xp.asarray`` of host data blocks a device's stream (PyTorch, CuPy)."""
+    return _aac.is_torch_namespace(xp) or _aac.is_cupy_namespace(xp)
+
+
+def constants(xp, values, dtype, like):
+    """Python numbers as an array of ``dtype`` on ``like``'s device (``like`` an array or a
+    device): a number gives a 0-d array, a flat list or tuple a 1-D one, a NumPy array its
+    own shape. On PyTorch and CuPy made on the device (fills), never copied from host memory,
+    except more than :data:`FILL_MAX` values, and anything else (nested, ragged, not
+    numbers), which ``xp.asarray`` takes as it is; elsewhere ``xp.asarray``."""
+    dev = _device_of(like)
+    if _aac.is_numpy_namespace(xp):
+        return xp.asarray(values, dtype=dtype)
+    if not _copy_blocks(xp):
+        return xp.asarray(values, dtype=dtype, device=dev)
+    if _aac.is_numpy_array(values) and values.ndim <= 1:
+        values = values.tolist()  # host memory: read for free
+    try:
+        if _number(values):
+            return xp.full((), values, dtype=dtype, device=dev)
+        if isinstance(values, (list, tuple)) and 0 < len(values) <= FILL_MAX and all(_number(v) for v in values):
+            return xp.stack([xp.full((), v, dtype=dtype, device=dev) for v in values])
+    except (RuntimeError, OverflowError):
+        pass  # a value beyond the dtype's range: torch's fill refuses it, asarray makes it inf
+    return xp.asarray(values, dtype=dtype, device=dev)
+
+
+def powers_of_two(xp, nbits, like):
+    """``(2**b, 2**(2**b), 2**-(2**b))`` for ``b = 0 .. nbits - 1``, exactly, in ``like``'s dtype
+    on its device: from one running product of 2s (every partial product a power of two,
+    hence exact in any order of evaluation), no host data, on PyTorch and CuPy; elsewhere
+    (and on a namespace older than the 2024.12 standard, without ``cumulative_prod``) the
+    values are taken from host memory."""
+    if not _copy_blocks(xp) or not hasattr(xp, "cumulative_prod"):
+        dev = None if _aac.is_numpy_namespace(xp) else _aac.device(like)
+        return tuple(
+            xp.asarray(values, dtype=like.dtype, device=dev)
+            for values in (
+                [float(2**b) for b in range(nbits)],
+                [2.0 ** (2**b) for b in range(nbits)],
+                [2.0 ** -(2**b) for b in range(nbits)],
+            )
+        )
+    dev = _aac.device(like)
+    twos = xp.full((2 ** (nbits - 1),), 2.0, dtype=like.dtype, device=dev)
+    powers = xp.cumulative_prod(twos, include_initial=True)  # 2**i, i = 0 .. 2**(nbits - 1)
+    step = powers[:nbits]
+    up = xp.take(powers, xp.astype(step, xp.int32), axis=0)
+    return step, up, 1 / up
+
+
+_PLAIN = frozenset({bool, int, float, str, _np.ndarray})  # the common arguments, skipped at once
+
+
+def _cupy_arrays(objs):
+    for obj in objs:
+        if obj is None or type(obj) in _PLAIN:
+            continue
+        if _aac.is_cupy_array(obj):
+            yield obj
+        elif isinstance(obj, tuple):  # a state (NamedTuple); not lists, which may hold a whole X
+            yield from _cupy_arrays(obj)
+        elif isinstance(getattr(obj, "state", None), tuple):  # an accumulator: its state's device
+            yield from _cupy_arrays(obj.state)
+
+
+def device_scope(*objs):
+    """A context in which the device of the first CuPy array among ``objs`` (arrays, tuples of
+    them, objects holding a tuple ``state`` of them) is CuPy's current device; a no-op
+    context where there is none."""
+    for a in _cupy_arrays(objs):
+        return a.device  # cupy.cuda.Device: entering it makes it current
+    return contextlib.nullcontext()
+
+
+def on_input_device(fn):
+    """``fn`` run with the device of its CuPy arguments current (:func:`device_scope` of the
+    positional and keyword arguments): a public entry point's own arrays are made on X's
+    device."""
+
+    @functools.wraps(fn)
+    def entered(*args, **kwargs):
+        with device_scope(*args, *kwargs.values()):
+            return fn(*args, **kwargs)
+
+    return entered

@@ -1,0 +1,225 @@
+"""``lstsq`` and ``ridge`` with a sparse or matrix-free X (``_operator``): the Krylov methods only.
+
+The fit runs in X's home library (NumPy for SciPy's sparse matrices and operators, PyTorch,
+JAX or CuPy for theirs, y's library for ``lsq_backends.operator``); y, the weights, the
+penalty and the start go there and the results come back to y's library and device. X is
+never densified: centering is a rank-one correction inside the products and weights a row
+scaling of them (``_operator.centered``), so memory stays O(nnz + (m + n) k).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+
+import array_api_compat as _aac
+
+from . import _compat
+from ._alpha import failure, validate_alpha
+from ._input import as_array, check_bool, check_dtype, check_finite_values, check_method, namespace_of
+from ._iterative import check_start, solver_options
+from ._kinds import check_kind
+from ._operator import (
+    centered,
+    describe,
+    entry_dtype,
+    finite_entries,
+    home_of,
+    is_operator_input,
+    linear_map,
+    on_host,
+    to_numpy,
+)
+from ._result import LstsqResult
+from ._solvers import ITERATIVE
+from ._solvers._krylov import check_options
+from ._solvers._shared import full_rank
+
+__all__ = ["caller_of", "fit", "fit_lstsq", "fit_ridge", "operator_route"]
+
+
+def operator_route(target):
+    """A decorator of an entry point (``lstsq``, ``ridge``, ``ridge_cv``) that sends a sparse
+    or operator X to ``target``, with the arguments as the entry point binds them (its
+    defaults included); dense X goes on as before."""
+
+    def decorate(fn):
+        signature = inspect.signature(fn)
+
+        @functools.wraps(fn)
+        def entry(X, y, /, *args, **kwargs):
+            if not is_operator_input(X):
+                return fn(X, y, *args, **kwargs)
+            bound = signature.bind(X, y, *args, **kwargs)
+            bound.apply_defaults()
+            return target(**bound.arguments)
+
+        return entry
+
+    return decorate
+
+
+def fit_lstsq(X, y, **kwargs):
+    """``lstsq`` with a sparse or operator X."""
+    return fit(X, y, **kwargs)
+
+
+def fit_ridge(X, y, alpha, **kwargs):
+    """``ridge`` with a sparse or operator X."""
+    return fit(X, y, alpha, ridge=True, **kwargs)
+
+
+def _method(method, X):
+    """``auto`` is ``lsmr`` for a sparse or operator X; the direct methods are refused."""
+    check_method(method, None)
+    if method == "auto":
+        return "lsmr"
+    if method not in ITERATIVE:
+        msg = (
+            f"method={method!r} factors a dense X; X is a {describe(X)}: use method='lsmr' (the default for "
+            "sparse and operator X) or 'lsqr', or pass a dense array"
+        )
+        raise ValueError(msg)
+    return method
+
+
+def caller_of(y, sample_weight):
+    """(xp, device) of y (and the weights): where the results go (NumPy for lists)."""
+    xp = namespace_of(None, y, sample_weight)
+    arrays = [a for a in (y, sample_weight) if a is not None and _aac.is_array_api_obj(a)]
+    return xp, (_compat.device(arrays[0]) if arrays else None)
+
+
+def _to_home(a, name, home_xp, home_dev, same, like=None):
+    """``a`` (an argument of y's library) as an array of X's home library."""
+    if a is None:
+        return None
+    if getattr(a, "requires_grad", False):
+        msg = f"{name} requires grad: a fit with a sparse or operator X is not differentiable"
+        raise TypeError(msg)
+    if same or not hasattr(a, "shape"):
+        return as_array(home_xp, a, name, home_dev, like)
+    if _compat.is_lazy(a) and not hasattr(a, "compute"):
+        msg = (
+            f"{name} is traced (jax.jit, vmap, grad): a SciPy sparse X cannot be multiplied there; "
+            "convert it with jax.experimental.sparse.BCOO.from_scipy_sparse(X)"
+        )
+        raise TypeError(msg)
+    return as_array(home_xp, to_numpy(a), name, home_dev, like)
+
+
+def _to_caller(xp, dev, a, same):
+    if a is None or same:
+        return a
+    return xp.asarray(a, device=dev)
+
+
+def fit(X, y, alpha=None, *, method, fit_intercept, sample_weight, check_finite, atol, btol, max_iter, conlim, x0,
+        rcond=None, refine=0, per_target=False, ridge=False):  # fmt: skip
+    """The fit of ``lstsq`` or (``ridge``) ``ridge`` with a sparse or operator X."""
+    method = _method(method, X)
+    check_options(method, atol, btol, max_iter, conlim, x0)
+    fit_intercept = check_bool(fit_intercept, "fit_intercept")
+    check_finite = check_bool(check_finite, "check_finite")
+    per_target = check_bool(per_target, "per_target")
+    if rcond is not None or refine:
+        msg = f"rcond and refine apply to the direct methods; method={method!r} takes atol/btol instead"
+        raise ValueError(msg)
+    if ridge and not per_target and getattr(alpha, "ndim", 0) == 1:
+        msg = f"method={method!r} fits one alpha (or one per target); a 1-D alpha path needs a direct method"
+        raise ValueError(msg)
+    for name, a in (("y", y), ("sample_weight", sample_weight)):
+        check_kind(a, name)
+    if getattr(X, "requires_grad", False):
+        raise TypeError("X requires grad: a fit with a sparse or operator X is not differentiable")
+    caller_xp, caller_dev = caller_of(y, sample_weight)
+    home = home_of(X)
+    xp, dev = home if home is not None else (caller_xp, caller_dev)
+    same = xp is caller_xp
+    moved = None not in (caller_dev, dev) and repr(caller_dev) != repr(dev)
+    if home is not None and not on_host(X) and (not same or moved):
+        msg = f"X is a {describe(X)} on {dev!r}: y and sample_weight must be arrays of its library, on its device"
+        raise TypeError(msg)
+    y = _to_home(y, "y", xp, dev, same)
+    sample_weight = _to_home(sample_weight, "sample_weight", xp, dev, same, y.dtype)
+    m, n = (int(s) for s in X.shape)
+    if y.ndim not in (1, 2) or y.shape[0] != m:
+        msg = f"y must have shape ({m},) or ({m}, k) to match X of shape {(m, n)}; got shape {tuple(y.shape)}"
+        raise ValueError(msg)
+    if sample_weight is not None and tuple(sample_weight.shape) != (m,):
+        msg = f"sample_weight must have shape ({m},); got shape {tuple(sample_weight.shape)}"
+        raise ValueError(msg)
+    for name, a in (("y", y), ("sample_weight", sample_weight)):
+        if a is not None:
+            check_dtype(xp, a, name)
+    x_dtype = entry_dtype(X, xp)
+    if x_dtype is not None and _compat.isdtype(xp, x_dtype, "complex floating"):
+        msg = f"X is complex ({x_dtype}); complex least squares is not supported"
+        raise TypeError(msg)
+    floats = [d for d in (x_dtype, y.dtype) if d is not None and _compat.isdtype(xp, d, "real floating")]
+    dtype = xp.result_type(*floats) if floats else _compat.default_dtypes(xp, dev)[0]
+    if fit_intercept and m == 0:
+        raise ValueError("fit_intercept=True needs at least one sample (X has 0 rows)")
+    y_was_vector = y.ndim == 1
+    Y = xp.astype(y[:, None] if y_was_vector else y, dtype)
+    k = Y.shape[-1]
+    w = None if sample_weight is None else xp.astype(sample_weight, dtype)
+    checks = _compat.Checks()
+    if ridge:
+        alpha = validate_alpha(xp, _to_home(alpha, "alpha", xp, dev, same), k, dtype, dev, per_target, checks)
+    if check_finite:
+        for name, a in (("y", Y), ("sample_weight", w)):
+            if a is not None and not _compat.is_lazy(a):
+                check_finite_values(xp, a, name)
+        ok = finite_entries(X)
+        if ok is not None:
+            checks.add(ok, failure(ValueError, "X contains NaN or infinity in its stored entries"))
+    if w is not None and not _compat.is_lazy(w):
+        checks.add(xp.logical_not(xp.any(w < 0)), failure(ValueError, "sample_weight must be non-negative"))
+        if fit_intercept and m > 0:
+            msg = "sample_weight must have a positive sum to fit an intercept"
+            checks.add(xp.sum(w) > 0, failure(ValueError, msg))
+    if x0 is not None:
+        x0 = check_start(xp, _to_home(x0, "x0", xp, dev, same, dtype), n, k, (), y_was_vector, dtype, Y, check_finite)
+    checks.read(xp)
+    A = linear_map(X, xp, dtype, dev)
+    result = _solve(xp, A, Y, w, alpha, method, fit_intercept, solver_options(method, atol, btol, max_iter, conlim, x0))
+    if y_was_vector:
+        result = LstsqResult(*(None if a is None or a.ndim == 0 else a[..., 0] for a in result))
+    fields = [_to_caller(caller_xp, caller_dev, a, same) for a in result]
+    return LstsqResult(*fields)
+
+
+def _solve(xp, A, Y, w, alpha, method, fit_intercept, options):
+    """The fit of the prepared problem: (coef (n, k), intercept (k,), rank, rss (k,), None,
+    n_iter (k,), istop (k,) or None)."""
+    m, n = A.shape
+    k = Y.shape[-1]
+    dev = _compat.device(Y)
+    root = x_mean = y_mean = None
+    if w is not None:
+        root = xp.sqrt(w)[:, None]
+    if fit_intercept:
+        ws = xp.ones((m, 1), dtype=Y.dtype, device=dev) if w is None else w[:, None]
+        total = xp.sum(ws)
+        x_mean = xp.linalg.matrix_transpose(A.rmatvec(ws)) / total  # (1, n): one product
+        y_mean = xp.sum(ws * Y, axis=0, keepdims=True) / total
+        Y = Y - y_mean
+    if root is not None:
+        Y = root * Y
+    Ac = centered(xp, A, root, x_mean)
+    if min(m, n) == 0 or k == 0:
+        coef = xp.zeros((n, k), dtype=Y.dtype, device=dev)
+        n_iter = full_rank(xp, (k,), 0, Y)
+        istop = n_iter if method == "lsmr" else None
+        rank = full_rank(xp, (), 0, Y)
+    else:
+        coef, rank, n_iter, *stop = ITERATIVE[method](xp, Ac, Y, alpha, **options)
+        istop = stop[0] if stop else None
+    resid = Y - Ac.matvec(coef) if min(m, n) > 0 else Y
+    rss = xp.sum(resid * resid, axis=0)
+    if fit_intercept:
+        intercept = (y_mean - _compat.matmul(xp, x_mean, coef))[0, :]
+    else:
+        intercept = xp.zeros((k,), dtype=Y.dtype, device=dev)
+    return LstsqResult(coef, intercept, rank, rss, None, n_iter, istop)

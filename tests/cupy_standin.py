@@ -1,0 +1,129 @@
+"""A stand-in for CuPy that runs on NumPy, for testing the CuPy branches without a GPU.
+
+It reproduces what those branches depend on, from CuPy's and array-api-compat's sources:
+
+- ``cupy``: the bare library (NumPy's functions; ``linalg.qr(mode="r")`` returns R alone, as
+  CuPy's does; ``linalg.cholesky`` honours ``cupyx.errstate``: under ``linalg="raise"`` a
+  failed factorization raises ``LinAlgError``, under the default ``"ignore"`` it returns
+  what potrf left, the lower triangle of a partial factor, with no NaN).
+- ``array_api_compat.cupy``: the namespace ``array_namespace`` gives for CuPy arrays, made of
+  array-api-compat's NumPy wrappers, which are the same generic code it runs on CuPy (its
+  ``linalg.qr`` unpacks the library's result into ``QRResult(*...)``).
+- ``cupyx.errstate`` and ``cupyx.scipy.linalg``.
+- ``cupy._core._routines_linalg``: the private per-dtype compute type of matrix products
+  (``COMPUTE_TYPE_*`` with CuPy's values, ``get_compute_type``/``set_compute_type``).
+- ``cupy.cuda.Device``: a context manager that records which device is current, and
+  ``cupy.ndarray``: a NumPy array on such a device.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import types
+
+import array_api_compat.numpy as compat_numpy
+import numpy as np
+import scipy.linalg
+
+# cupy/_core/_routines_linalg.pyx
+COMPUTE_TYPES = {"DEFAULT": 1, "PEDANTIC": 2, "FP16": 3, "FP32": 4, "FP64": 5, "BF16": 6, "TF32": 7}
+
+
+def _public(module):
+    return {k: v for k, v in vars(module).items() if not k.startswith("__")}
+
+
+class Device:
+    """``cupy.cuda.Device``: entering it makes it current (recorded in ``current``)."""
+
+    current: list = [0]
+
+    def __init__(self, id=0):
+        self.id = id
+
+    def __enter__(self):
+        Device.current.append(self.id)
+        return self
+
+    def __exit__(self, *exc):
+        Device.current.pop()
+
+    def __repr__(self):
+        return f"<CUDA Device {self.id}>"
+
+
+class ndarray(np.ndarray):  # noqa: N801 (CuPy's name: array-api-compat tests for cupy.ndarray)
+    """A CuPy array: a NumPy array on a :class:`Device` (``device_id``)."""
+
+    def __new__(cls, a, device_id=0):
+        obj = np.asarray(a).view(cls)
+        obj.device_id = device_id
+        return obj
+
+    def __array_finalize__(self, obj):
+        self.device_id = getattr(obj, "device_id", 0)
+
+    @property
+    def device(self):
+        return Device(self.device_id)
+
+
+class StandIn(types.SimpleNamespace):
+    """The installed stand-in: ``bare``, ``xp``, ``errstate`` (the current ``linalg`` mode),
+    ``compute_type`` (float32's), ``linalg_routines``."""
+
+
+def install(monkeypatch, *, compute_type="DEFAULT", compute_api=True):
+    """Put the stand-in modules into ``sys.modules`` (undone by ``monkeypatch``)."""
+    state = StandIn(errstate="ignore", compute_type=COMPUTE_TYPES[compute_type])
+
+    def cholesky(a):
+        c, info = scipy.linalg.lapack.dpotrf(np.asarray(a, dtype=np.float64), lower=1, clean=1)
+        if info > 0 and state.errstate == "raise":
+            raise np.linalg.LinAlgError(f"Error reported by potrf in cuSOLVER. devInfo = {info}")
+        return np.tril(c).astype(a.dtype)
+
+    bare = types.ModuleType("cupy")
+    vars(bare).update(_public(np))
+    bare.linalg = types.SimpleNamespace(**{**_public(np.linalg), "cholesky": cholesky})
+    bare.cuda = types.SimpleNamespace(Device=Device)
+    bare.ndarray = ndarray
+    bare.__version__ = "14.0.0"
+
+    xp = types.ModuleType("array_api_compat.cupy")
+    vars(xp).update(_public(compat_numpy))
+    xp.linalg = types.SimpleNamespace(**{**_public(compat_numpy.linalg), "cholesky": cholesky})
+
+    @contextlib.contextmanager
+    def errstate(linalg=None):
+        before = state.errstate
+        if linalg is not None:
+            state.errstate = linalg
+        try:
+            yield
+        finally:
+            state.errstate = before
+
+    cupyx = types.ModuleType("cupyx")
+    cupyx.errstate = errstate
+    cupyx.scipy = types.ModuleType("cupyx.scipy")
+    cupyx.scipy.linalg = scipy.linalg
+
+    routines = types.ModuleType("cupy._core._routines_linalg")
+    if compute_api:
+        for name, value in COMPUTE_TYPES.items():
+            setattr(routines, f"COMPUTE_TYPE_{name}", value)
+        routines.get_compute_type = lambda dtype: state.compute_type
+        routines.set_compute_type = lambda dtype, ct: setattr(state, "compute_type", ct)
+    core = types.ModuleType("cupy._core")
+    core._routines_linalg = routines
+    bare._core = core
+    state.bare, state.xp, state.linalg_routines = bare, xp, routines
+    modules = {
+        "cupy": bare, "cupy._core": core, "cupy._core._routines_linalg": routines,
+        "cupyx": cupyx, "cupyx.scipy": cupyx.scipy, "cupyx.scipy.linalg": scipy.linalg,
+    }  # fmt: skip
+    for name, module in modules.items():
+        monkeypatch.setitem(sys.modules, name, module)
+    return state

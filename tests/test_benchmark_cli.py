@@ -1,0 +1,44 @@
+"""The main job's command line, as a new user meets it: a missing optional library is one line
+naming the extra that installs it, and ``--backends numpy`` imports no other array library
+(JAX, PyTorch and Dask take seconds each to import). NumPy session only."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+
+import pytest
+
+from benchmarks.needs import require
+
+pytestmark = pytest.mark.usefixtures("numpy_reference")
+
+
+def test_a_missing_library_is_one_line_naming_the_extra(capsys):
+    with pytest.raises(SystemExit) as exc:
+        require("python -m benchmarks", ["numpy", "no_such_module_for_this_test"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert "no_such_module_for_this_test" in err and 'pip install -e ".[bench]"' in err
+
+
+def test_present_libraries_pass_silently(capsys):
+    require("python -m benchmarks", ["numpy", "scipy"])
+    assert capsys.readouterr().err == ""
+
+
+def test_numpy_run_imports_no_other_backend():
+    missing = [m for m in ("scipy", "threadpoolctl", "tqdm", "sklearn") if importlib.util.find_spec(m) is None]
+    if missing:
+        pytest.skip(f"the main job needs {missing} (the bench extra)")
+    code = (
+        "import sys\n"
+        "from benchmarks.__main__ import main\n"
+        "main(['--quick', '--backends', 'numpy', '--cases', 'eager_2000x20', '--dtype', 'float64',\n"
+        "      '--methods', 'normal', '--no-memory'])\n"
+        "print('IMPORTED', sorted(m for m in ('jax', 'torch', 'dask', 'cupy') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, check=True).stdout
+    assert "IMPORTED []" in out, out[-2000:]
