@@ -30,7 +30,7 @@ SCALES = [(664, 0, 0), (-664, 0, 0), (0, 664, 0), (0, -664, 0), (0, 0, 498), (0,
           (-66, 0, -498), (-66, 0, 498), (66, 0, -498), (-996, -996, 0), (996, 996, 0), (-500, 400, 0),
           (300, -300, 200)]  # fmt: skip
 LAZY_SCALES = [(664, 0, 0), (66, 0, 498), (-66, 0, 498), (-996, -996, 0)]  # Dask: a graph per fit (~1 s each)
-METHODS = ("auto", "normal", "qr", "svd", "lsqr")
+METHODS = ("auto", "normal", "qr", "svd", "lsqr", "lsmr")
 
 # Results that are not representable (rss of y * 1e200) overflow, as the true values do.
 pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
@@ -67,10 +67,10 @@ def _fit_fields(r, a, b, c):
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("kind", ["lstsq", "ridge"])
 def test_lstsq_and_ridge(be, method, kind):
-    if be.lazy and method == "lsqr":
-        pytest.skip("lsqr on Dask computes per block of iterations (slow here): see test_dask")
+    if be.lazy and method in ("lsqr", "lsmr"):
+        pytest.skip("lsqr and lsmr on Dask compute per block of iterations (slow here): see test_dask")
     X, y, w = _problem()
-    opts = {"atol": 1e-10, "btol": 1e-10} if method == "lsqr" else {}
+    opts = {"atol": 1e-10, "btol": 1e-10} if method in ("lsqr", "lsmr") else {}
 
     def fit(a, b, c):
         args = (_put(be, X, a), _put(be, y, b))
@@ -252,10 +252,10 @@ def test_uniform_subnormal_weights(be, method):
     """Weights of 5e-324 (2**-1074) are weights of 1 scaled: the unweighted fit; 1e-318 (a
     subnormal with 17 bits) the same problem up to the rounding of sqrt(w) (eps kappa). JAX
     reads subnormals as zeros (XLA flushes them): no scaling can rescue them, they are refused."""
-    if be.lazy and method == "lsqr":
-        pytest.skip("lsqr on Dask computes per block of iterations (slow here): see test_dask")
+    if be.lazy and method in ("lsqr", "lsmr"):
+        pytest.skip("lsqr and lsmr on Dask compute per block of iterations (slow here): see test_dask")
     X, y, _ = _problem(seed=8)
-    opts = {"atol": 1e-12, "btol": 1e-12} if method == "lsqr" else {}
+    opts = {"atol": 1e-12, "btol": 1e-12} if method in ("lsqr", "lsmr") else {}
     ones = be.asarray(np.ones(30))
     base = lsq.lstsq(be.asarray(X), be.asarray(y), method=method, fit_intercept=True, sample_weight=ones, **opts)
     for w in (5e-324, 1e-318):
@@ -270,7 +270,7 @@ def test_uniform_subnormal_weights(be, method):
             _same(be, r.coef, base.coef, 0, f"{method}: coef")
             _same(be, r.rss, base.rss, -1074, f"{method}: rss")
         else:
-            tol = 1e-8 if method == "lsqr" else tolerance(method, np.float64, 30.0, 30, 4)
+            tol = 1e-8 if method in ("lsqr", "lsmr") else tolerance(method, np.float64, 30.0, 30, 4)
             assert np.linalg.norm(got - want) <= tol * np.linalg.norm(want), f"{method}, w = {w}"
 
 
