@@ -193,7 +193,8 @@ def main(argv=None):
             os.remove(path)
     p_state = args.cols + 1
     print(
-        f"\nstate: (p + 1)^2 = {(p_state + 1) ** 2} float64 numbers, {(p_state + 1) ** 2 * 8 / 1024:.1f} KiB; "
+        f"\nstate: p^2 + 3p + 3 = {p_state * (p_state + 3) + 3} float64 numbers, "
+        f"{(p_state * (p_state + 3) + 3) * 8 / 1024:.1f} KiB; "
         f"chunk buffer {args.chunk * p_state * 8 / 2**20:.1f} MiB; madvise={'off' if args.no_madvise else 'on'}"
     )
     print(f"\nAll {args.rows} rows streamed ({size_gb:.2f} GB file):\n")

@@ -15,6 +15,7 @@ from . import _compat
 from ._alpha import validate_alpha
 from ._input import check_bool, check_method
 from ._result import LstsqResult
+from ._scaling import scaled_alpha, times, unscale
 from ._solvers import householder as _householder
 from ._solvers import pinv as _pinv
 from ._solvers._shared import (
@@ -30,7 +31,7 @@ from ._solvers._shared import (
     split_targets,
 )
 from ._solvers.rank import certified
-from ._stream import Accumulator, gram
+from ._stream import Accumulator, canonical, gram
 
 
 def _alpha(meta, alpha):
@@ -91,29 +92,39 @@ class _Solvable(Accumulator):
         self._check_intercept(xp, fit_intercept)
         alpha = _alpha(self._meta, alpha)
         meta = self._meta
-        if meta.n == 0:
-            # As lstsq with n = 0: zero coefficients, rank 0, all of y is residual.
-            W = xp.zeros((0, meta.k), dtype=meta.dtype, device=meta.device)
-            rss = diagonal(xp, state.stat)
-            if not fit_intercept:
-                rss = rss + state.weight * (state.shift + state.mean) ** 2
-            rank = full_rank(xp, (), 0, W)
-        else:
-            # One compiled call on JAX (eagerly, each small operation would compile alone).
-            key = (type(self), xp, meta.n, fit_intercept, rcond)
-            if key not in _SOLVES:
-                _SOLVES[key] = _compat.jit(xp, functools.partial(type(self)._solve, xp, meta.n, fit_intercept, rcond))
-            W, rank, rss = _SOLVES[key](state, alpha)
-        n = meta.n
-        if fit_intercept:
-            # (K_y + mu_y) - (K_x + mu_x) @ W, in the order that keeps the small terms' digits.
-            intercept = state.shift[n:] - dot(xp, state.shift[None, :n], W)[0, :]
-            intercept = intercept + (state.mean[n:] - dot(xp, state.mean[None, :n], W)[0, :])
-        else:
-            intercept = xp.zeros((meta.k,), dtype=W.dtype, device=_compat.device(W))
+        # One compiled call on JAX (eagerly, each small operation would compile alone).
+        key = (type(self), xp, meta.n, fit_intercept, rcond)
+        if key not in _SOLVES:
+            _SOLVES[key] = _compat.jit(xp, functools.partial(_solved, type(self), xp, meta.n, fit_intercept, rcond))
+        W, intercept, rank, rss = _SOLVES[key](state, alpha)
         if meta.y_vector:
             W, intercept, rss = W[:, 0], intercept[0], rss[0]
         return LstsqResult(W, intercept, rank, rss, None)
+
+
+def _solved(cls, xp, n, fit_intercept, rcond, state, alpha):
+    """(coef, intercept, rank, rss) of ``cls``'s fit of ``state``: solved with the columns of
+    X at one scale (``_stream.canonical``) and mapped back exactly."""
+    state, scale = canonical(xp, state, n, cls._scale_stat)
+    if alpha is not None:
+        alpha = scaled_alpha(xp, scale, alpha)
+    if n == 0:
+        # As lstsq with n = 0: zero coefficients, rank 0, all of y is residual.
+        W = xp.zeros((0, state.stat.shape[0]), dtype=state.stat.dtype, device=_compat.device(state.stat))
+        rss = diagonal(xp, state.stat)
+        if not fit_intercept:
+            rss = rss + state.weight * (state.shift + state.mean) ** 2
+        rank = full_rank(xp, (), 0, W)
+    else:
+        W, rank, rss = cls._solve(xp, n, fit_intercept, rcond, state, alpha)
+    if fit_intercept:
+        # (K_y + mu_y) - (K_x + mu_x) @ W, in the order that keeps the small terms' digits.
+        intercept = state.shift[n:] - dot(xp, state.shift[None, :n], W)[0, :]
+        intercept = intercept + (state.mean[n:] - dot(xp, state.mean[None, :n], W)[0, :])
+    else:
+        intercept = xp.zeros((W.shape[1],), dtype=W.dtype, device=_compat.device(W))
+    out = unscale(xp, LstsqResult(W, intercept, rank, rss, None), scale, False)
+    return out.coef, out.intercept, out.rank, out.rss
 
 
 def _statistics(cls, xp, state, n, fit_intercept):
@@ -133,7 +144,7 @@ class NormalAccumulator(_Solvable):
     the pairwise update ``C = C_a + C_b + (W_a W_b / W) delta delta^T`` (Chan, Golub and
     LeVeque), so a column around 1e8 with spread 1 keeps its digits with an intercept (the
     naive sum of ``[1, x]^T [1, x]`` loses all of them). Without an intercept the uncentered
-    Gram matrix ``C + W mu mu^T`` is solved. Memory: (p + 1)^2 numbers, p = n + k.
+    Gram matrix ``C + W mu mu^T`` is solved. Memory: p^2 + 3p + 3 numbers, p = n + k.
 
     ``solve`` factors the (centered) Gram matrix plus ``alpha I`` by Cholesky, with the rank
     decision of ``method="normal"`` (full rank certified by the inverse of the column-scaled
@@ -167,6 +178,10 @@ class NormalAccumulator(_Solvable):
     @staticmethod
     def _chunk_stat(xp, D):
         return gram(xp, D)
+
+    @staticmethod
+    def _scale_stat(xp, C, f):
+        return times(xp, times(xp, C, tuple(g[:, None] for g in f)), f)
 
     @staticmethod
     def _add_row(xp, C, v):
@@ -231,7 +246,7 @@ class QRAccumulator(_Solvable):
     each chunk first removes the offset exactly as :func:`lstsq` does in memory, and the
     intercept, ``mu_y - mu_x @ coef``, stays unpenalized. A fit without intercept takes the
     factor of ``[R; sqrt(W) mu^T]`` (one (p+1) x p QR): ``R^T R + W mu mu^T`` is the uncentered
-    Gram matrix. Memory: (p + 1)^2 numbers, p = n + k.
+    Gram matrix. Memory: p^2 + 3p + 3 numbers, p = n + k.
 
     ``solve`` hands the blocks ``R_xx``, ``R_xy`` to the Householder QR solver of
     ``method="qr"`` (its rank decision, its SVD-of-R minimum-norm fallback, and for ridge its
@@ -257,6 +272,10 @@ class QRAccumulator(_Solvable):
     @staticmethod
     def _chunk_stat(xp, D):
         return D  # the rows themselves: the QR of [R; D; v] in _combine factors them
+
+    @staticmethod
+    def _scale_stat(xp, R, f):
+        return times(xp, R, f)  # R D is the R factor of Z D
 
     @staticmethod
     def _add_row(xp, R, v):

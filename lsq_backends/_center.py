@@ -6,9 +6,11 @@ from . import _compat
 
 
 def _weights(xp, X, root):
-    """(ones (m, 1) aligned with X's rows, weights w (..., m, 1), their sum (..., 1, 1))."""
+    """(ones (m, 1) aligned with X's rows, weights w (..., m, 1), their sum (..., 1, 1)), all of
+    X's rank (as ``root``, see ``_input.prepare``)."""
     m = X.shape[-2]
     ones = _compat.align_rows(xp, xp.ones((m, 1), dtype=X.dtype, device=_compat.device(X)), X)
+    ones = _compat.as_rank(xp, ones, X.ndim)
     w = ones if root is None else root * root
     return ones, w, xp.sum(w, axis=-2, keepdims=True)
 
@@ -75,7 +77,7 @@ def eliminate_intercept(xp, X, Y, root, eliminate=True):
     ones, w, total = _weights(xp, X, root)  # total: (..., 1, 1)
     wt = xp.linalg.matrix_transpose(w)
     scale = xp.sqrt(total)
-    r0 = ones[:1, :] if root is None else root[..., :1, :]
+    r0 = (ones if root is None else root)[..., :1, :]
 
     def reduce(A):
         # Weighted sums as matrix products: BLAS-blocked, and no weighted copy of A.

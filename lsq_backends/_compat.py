@@ -40,6 +40,7 @@ __all__ = [
     "align_rows",
     "arg_best",
     "array_namespace",
+    "as_rank",
     "batch_last",
     "branches_share_memory",
     "cho_solve",
@@ -170,6 +171,15 @@ def is_readable(x) -> bool:
     """True when the values of ``x`` can be read now: not a JAX tracer, not a Dask graph
     (see :func:`is_lazy`)."""
     return not is_lazy(x)
+
+
+def as_rank(xp, a, ndim):
+    """``a`` with leading axes of length 1 up to ``ndim`` axes (0-d arrays as they are).
+
+    Quirk: JAX with ``jax_numpy_rank_promotion="raise"`` (as its own test harness and many JAX
+    libraries run) refuses to broadcast arrays of different ranks, which the standard allows."""
+    extra = ndim - a.ndim
+    return xp.reshape(a, (1,) * extra + tuple(a.shape)) if extra > 0 and a.ndim > 0 else a
 
 
 def align_rows(xp, a, like):

@@ -66,10 +66,11 @@ def _loo(xp, spec, alphas, Y, lev0):
     e_i = r_i / (1 - H_ii), with H the hat matrix of [1, X] (intercept unpenalized; ``lev0`` its
     intercept part w_i / sum(w), or None), all penalties by broadcasting and two products."""
     f = spectral.filters(xp, spec, alphas)  # (a, ..., p)
-    resid = Y - spectral.over_alphas(xp, spec.F, f[..., None] * spec.P)  # (a, ..., m, k)
+    fP = f[..., None] * _compat.as_rank(xp, spec.P, f.ndim + 1)
+    resid = _compat.as_rank(xp, Y, fP.ndim) - spectral.over_alphas(xp, spec.F, fP)  # (a, ..., m, k)
     lev = spectral.over_alphas(xp, spec.L, f[..., None])[..., 0]  # (a, ..., m)
     if lev0 is not None:
-        lev = lev + lev0
+        lev = lev + _compat.as_rank(xp, lev0, lev.ndim)
     e = resid / (1 - lev)[..., None]
     return e * e
 
@@ -357,11 +358,14 @@ def ridge_cv(
             )
     coef, alpha, best, values, scores = out
     intercept = intercept_of(xp, problem, coef, fit_intercept)
-    # Squared errors scale with y's factor squared; R^2 is scale-free, and the other scorers
-    # saw the targets in the caller's units (``_scoring.Scorer.unit``).
+    # Leave-one-out and GCV errors are weighted sums of squares (scaled back by y's and the
+    # weights' factors), held-out folds' and scored leave-one-out predictions' weighted means
+    # of squares (by y's alone); R^2 is scale-free, and the other scorers saw the targets in
+    # the caller's units (``_scoring.Scorer.unit``).
     squared = scoring in (None, "neg_mean_squared_error")
+    errors = None if not squared else "means" if pairs is not None or predictions else "sums"
     coef, intercept, alpha, values_u, scores = unscale_cv(
-        xp, problem.scale, best, coef, intercept, alpha, None if predictions else values, scores, squared=squared
+        xp, problem.scale, best, coef, intercept, alpha, None if predictions else values, scores, errors=errors
     )
     if not predictions:
         values = values_u

@@ -94,11 +94,13 @@ def _per_target(xp, X, alpha, options, symmetric_solve):
     alpha g``), and where ``alpha_j = 0``, ``K g = X^+ q`` (a second LSQR solve, on those
     columns only: the others start converged). ``N`` is zero where ``alpha_j > 0``."""
     lsqr = ITERATIVE["lsqr"]
-    pos = alpha > 0
-    safe = xp.where(pos, alpha, xp.ones_like(alpha))
+    nd = X.ndim  # the blocks (..., n, k) have X's rank: alpha (k,) as (1, ..., 1, k)
+    a = _compat.as_rank(xp, alpha, nd)
+    pos = a > 0
+    safe = xp.where(pos, a, xp.ones_like(a))
 
     def gram(z):
-        return dot(xp, mT(xp, X), dot(xp, X, z)) + alpha * z
+        return dot(xp, mT(xp, X), dot(xp, X, z)) + a * z
 
     def solve(_, g):
         q = lsqr(xp, mT(xp, X), g, alpha, **options)[0]

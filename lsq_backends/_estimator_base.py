@@ -30,6 +30,7 @@ import array_api_compat as _aac
 
 from . import _compat, _input
 from ._kinds import check_kind
+from ._scaling import exponent, log2_abs, powers, times
 
 try:
     from sklearn.base import BaseEstimator, RegressorMixin
@@ -284,7 +285,8 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
         dtype = xp.result_type(X.dtype, coef.dtype) if xp.isdtype(X.dtype, "real floating") else coef.dtype
         X = xp.astype(X, dtype, copy=False) if X.dtype != dtype else X
         W = coef if coef.ndim == 1 else xp.permute_dims(coef, (1, 0))
-        return _compat.matmul(xp, X, xp.astype(W, dtype, copy=False)) + xp.astype(self.intercept_, dtype, copy=False)
+        pred = _compat.matmul(xp, X, xp.astype(W, dtype, copy=False))
+        return pred + _compat.as_rank(xp, xp.astype(self.intercept_, dtype, copy=False), pred.ndim)
 
     @_compat.on_input_device
     def score(self, X, y, sample_weight=None):
@@ -319,7 +321,12 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
                 msg = f"sample_weight must have shape ({Y.shape[0]},); got shape {tuple(w.shape)}"
                 raise ValueError(msg)
             w = xp.astype(w, Y.dtype, copy=False)[:, None]
-        mean = xp.sum(w * Y, axis=0) / xp.sum(w, axis=0)
+        # R^2 is scale-free: y and the predictions by one power of two per target, the weights
+        # by one, so that no square overflows or underflows (``_scaling``; exact).
+        big = xp.maximum(xp.max(xp.abs(Y), axis=0), xp.max(xp.abs(P), axis=0))
+        fy, fw = powers(xp, [(-exponent(xp, log2_abs(xp, big)), 1), (-exponent(xp, log2_abs(xp, xp.max(w))), 1)])
+        Y, P, w = times(xp, Y, fy), times(xp, P, fy), w * fw
+        mean = xp.sum(w * Y, axis=0, keepdims=True) / xp.sum(w, axis=0, keepdims=True)
         num = xp.sum(w * (Y - P) ** 2, axis=0)
         den = xp.sum(w * (Y - mean) ** 2, axis=0)
         safe = xp.where(den != 0, den, xp.ones_like(den))

@@ -22,7 +22,7 @@ from ._alpha import failure, validate_alpha
 from ._center import eliminate_intercept, sample_means, weighted_means
 from ._frames import from_pandas
 from ._kinds import check_kind, check_known_shape
-from ._scaling import gram_certificate, scale_problem
+from ._scaling import flushed, gram_certificate, scale_problem
 from ._solvers._shared import check_fraction
 
 METHODS = ("auto", "normal", "qr", "svd", "lsmr", "lsqr")
@@ -44,7 +44,7 @@ class Problem(NamedTuple):
     # None), kept for ``refine`` only; else None (with a cast input it would hold a copy of X)
     check: Any = None  # X's finiteness test deferred to the Gram matrix (``gram_check``), or None
     checks: Any = None  # the value checks not yet read (``_compat.Checks``), with ``defer_checks``
-    scale: Any = None  # ``_scaling.Scale``: X, Y (and alpha) were divided by powers of two, or None
+    scale: Any = None  # ``_scaling.Scale``: X, Y, sqrt(w) (and alpha) were divided by powers of two, or None
     centered: Any = None  # with ``gram_center``: (root,), X and Y left uncentered and unweighted
     #   (x_offset, y_offset their weighted means): the Gram route centers on the n x n side
 
@@ -294,6 +294,10 @@ def validate(
             _check_finite(xp, X, "X", checks)
         _check_finite(xp, y, "y", checks)
         _check_finite(xp, sample_weight, "sample_weight", checks)
+        for name, a in (("X", X), ("y", y), ("sample_weight", sample_weight), (alpha_name, alpha if ridge else None)):
+            ok, msg = flushed(xp, a, name, each=name == alpha_name)  # subnormals read as zero (JAX): refused
+            if ok is not None:
+                checks.add(ok, failure(ValueError, msg))
     if sample_weight is not None and not _compat.is_lazy(sample_weight) and m > 0:
         checks.add(xp.logical_not(xp.any(sample_weight < 0)), failure(ValueError, "sample_weight must be non-negative"))
         if fit_intercept:
@@ -316,7 +320,8 @@ def intercept_of(xp, problem, coef, fit_intercept):
     an intercept, else zeros; coef (..., n, k) gives (..., k). One place for every entry point
     (fits, paths, ``ridge_cv``, ``nnls``, ``diagnostics``)."""
     if fit_intercept:
-        return (problem.y_offset - _compat.matmul(xp, problem.x_offset, coef))[..., 0, :]
+        shift = _compat.matmul(xp, problem.x_offset, coef)  # a path's coef has a leading alpha axis
+        return (_compat.as_rank(xp, problem.y_offset, shift.ndim) - shift)[..., 0, :]
     shape = (*coef.shape[:-2], coef.shape[-1])
     return _compat.full(xp, shape, 0, coef.dtype, coef)
 
@@ -362,8 +367,9 @@ def prepare(
     with ``defer_checks``, left in ``Problem.checks`` for the fit to read with its first route
     decision (see ``_compat.deferred``): one host read for the whole fit (NumPy, where
     reading is free, reads them here all the same). ``scale``
-    ("per_target" or "shared", see ``_scaling``) solves at unit scale: X, Y and alpha divided
-    by powers of two, recorded in ``Problem.scale`` for ``_scaling.unscale``. With
+    ("per_target" or "shared", see ``_scaling``) solves at unit scale: X, Y, the square roots
+    of the weights and alpha divided by powers of two, recorded in ``Problem.scale`` for
+    ``_scaling.unscale``. With
     ``gram_center`` a tall problem with an intercept (m - 1 >= n >= 1) is not centered here:
     only its means are taken (``Problem.centered``, for the Gram route's ``TallGram``); on
     NumPy without weights X's scale is then certified by the Gram matrix
@@ -382,13 +388,13 @@ def prepare(
     gram_route = gram_center and m - int(fit_intercept) >= n >= 1
     # NumPy's Gram route certifies X's scale on the Gram matrix (``_scaling.gram_certificate``)
     skip_x = gram_route and scale_x_by_gram and sample_weight is None and _aac.is_numpy_namespace(xp)
+    root = None  # sqrt(w) (..., m, 1), of X's rank (JAX with strict rank promotion)
+    if sample_weight is not None:
+        root = _compat.as_rank(xp, _compat.align_rows(xp, xp.sqrt(sample_weight[..., None]), X), X.ndim)
     scaling = None
     if scale is not None:
-        X, Y, alpha, scaling = scale_problem(xp, X, Y, alpha, shared_y=scale == "shared", skip_x=skip_x)
+        X, Y, root, alpha, scaling = scale_problem(xp, X, Y, root, alpha, shared_y=scale == "shared", skip_x=skip_x)
     check = gram_check(xp, X, check_finite, checks) if defer_x_check else None
-    root = (
-        None if sample_weight is None else _compat.align_rows(xp, xp.sqrt(sample_weight[..., None]), X)
-    )  # (..., m, 1)
     original = (X, Y, root) if keep_original else None
     x_offset = y_offset = offset_sq = centered = None
     if fit_intercept and gram_route and eliminate:

@@ -105,7 +105,7 @@ def _fold_predictions(xp, X, Y, root, alphas, train, test, fit_intercept, mode):
     route = spectral.svd if mode == "svd" else spectral.gram
     spec = route(xp, Xe, Ye, offset_sq)
     pred = _predict(xp, spec, _test_basis(xp, spec, _take(xp, X, test), x_off if fit_intercept else None), alphas)
-    return pred + y_off if fit_intercept else pred
+    return pred + _compat.as_rank(xp, y_off, pred.ndim) if fit_intercept else pred
 
 
 def _test_basis(xp, spec, Xte, x_off):
@@ -120,7 +120,7 @@ def _test_basis(xp, spec, Xte, x_off):
 def _predict(xp, spec, G, alphas):
     """Held-out predictions (a, ..., m_test, k), intercept aside: ``G diag(f) P`` per penalty."""
     f = spectral.filters(xp, spec, alphas)  # (a, ..., p)
-    return spectral.over_alphas(xp, G, f[..., None] * spec.P)
+    return spectral.over_alphas(xp, G, f[..., None] * _compat.as_rank(xp, spec.P, f.ndim + 1))
 
 
 def fold_score(xp, y, pred, w, scoring):
@@ -128,10 +128,10 @@ def fold_score(xp, y, pred, w, scoring):
     (..., m, k), weights ``w`` (..., m, 1) or None: (a, ..., k)."""
     if callable(scoring):  # any other scoring, bound by ``_scoring.bind``
         return scoring(xp, y, pred, w)
-    r = y - pred
+    r = _compat.as_rank(xp, y, pred.ndim) - pred
     ww = xp.ones_like(y[..., :1]) if w is None else w
     total = xp.sum(ww, axis=-2)  # (..., 1)
-    sse = xp.sum(ww * r * r, axis=-2)  # (a, ..., k)
+    sse = xp.sum(_compat.as_rank(xp, ww, r.ndim) * r * r, axis=-2)  # (a, ..., k)
     if scoring == "r2":
         mean = xp.sum(ww * y, axis=-2, keepdims=True) / total[..., None, :]
         d = y - mean
@@ -143,9 +143,10 @@ def fold_score(xp, y, pred, w, scoring):
         inf = xp.full_like(y[..., :1, :], float("inf"))
         hi = xp.max(xp.where(weighted, y, -inf), axis=-2)
         constant = hi <= xp.min(xp.where(weighted, y, inf), axis=-2)  # (..., k)
+        constant, sst = _compat.as_rank(xp, constant, sse.ndim), _compat.as_rank(xp, sst, sse.ndim)
         r2 = 1 - sse / xp.where(constant, xp.ones_like(sst), sst)
         return xp.where(constant, xp.where(sse == 0, xp.ones_like(r2), xp.zeros_like(r2)), r2)
-    return -sse / total
+    return -sse / _compat.as_rank(xp, total, sse.ndim)
 
 
 def _fold_scores_batched(xp, X, Y, root, alphas, train, test, fit_intercept, scoring, mode, batch):
@@ -174,7 +175,8 @@ def _fold_scores_batched(xp, X, Y, root, alphas, train, test, fit_intercept, sco
         Yte, rows = _take(xp, Yb, test), []
         for i in range(alphas.shape[0]):
             pred = _predict(xp, sb, G, alphas[i : i + 1])  # (1, ..., m_test, b)
-            rows.append(fold_score(xp, Yte, pred + y_off if fit_intercept else pred, w_test, scoring))
+            pred = pred + _compat.as_rank(xp, y_off, pred.ndim) if fit_intercept else pred
+            rows.append(fold_score(xp, Yte, pred, w_test, scoring))
         return (xp.concat(rows, axis=0),)
 
     return _compat.over_columns(xp, block, (Y,), batch)[0]
@@ -210,8 +212,9 @@ def gcv_scores(xp, spec, alphas, Y, root, fit_intercept):
     and the per-sample terms (a, ..., m, k)."""
     m = Y.shape[-2]
     f = spectral.filters(xp, spec, alphas)  # (a, ..., p)
-    resid = Y - spectral.over_alphas(xp, spec.F, f[..., None] * spec.P)  # weighted residuals
-    df = xp.sum(f * spec.lam, axis=-1) + (1.0 if fit_intercept else 0.0)  # (a, ...)
+    fitted = spectral.over_alphas(xp, spec.F, f[..., None] * _compat.as_rank(xp, spec.P, f.ndim + 1))
+    resid = _compat.as_rank(xp, Y, fitted.ndim) - fitted  # weighted residuals
+    df = xp.sum(f * _compat.as_rank(xp, spec.lam, f.ndim), axis=-1) + (1.0 if fit_intercept else 0.0)  # (a, ...)
     den = (1 - df / m)[..., None, None]
     terms = resid * resid / (den * den)  # (a, ..., m, k)
     return -xp.mean(terms, axis=-2), terms

@@ -13,7 +13,6 @@ import functools
 import inspect
 
 import array_api_compat as _aac
-import numpy as np
 
 from . import _compat
 from ._alpha import failure, validate_alpha

@@ -41,7 +41,8 @@ def fit_path(problem, method, fit_intercept):
         s = None  # "qr" factors the same way, but only "svd" reports singular values
     intercept = intercept_of(xp, problem, coef, fit_intercept)
     # The residual itself (accurate for near-exact fits), every penalty in one product X @ W.
-    resid = Y - over_alphas(xp, X, coef)
+    fitted = over_alphas(xp, X, coef)
+    resid = _compat.as_rank(xp, Y, fitted.ndim) - fitted
     rss = xp.sum(resid * resid, axis=-2)  # (a, ..., k)
     if s is not None:
         s = xp.broadcast_to(s, (a, *s.shape))

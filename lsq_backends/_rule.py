@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from . import _compat
 from ._solvers._shared import dot, mT
 
 
@@ -65,22 +66,24 @@ def apply(xp, op, b):
 def penalty(xp, alpha, ndim, path=False):
     """A penalty (or its tangent) of shape (1,) or (k,) per target, or (a,) along a ``path``,
     in the form that broadcasts against a solution of ``ndim`` axes (a path's with its
-    leading penalty axis): 0-d, (k,), (a, 1, ..., 1). None stays None."""
+    leading penalty axis): 0-d, (1, ..., 1, k), (a, 1, ..., 1). None stays None."""
     if alpha is None:
         return None
     if path:
         return xp.reshape(alpha, (alpha.shape[0],) + (1,) * (ndim - 1))
-    return alpha[0] if alpha.shape[0] == 1 else alpha
+    return alpha[0] if alpha.shape[0] == 1 else _compat.as_rank(xp, alpha, ndim)
 
 
 def linearize(xp, fac, X, Y, W, alpha, path=False):
     """The ``Linearization`` of the fit ``W`` (along a ``path``: W (a, ..., n, k))."""
     a = penalty(xp, alpha, W.ndim, path)
     corrected = not isinstance(fac, Operators)
-    Res = Y - dot(xp, X, W)
+    XW = dot(xp, X, W)
+    Res = _compat.as_rank(xp, Y, XW.ndim) - XW
     if corrected and X.shape[-2] < X.shape[-1]:
         U = apply(xp, fac.K, Y)
-        U = U + apply(xp, fac.K, Y - _gram(xp, X, a, U, True))  # one corrected step, as below
+        GU = _gram(xp, X, a, U, True)
+        U = U + apply(xp, fac.K, _compat.as_rank(xp, Y, GU.ndim) - GU)  # one corrected step, as below
         if a is not None:
             Res = xp.where(a > 0, xp.zeros_like(Res), Res)
         return Linearization(fac.K, None, X, W, Res, U, a, True, True)
@@ -113,12 +116,14 @@ def tangent(xp, lin, dX, dY, dalpha):
     Xt, dXt = mT(xp, lin.X), mT(xp, dX)
     if lin.wide:
         U = lin.B
-        h = dY - dot(xp, dX, lin.W) - dot(xp, lin.X, dot(xp, dXt, U))
+        dXW = dot(xp, dX, lin.W)
+        h = _compat.as_rank(xp, dY, dXW.ndim) - dXW - dot(xp, lin.X, dot(xp, dXt, U))
         if dalpha is not None:
             h = h - dalpha * U
         h = h + apply(xp, lin.K, dot(xp, lin.X, dot(xp, dXt, lin.Res)))
         return dot(xp, dXt, U) + dot(xp, Xt, _solve(xp, lin, h))
-    x = _solve(xp, lin, dot(xp, Xt, dY - dot(xp, dX, lin.W)))
+    dXW = dot(xp, dX, lin.W)
+    x = _solve(xp, lin, dot(xp, Xt, _compat.as_rank(xp, dY, dXW.ndim) - dXW))
     g = dot(xp, dXt, lin.Res)
     if dalpha is not None:
         g = g - dalpha * lin.W

@@ -1,27 +1,43 @@
-"""Scaling by powers of two: every fit is solved at unit scale, whatever the scale of X and y.
+"""Scaling by powers of two: every fit is solved at unit scale, whatever the scale of X, y,
+sample_weight and alpha.
 
-The solvers form squares (Gram matrices, column norms, LSQR's norms): X with entries around
-1e200 overflowed them (ridge returned exactly 0, LSQR NaN) and entries around 1e-200
-underflowed (LSQR returned 0 after 0 iterations). Least squares and ridge are homogeneous:
+The solvers form squares (Gram matrices, column norms, LSQR's norms, weighted means): X with
+entries around 1e200 overflowed them (ridge returned exactly 0, LSQR NaN), entries around
+1e-200 underflowed (LSQR returned 0 after 0 iterations), and so did ordinary X next to weights
+near 1e+-300 (``sqrt(w) X`` and the weighted means). Least squares and ridge are homogeneous.
+With the weighted data ``A = sqrt(w) X`` and ``B = sqrt(w) Y``, dividing
 
-    X = s X',  Y = Y' diag(t),  alpha = s**2 alpha'  =>  coef = coef' diag(t) / s,
-    intercept = intercept' diag(t),  rss = rss' t**2,  singular values = s s',
+    X by 2**kx,  column j of Y by 2**ky_j,  sqrt(w) by 2**kr,  alpha by 2**(2 kA),
 
-rank and iteration counts unchanged. With s and t powers of two every one of these products is
-exact (short of overflow or underflow), so a scaled fit returns the unscaled fit's answer
-multiplied out: scaling changes no rounding, it only keeps the squares in range.
+(``kA = kr + kx``, ``kB = kr + ky``) gives a problem whose fit maps back exactly:
 
-``s`` is one power of two for the whole of X (one for all problems of a stack: a penalty is
-shared by the stack), ``t`` one per column of y (one penalty serves columns of any scale; a
-column's LSQR norms are its own); with ``shared_y`` a single ``t`` (leave-one-out compares
-targets' errors). Both are chosen on the device (no host read) from ``max |X|`` and
-``max |y|`` (for ridge, the larger of ``max |X|`` and the square root of the smallest
-penalty): 1 while that magnitude lies within ``2**(+-emax/4)`` (1e77 in float64, 4e9 in
-float32), where the solvers' squares cannot overflow or lose bits to the subnormal range, so
-data at ordinary scales are not touched (bitwise the unscaled fit); else ``2**floor(log2(max))``.
-On NumPy the choice is read (free in host memory) and X is not copied when it is 1; elsewhere
-X is multiplied by the (exact) factor, one elementwise pass, and the factors cost a few dozen
-operations on arrays of k + 1 numbers (~0.4 ms per eager PyTorch call on the CPU).
+    coef = coef' 2**(ky - kx),  intercept = intercept' 2**ky,  rss = rss' 2**(2 kB),
+    singular values = s' 2**kA,  weighted means of squared errors = ' 2**(2 ky),
+
+rank and iteration counts unchanged (the weighted means of X and Y do not change when all
+weights are multiplied by one factor). With powers of two every one of these products is exact
+(short of overflow or underflow): scaling changes no rounding, it only keeps the squares in
+range, so a scaled fit returns the unscaled fit's answer multiplied out.
+
+The exponents are chosen on the device, without a host read, from magnitudes taken in log2
+(so that no product of two magnitudes can overflow): ``kr`` from ``max sqrt(w)``, ``kA`` from
+``max sqrt(w) * max |X|`` (for ridge the larger of that and ``sqrt(min alpha)``), ``kB`` per
+target from ``max sqrt(w) * max |Y_j|``; then ``kx = kA - kr``, ``ky = kB - kr``. (That bounds
+the weighted data from above: they reach unit scale unless the rows holding X's largest
+entries carry weights below ``2**(-2 safe)`` of the largest, 1e-154 in float64.) Each is 0
+while its magnitude lies within ``2**(+-emax/4)`` (1e77 in float64, 4e9 in float32), where the
+solvers' squares cannot overflow or lose bits to the subnormal range, so data at ordinary
+scales are not touched (bitwise the unscaled fit), else ``floor(log2(magnitude))``. ``kx`` is
+one exponent for the whole of X (a penalty is shared by the columns and by a stack), ``ky`` one
+per column of y (one per problem with ``shared_y``: leave-one-out compares targets' errors).
+On NumPy the choice is read (free in host memory) and nothing is copied when every exponent is
+0. Elsewhere X is multiplied by its (exact) factor, one elementwise pass; the factors cost a
+few dozen operations on arrays of k + 3 numbers.
+
+The same exponents and factors serve every entry point: :func:`scale_problem` for the fits
+that ``_input.prepare`` builds, :func:`unscale` / :func:`unscale_cv` for their results,
+:func:`make_scale` and :func:`powers` for the diagnostics and the accumulators' running
+scales (``_stream``).
 """
 
 from __future__ import annotations
@@ -37,25 +53,36 @@ from ._result import LstsqResult
 
 
 class Scale(NamedTuple):
-    """What X and Y were divided by, and the exact factors that map results back (pairs of
-    factors where the exponent may exceed the exponent range; see :func:`_times`)."""
+    """What X, Y and sqrt(w) were divided by (exponents), and the exact factors that map results
+    back (tuples of factors where the exponent may exceed the exponent range; see :func:`times`)."""
 
     alpha: Any  # the penalty as validated, before scaling (None for least squares)
-    coef: Any  # pair: 2**(ky - kx), (k,) or 0-d
+    kx: Any  # exponents, float arrays: kx (), ky (k,) or (), kr ()
+    ky: Any
+    kr: Any
+    coef: Any  # 2**(ky - kx)
     target: Any  # 2**ky: intercepts
-    square: Any  # pair: 2**(2 ky): rss, leave-one-out errors
-    x: Any  # 2**kx: singular values
+    square: Any  # 2**(2 (kr + ky)): weighted sums of squares (rss, leave-one-out errors)
+    mean_square: Any  # 2**(2 ky): weighted means of squares (held-out errors)
+    x: Any  # 2**(kr + kx): singular values
 
 
-def _limits(dtype_info):
-    """(safe, limit): magnitudes within 2**(+-safe) are solved as given; exponents are kept
-    within +-limit (2**limit and 2**-limit are normal numbers)."""
-    return _compat.memo(("scaling limits", float(dtype_info.max)), lambda: _limits_of(dtype_info))
+def limits(xp, dtype):
+    """(safe, limit): magnitudes within 2**(+-safe) are solved as given; an exponent applied to
+    data stays within +-limit (2**limit and 2**-limit are normal numbers)."""
+    info = _compat.finfo(xp, dtype)
+    return _compat.memo(("scaling limits", float(info.max)), lambda: _limits_of(info))
 
 
 def _limits_of(dtype_info):
     emax = round(math.log2(float(dtype_info.max)))
     return emax // 4, emax - 2
+
+
+def empty_exponent(xp, dtype):
+    """The exponent of "no data yet" (an all-zero column, no weight): below every exponent
+    that data can have, so that a running maximum ignores it (``_stream``)."""
+    return -4.0 * limits(xp, dtype)[1]
 
 
 def _magnitude(xp, A, axis):
@@ -65,52 +92,98 @@ def _magnitude(xp, A, axis):
     return xp.maximum(xp.max(A, axis=axis), -xp.min(A, axis=axis))
 
 
-def _exponent(xp, big):
-    """floor(log2(big)) where that lies outside the safe range, else 0 (also for zero, NaN or
-    infinite ``big``: those are left to the value checks and the solvers)."""
-    safe, limit = _limits(_compat.finfo(xp, big.dtype))
-    ok = (big > 0) & xp.isfinite(big)
-    k = xp.floor(xp.log2(xp.where(ok, big, xp.ones_like(big))))
-    k = xp.minimum(xp.maximum(k, xp.full_like(k, -limit)), xp.full_like(k, limit))
-    return xp.where(xp.abs(k) > safe, k, xp.zeros_like(k))
+def log2_abs(xp, a):
+    """log2 |a|, and -inf (no magnitude) where ``a`` is zero, NaN or infinite: those are left
+    to the value checks and the solvers."""
+    a = xp.abs(a)
+    ok = (a > 0) & xp.isfinite(a)
+    return xp.where(ok, xp.log2(xp.where(ok, a, xp.ones_like(a))), xp.full_like(a, -math.inf))
 
 
-def _powers(xp, requests):
-    """``2**k`` for each ``(k, split)`` of ``requests`` (integer-valued float arrays), exactly:
+def exponent(xp, log2_big, empty=0.0):
+    """The exponent k of the scale 2**k of a magnitude whose log2 is ``log2_big`` (an array):
+    floor(log2_big) where that lies outside the safe range, else 0; ``empty`` where there is no
+    magnitude (-inf). Kept within +-limit."""
+    safe, limit = limits(xp, log2_big.dtype)
+    has = xp.isfinite(log2_big)
+    k = xp.floor(xp.where(has, log2_big, xp.zeros_like(log2_big)))
+    k = _clip(xp, xp.where(xp.abs(k) > safe, k, xp.zeros_like(k)), limit)
+    return xp.where(has, k, xp.full_like(k, empty))
+
+
+def flushed(xp, a, name, each=False):
+    """``(ok, message)``: ``ok`` a 0-d bool array, False where ``a`` holds subnormal numbers
+    that the library computes with as zeros and that matter (the largest magnitude of ``a`` is
+    below ``smallest_normal / eps``, so zeroing them changes ``a`` by more than a rounding; with
+    ``each``, penalties, any one); None where nothing is flushed (every library but JAX, whose XLA flushes subnormals to zero
+    on CPUs and GPUs) or nothing can be read. Found from the bits, which flushing leaves alone:
+    no scaling can rescue what the device reads as zero, so such input is refused."""
+    if a is None or not _aac.is_jax_namespace(xp) or _compat.is_lazy(a) or math.prod(a.shape) == 0:
+        return None, None
+    import jax
+
+    info = _compat.finfo(xp, a.dtype)
+    wide = info.bits >= 64
+    bits = jax.lax.bitcast_convert_type(a, xp.int64 if wide else xp.int32) & (2 ** (info.bits - 1) - 1)
+    subnormal = (bits > 0) & (bits < 2 ** (52 if wide else 23))
+    ok = ~xp.any(subnormal) if each else ~(xp.any(subnormal) & (xp.max(xp.abs(a)) < info.smallest_normal / info.eps))
+    where = "" if each else f", and no entry of {name} is large enough for that not to matter"
+    msg = (
+        f"{name} holds subnormal numbers (nonzero, below {info.smallest_normal:.3g}), which JAX computes with "
+        f"as zeros{where}: multiply {name} by a power of two first (the fit scales back exactly: coef by 1/c "
+        "for X times c, coef and intercept by c for y, nothing for sample_weight; alpha goes with "
+        "sample_weight and X**2)"
+    )
+    return ok, msg
+
+
+def _clip(xp, k, bound):
+    return xp.minimum(xp.maximum(k, xp.full_like(k, -bound)), xp.full_like(k, bound))
+
+
+def powers(xp, requests):
+    """``2**k`` for each ``(k, parts)`` of ``requests`` (integer-valued float arrays), exactly:
     products of the exact constants 2**(+-2**b) that the bits of |k| select (the standard has
-    no ``ldexp``, and ``pow`` is not promised exact), all in one small array. With ``split``
-    (|k| up to twice the exponent range) a pair of factors, each within range."""
+    no ``ldexp``, and ``pow`` is not promised exact), all in one small array. ``parts`` > 1
+    gives a tuple of that many factors, each within the exponent range (|k| up to ``parts``
+    times the range; beyond, the result over- or underflows, and so would the true one)."""
     like = requests[0][0]
-    _, limit = _limits(_compat.finfo(xp, like.dtype))
-    parts, layout = [], []
-    for k, split in requests:
+    _, limit = limits(xp, like.dtype)
+    flat, layout = [], []
+    for k, parts in requests:
         shape = tuple(k.shape)
-        k = xp.reshape(k, (-1,))
-        if split:
-            h = xp.trunc(k / 2)
-            parts += [h, k - h]
-        else:
-            parts.append(k)
-        layout.append((shape, math.prod(shape), split))
-    k = xp.concat(parts)[:, None]  # (r, 1)
+        k = _clip(xp, xp.reshape(k, (-1,)), float(parts * limit))
+        done = xp.zeros_like(k)
+        for i in range(1, parts + 1):
+            upto = xp.trunc(k * i / parts)  # exact: |k i| < 2**53, and trunc of an exact quotient
+            flat.append(upto - done)
+            done = upto
+        layout.append((shape, math.prod(shape), parts))
+    k = xp.concat(flat)[:, None]  # (r, 1)
     nbits = limit.bit_length()
-    step, up, down = _compat.powers_of_two(xp, nbits, like)  # made on the device (no host copy)
+    # 2**b, 2**(2**b) and 2**-(2**b) made on the device (no host-to-device copy), as rows: the
+    # exponents are a column (JAX with strict rank promotion broadcasts only equal ranks).
+    step, up, down = (xp.reshape(v, (1, nbits)) for v in _compat.powers_of_two(xp, nbits, like))
     bit = xp.remainder(xp.floor(xp.abs(k) / step), 2) == 1  # (r, nbits)
     p = xp.prod(xp.where(bit, xp.where(k < 0, down, up), xp.ones_like(up)), axis=-1)
     out, i = [], 0
-    for shape, size, split in layout:
-        first = xp.reshape(p[i : i + size], shape)
-        if split:
-            out.append((first, xp.reshape(p[i + size : i + 2 * size], shape)))
-        else:
-            out.append(first)
-        i += size * (2 if split else 1)
+    for shape, size, parts in layout:
+        pieces = tuple(xp.reshape(p[i + j * size : i + (j + 1) * size], shape) for j in range(parts))
+        out.append(pieces[0] if parts == 1 else pieces)
+        i += size * parts
     return out
 
 
-def _times(a, factor):
-    """``a * 2**k``, ``factor`` as :func:`_powers` gave it (a pair: two exact steps)."""
-    return a * factor[0] * factor[1] if isinstance(factor, tuple) else a * factor
+def times(xp, a, factor):
+    """``a * 2**k``, ``factor`` as :func:`powers` gave it (a tuple: exact steps of one sign, so
+    no partial product leaves the range that ``a`` and the result span); a factor of fewer
+    dimensions is aligned with the trailing axes of ``a``, a factor of another float dtype cast
+    to ``a``'s (exactly: float32 ``ridge_cv`` maps float64 results back with float32 factors)."""
+    for f in factor if isinstance(factor, tuple) else (factor,):
+        if 0 < f.ndim < a.ndim:
+            f = xp.reshape(f, (1,) * (a.ndim - f.ndim) + tuple(f.shape))
+        a = a * (f if f.dtype == a.dtype else xp.astype(f, a.dtype))
+    return a
 
 
 class Rescale(Exception):  # noqa: N818 (a signal to prepare again, not an error)
@@ -129,7 +202,7 @@ def gram_certificate(xp, X, alpha):
     alpha) <= 2**safe), the ``max |X|`` passes would have chosen 1 too. Ordinary data never
     pay those two read-only passes over X (a quarter of ``normal``'s time at 100000 x 20);
     the rest (NaN, overflow, extreme scales) takes them, as before, and decides the same."""
-    safe, _ = _limits(_compat.finfo(xp, X.dtype))
+    safe, _ = limits(xp, X.dtype)
     m = X.shape[-2]
 
     def certify(A, offset_sq=None):
@@ -157,49 +230,88 @@ def uncertified(X):
     return contextlib.nullcontext()
 
 
-def scale_problem(xp, X, Y, alpha, *, shared_y=False, skip_x=False):
-    """``(X', Y', alpha', scale)`` with X', Y' at unit scale (see the module docstring);
-    ``scale`` None where nothing was scaled (read on NumPy, where reading is free).
-    ``skip_x`` (NumPy): X and alpha are left as given, their factor 1 to be certified by
-    the Gram matrix (:func:`gram_certificate`)."""
-    if 0 in tuple(X.shape) or 0 in tuple(Y.shape):
-        return X, Y, alpha, None
-    if skip_x:
-        big_y = _magnitude(xp, Y, None if shared_y else tuple(range(Y.ndim - 1)))
-        safe, _ = _limits(_compat.finfo(xp, Y.dtype))
-        lo, hi = float(big_y.min()), float(big_y.max())  # NumPy: free to read
-        if 2.0**-safe <= lo and hi < 2.0 ** (safe + 1):  # every exponent 0 (see _exponent)
-            return X, Y, alpha, None
-        ky = _exponent(xp, xp.reshape(big_y, (-1,)))
-        if not bool(xp.any(ky != 0)):
-            return X, Y, alpha, None
-        return _apply(xp, X, Y, alpha, xp.zeros_like(ky[0]), ky[0] if shared_y else ky)
-    big = _magnitude(xp, X, None)
+def _choice(xp, X, Y, root, alpha, shared_y):
+    """(kx, ky, kr), see the module docstring; ``root`` (..., m, 1) is sqrt(w) or None."""
+    lx = log2_abs(xp, _magnitude(xp, X, None))
+    ly = log2_abs(xp, _magnitude(xp, Y, None if shared_y else tuple(range(Y.ndim - 1))))
+    kr = None
+    if root is not None:
+        # The weighted data's scale from max sqrt(w) times max |X| (max |y| per target): two
+        # reductions, where max_i sqrt(w_i) max_j |X_ij| took a pass along X's rows (70x one
+        # reduction in NumPy at 100000 x 20).
+        lr = log2_abs(xp, xp.max(root))
+        kr, lx, ly = exponent(xp, lr), lx + lr, ly + lr
     if alpha is not None:
-        # Ridge factors [X; sqrt(alpha) I]: its scale is the larger of the two blocks (the
+        # Ridge factors [A; sqrt(alpha) I]: its scale is the larger of the two blocks (the
         # smallest penalty's, for a path or per-target penalties). Scaled by X alone, a
         # penalty far above ||X||**2 (X ~ 1e-200, alpha = 1) overflowed to infinity.
-        amin = xp.min(alpha)  # a negative one is refused by the value checks
-        big = xp.maximum(big, xp.sqrt(xp.maximum(amin, xp.zeros_like(amin))))
-    big_y = _magnitude(xp, Y, None if shared_y else tuple(range(Y.ndim - 1)))
-    k = _exponent(xp, xp.concat([xp.reshape(big, (1,)), xp.reshape(big_y, (-1,))]))
-    kx, ky = k[0], (k[1] if shared_y else k[1:])
-    if _aac.is_numpy_namespace(xp) and not bool(xp.any(k != 0)):
-        return X, Y, alpha, None  # data at ordinary scales: no copy
-    return _apply(xp, X, Y, alpha, kx, ky)
+        lx = xp.maximum(lx, log2_abs(xp, xp.min(alpha)) / 2)
+    ka, kb = exponent(xp, lx), exponent(xp, ly)
+    if kr is None:
+        return ka, kb, xp.zeros_like(ka)
+    _, limit = limits(xp, X.dtype)
+    return _clip(xp, ka - kr, limit), _clip(xp, kb - kr, limit), kr
 
 
-def _apply(xp, X, Y, alpha, kx, ky):
-    requests = [(-kx, False), (-ky, False), (-2 * kx, True), (ky - kx, True), (ky, False), (2 * ky, True), (kx, False)]
-    fx, fy, fa, fc, ft, fs, fv = _powers(xp, requests)
-    X, Y = X * fx, Y * fy
+def scale_problem(xp, X, Y, root, alpha, *, shared_y=False, skip_x=False):
+    """``(X', Y', root', alpha', scale)`` at unit scale (see the module docstring); ``root``
+    is sqrt(w) (..., m, 1) or None; ``scale`` None where nothing was scaled (read on NumPy,
+    where reading is free). ``skip_x`` (NumPy, no weights): X and alpha are left as given,
+    their factor 1 to be certified by the Gram matrix (:func:`gram_certificate`)."""
+    if 0 in tuple(X.shape) or 0 in tuple(Y.shape):
+        return X, Y, root, alpha, None
+    y_axes = None if shared_y else tuple(range(Y.ndim - 1))
+    if skip_x:
+        big_y = _magnitude(xp, Y, y_axes)
+        if _ordinary(xp, big_y):
+            return X, Y, root, alpha, None
+        ky = exponent(xp, log2_abs(xp, big_y))
+        zero = xp.zeros_like(xp.reshape(ky, (-1,))[0])
+        return _apply(xp, X, Y, root, alpha, zero, ky, zero)
+    if root is None and alpha is None and _aac.is_numpy_namespace(xp):
+        big = _magnitude(xp, X, None)
+        if _ordinary(xp, big) and _ordinary(xp, _magnitude(xp, Y, y_axes)):
+            return X, Y, root, alpha, None  # the common case, decided on two reads (free on NumPy)
+    kx, ky, kr = _choice(xp, X, Y, root, alpha, shared_y)
+    if _aac.is_numpy_namespace(xp) and not (bool(kx != 0) or bool(kr != 0) or bool(xp.any(ky != 0))):
+        return X, Y, root, alpha, None  # data at ordinary scales: no copy
+    return _apply(xp, X, Y, root, alpha, kx, ky, kr)
+
+
+def _ordinary(xp, big):
+    """NumPy: every magnitude of ``big`` is within the safe range (its exponent is 0)."""
+    safe, _ = limits(xp, big.dtype)
+    return 2.0**-safe <= float(big.min()) and float(big.max()) < 2.0 ** (safe + 1)
+
+
+def make_scale(xp, alpha, kx, ky, kr, *requests):
+    """The :class:`Scale` of exponents ``kx``, ``ky``, ``kr`` (and ``alpha`` as given), and
+    the factors of ``requests`` (as :func:`powers` takes them), from one :func:`powers` call."""
+    ka, kb = kx + kr, ky + kr
+    factors = powers(xp, [(ky - kx, 2), (ky, 1), (2 * kb, 4), (2 * ky, 2), (ka, 2), *requests])
+    return Scale(alpha, kx, ky, kr, *factors[:5]), factors[5:]
+
+
+def _apply(xp, X, Y, root, alpha, kx, ky, kr):
+    ka = kx + kr
+    scale, (fx, fy, fr, fa) = make_scale(xp, alpha, kx, ky, kr, (-kx, 1), (-ky, 1), (-kr, 1), (-2 * ka, 4))
+    X, Y = X * fx, times(xp, Y, fy)
+    root = None if root is None else root * fr
     scaled_alpha = alpha
     if alpha is not None:
-        scaled_alpha = _times(alpha, fa)
+        scaled_alpha = times(xp, alpha, fa)
         # A positive penalty stays positive (rank n), however small next to X'**2.
         tiny = xp.full_like(alpha, xp.finfo(alpha.dtype).smallest_normal)
         scaled_alpha = xp.where(alpha > 0, xp.maximum(scaled_alpha, tiny), scaled_alpha)
-    return X, Y, scaled_alpha, Scale(alpha, fc, ft, fs, fv)
+    return X, Y, root, scaled_alpha, scale
+
+
+def scaled_alpha(xp, scale, alpha):
+    """``alpha`` in the units of a problem scaled by ``scale`` (positive stays positive)."""
+    (fa,) = powers(xp, [(-2 * (scale.kx + scale.kr), 4)])
+    out = times(xp, alpha, fa)
+    tiny = xp.full_like(alpha, xp.finfo(alpha.dtype).smallest_normal)
+    return xp.where(alpha > 0, xp.maximum(out, tiny), out)
 
 
 def _squeezed(xp, factor):
@@ -218,21 +330,22 @@ def unscale(xp, result, scale, y_was_vector):
         fc, ft, fs = _squeezed(xp, fc), _squeezed(xp, ft), _squeezed(xp, fs)
     s = result.singular_values
     return LstsqResult(
-        _times(result.coef, fc), _times(result.intercept, ft), result.rank, _times(result.rss, fs),
-        None if s is None else _times(s, scale.x), result.n_iter, result.istop,
+        times(xp, result.coef, fc), times(xp, result.intercept, ft), result.rank, times(xp, result.rss, fs),
+        None if s is None else times(xp, s, scale.x), result.n_iter, result.istop,
     )  # fmt: skip
 
 
-def unscale_cv(xp, scale, best, coef, intercept, alpha, cv, scores, *, squared=True):
+def unscale_cv(xp, scale, best, coef, intercept, alpha, cv, scores, *, errors="sums"):
     """``ridge_cv``'s results in the units of the problem given (``scale`` from a "shared"
     scaling: one factor for all targets, so the choice made on scaled errors is the same);
-    the chosen penalty is taken from the penalties as given, not multiplied back. ``squared``:
-    ``cv`` and ``scores`` are squared errors (scaled back by y's factor squared); otherwise
-    (R^2, a callable's scores) they are returned as they are."""
+    the chosen penalty is taken from the penalties as given, not multiplied back. ``errors``:
+    ``cv`` and ``scores`` are weighted sums of squared errors ("sums": leave-one-out, GCV),
+    weighted means of them ("means": held-out folds), or scale-free (None: R^2, a callable)."""
     if scale is None:
         return coef, intercept, alpha, cv, scores
     alpha = xp.reshape(xp.take(scale.alpha, xp.reshape(best, (-1,)), axis=0), tuple(best.shape))
-    if squared:
-        cv = None if cv is None else _times(cv, scale.square)
-        scores = _times(scores, scale.square)
-    return _times(coef, scale.coef), _times(intercept, scale.target), alpha, cv, scores
+    if errors is not None:
+        factor = scale.square if errors == "sums" else scale.mean_square
+        cv = None if cv is None else times(xp, cv, factor)
+        scores = times(xp, scores, factor)
+    return times(xp, coef, scale.coef), times(xp, intercept, scale.target), alpha, cv, scores

@@ -21,6 +21,18 @@ is exact for data near ``K``, and so are the small means of the shifted data.
 An update is a merge with the chunk's own summary: the state stays O(p^2), p = n_features +
 n_targets, however many rows went in. Every step is array-API code without value reads (zero
 weights are handled with ``where``), so an update traces under ``jax.jit`` and ``jax.lax.scan``.
+
+Scale. The statistics square the data: kept as they come, columns around 1e200 overflowed
+them and columns around 1e-200 underflowed (float32: 1e+-25), and so did weights near
+1e+-300. The state keeps them at unit scale with a running power of two per column and one
+for the weights (``_scaling``): column j of ``sqrt(w) [X, Y]`` divided by ``2**g_j`` and
+``sqrt(w)`` by ``2**r``, so ``C`` (``R``) holds ``C_ij / 2**(g_i + g_j)`` (``R_ij / 2**g_j``),
+``W`` holds ``W / 4**r`` and the means ``mu_j / 2**(g_j - r)``. Each chunk's exponents are
+chosen on the device from its own magnitudes (log2, as ``_scaling``); where a chunk needs a
+larger exponent than the state holds, the state is rescaled first, exactly, by powers of two
+(what falls below the range then is below rounding next to the new data). ``solve`` brings
+the columns of X to one common exponent (a penalty and the minimum-norm solution are defined
+for X as a whole) and maps the fit back as ``_scaling.unscale`` does for the in-memory fits.
 """
 
 from __future__ import annotations
@@ -32,6 +44,7 @@ from typing import Any, NamedTuple
 
 from . import _compat
 from ._input import check_bool, prepare
+from ._scaling import empty_exponent, exponent, log2_abs, make_scale, powers, times
 from ._solvers._shared import dot, mT
 
 
@@ -50,6 +63,11 @@ class StreamState(NamedTuple):
         Weighted mean of ``[X, Y] - shift``, p = n_features + n_targets.
     stat : array, shape (p, p)
         Centered co-moment matrix (normal) or its upper triangular factor (QR).
+    scale : array, shape (p,)
+        Exponents ``g``: the statistics are those of ``sqrt(w) [X, Y]`` divided by ``2**g``
+        column by column (integer values, in the data's float dtype; see the module docstring).
+    weight_scale : array, shape ()
+        Exponent ``r``: ``weight`` is the total divided by ``4**r``.
     """
 
     weight: Any
@@ -57,17 +75,24 @@ class StreamState(NamedTuple):
     shift: Any
     mean: Any
     stat: Any
+    scale: Any
+    weight_scale: Any
 
 
 def _safe(xp, w):
     return xp.where(w > 0, w, xp.ones_like(w))
 
 
-def pairwise_merge(xp, a, b, combine):
+def pairwise_merge(xp, a, b, combine, scale_stat=None):
     """Chan-Golub-LeVeque merge of two summaries; ``combine(stat_a, stat_b, v)`` adds the
     correction row ``v = sqrt(W_a W_b / W) delta`` (shape (1, p)) to the two statistics.
     ``b.stat`` may be any matrix that ``combine`` accepts (the chunk's centered rows, for QR).
-    Zero total weight (empty chunks, zero weights) gives zero corrections, never NaN."""
+    Zero total weight (empty chunks, zero weights) gives zero corrections, never NaN. With
+    ``scale_stat`` (see :func:`rescale`) the two are first brought to common exponents; else
+    they share them already."""
+    if scale_stat is not None:
+        g, r = xp.maximum(a.scale, b.scale), xp.maximum(a.weight_scale, b.weight_scale)
+        a, b = rescale(xp, a, g, r, scale_stat), rescale(xp, b, g, r, scale_stat)
     w = a.weight + b.weight
     frac = b.weight / _safe(xp, w)
     shift = xp.where(a.weight > 0, a.shift, b.shift)
@@ -76,16 +101,52 @@ def pairwise_merge(xp, a, b, combine):
     delta = b.mean + (b.shift - shift) - mean_a
     mean = mean_a + frac * delta
     v = xp.reshape(xp.sqrt(a.weight * frac) * delta, (1, -1))
-    return StreamState(w, a.count + b.count, shift, mean, combine(a.stat, b.stat, v))
+    stat = combine(a.stat, b.stat, v)
+    return StreamState(w, a.count + b.count, shift, mean, stat, a.scale, a.weight_scale)
 
 
-def chunk_summary(xp, X, Y, root, state):
-    """(weight, count, shift, mean, centered weighted rows D) of one validated chunk, its
+def rescale(xp, state, g, r, scale_stat):
+    """``state`` with exponents ``g`` (p,) and ``r`` (), at least its own: the statistic by
+    ``2**-(g - g_old)`` column by column (``scale_stat(xp, stat, f)``, ``f`` a tuple of
+    factors (p,)), the weight by ``4**-(r - r_old)``, the means and shift by the change of
+    ``g - r``. Exact, short of underflow of what is negligible next to the larger scale."""
+    de = (g - r) - (state.scale - state.weight_scale)
+    fs, fw, fm = powers(xp, [(state.scale - g, 2), (2 * (state.weight_scale - r), 4), (-de, 2)])
+    return StreamState(
+        times(xp, state.weight, fw), state.count, times(xp, state.shift, fm), times(xp, state.mean, fm),
+        scale_stat(xp, state.stat, fs), g, r,
+    )  # fmt: skip
+
+
+def _chunk_exponents(xp, Z, root):
+    """(g (p,), r ()) of one chunk (see the module docstring): ``r`` from max sqrt(w), ``g_j``
+    from ``max sqrt(w) * max_i |Z_ij|``, in log2 (no product can overflow), as ``_scaling``
+    does; "empty" for a column (or weights) without magnitude, so that the state's prevails."""
+    empty = empty_exponent(xp, Z.dtype)
+    dev = _compat.device(Z)
+    if Z.shape[0] == 0:
+        return xp.full((Z.shape[1],), empty, dtype=Z.dtype, device=dev), xp.full((), empty, dtype=Z.dtype, device=dev)
+    lz = log2_abs(xp, xp.max(xp.abs(Z), axis=0))
+    if root is None:
+        return exponent(xp, lz, empty), xp.zeros((), dtype=Z.dtype, device=dev)
+    lr = log2_abs(xp, xp.max(root))
+    return exponent(xp, lz + lr, empty), exponent(xp, lr, empty)
+
+
+def chunk_summary(xp, X, Y, root, state, scale_stat):
+    """``(state, chunk)``: ``state`` rescaled to the exponents this chunk needs, and the
+    chunk's (weight, count, shift, mean, centered weighted rows D) at those exponents, its
     means taken relative to ``state``'s shift (or, while ``state`` holds no weight, to the
     chunk's own rounded mean)."""
     Z = xp.concat([X, Y], axis=-1)
     m = Z.shape[0]
     dev = _compat.device(Z)
+    g_c, r_c = _chunk_exponents(xp, Z, root)
+    g, r = xp.maximum(state.scale, g_c), xp.maximum(state.weight_scale, r_c)
+    state = rescale(xp, state, g, r, scale_stat)
+    fz, fr = powers(xp, [(r - g, 1), (-r, 1)])  # within the range: an empty column's zeros stay 0
+    Z = times(xp, Z, fz)
+    root = None if root is None else root * fr
     count = xp.full((), float(m), dtype=Z.dtype, device=dev)
     weights = None if root is None else root * root
 
@@ -94,12 +155,28 @@ def chunk_summary(xp, X, Y, root, state):
 
     w = count if weights is None else xp.sum(weights)
     shift = xp.where(state.weight > 0, state.shift, weighted_sum(Z) / _safe(xp, w))
-    Z = Z - shift
+    Z = Z - shift[None, :]
     mean = weighted_sum(Z) / _safe(xp, w)
-    D = Z - mean
+    D = Z - mean[None, :]
     if root is not None:
         D = root * D
-    return StreamState(w, count, shift, mean, D)
+    return state, StreamState(w, count, shift, mean, D, g, r)
+
+
+def canonical(xp, state, n, scale_stat):
+    """``(state', scale)``: ``state`` with the columns of X at one common exponent (the
+    largest; y's keep theirs), as a fit of X as a whole needs, and the ``_scaling.Scale`` that
+    maps its fit back (coef by ``2**(g_y - g_x)``, intercept ``2**(g_y - r)``, rss ``4**g_y``)."""
+    g, r = state.scale, state.weight_scale
+    gx = xp.max(g[:n]) if n else xp.full((), empty_exponent(xp, g.dtype), dtype=g.dtype, device=_compat.device(g))
+    target = xp.concat([xp.broadcast_to(gx, (n,)), g[n:]])
+    (f,) = powers(xp, [(g - target, 2)])
+    state = StreamState(
+        state.weight, state.count, times(xp, state.shift, f), times(xp, state.mean, f), scale_stat(xp, state.stat, f),
+        target, r,
+    )  # fmt: skip
+    scale, _ = make_scale(xp, None, gx - r, g[n:] - r, r)
+    return state, scale
 
 
 def gram(xp, D):
@@ -117,7 +194,7 @@ def _kernel(cls, xp):
     if key not in _KERNELS:
 
         def update(state, X, Y, root):
-            chunk = chunk_summary(xp, X, Y, root, state)
+            state, chunk = chunk_summary(xp, X, Y, root, state, cls._scale_stat)
             chunk = chunk._replace(stat=cls._chunk_stat(xp, chunk.stat))
             return pairwise_merge(xp, state, chunk, lambda a, b, v: cls._combine(xp, a, b, v))
 
@@ -140,7 +217,8 @@ class Accumulator:
     """Shared machinery of :class:`NormalAccumulator` and :class:`QRAccumulator`.
 
     Subclasses define ``_combine(xp, stat_a, stat_b, v)``, ``_chunk_stat(xp, D)`` (the
-    chunk's statistic, given its centered weighted rows) and ``_add_row(xp, stat, v)`` as
+    chunk's statistic, given its centered weighted rows), ``_scale_stat(xp, stat, f)`` (the
+    statistic of the columns scaled by ``f``, a tuple of factors) and ``_add_row(xp, stat, v)`` as
     static or class methods (they are compiled once per class on JAX), and ``_solve``.
 
     Threads: :meth:`update` and :meth:`merge` hold the accumulator's lock for their
@@ -231,7 +309,12 @@ class Accumulator:
         xp, p = meta.xp, meta.n + meta.k
         zero = xp.zeros((), dtype=meta.dtype, device=meta.device)
         mean = xp.zeros((p,), dtype=meta.dtype, device=meta.device)
-        return StreamState(zero, zero, mean, mean, xp.zeros((p, p), dtype=meta.dtype, device=meta.device))
+        stat = xp.zeros((p, p), dtype=meta.dtype, device=meta.device)
+        empty = empty_exponent(xp, meta.dtype)  # no data yet: any chunk's exponents prevail
+        scale = xp.full((p,), empty, dtype=meta.dtype, device=meta.device)
+        return StreamState(
+            zero, zero, mean, mean, stat, scale, xp.full((), empty, dtype=meta.dtype, device=meta.device)
+        )
 
     @_compat.on_input_device
     def step(self, state, X, y, /, sample_weight=None, *, check_finite=True):
@@ -285,8 +368,10 @@ class Accumulator:
             if self.state is None:
                 self.state, self._meta = ostate, ometa
                 return self
-            xp = self._meta.xp
-            self.state = pairwise_merge(xp, self.state, ostate, lambda a, b, v: type(self)._combine(xp, a, b, v))
+            xp, cls = self._meta.xp, type(self)
+            self.state = pairwise_merge(
+                xp, self.state, ostate, lambda a, b, v: cls._combine(xp, a, b, v), cls._scale_stat
+            )
         return self
 
     def copy(self):

@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 from . import _compat
 from ._api import check_refine, refined_solution
 from ._input import check_bool, intercept_of, prepare
+from ._scaling import powers, times
 from ._solvers._shared import all_true, default_cutoff, dot, eps, eye_like, full_rank, mT
 from ._solvers.pinv import filtered_solve, uncentered_scale
 from ._types import Array, CovType
@@ -236,6 +237,25 @@ def _factor(xp, X, Y):
     return _compat.qr_apply(xp, X, Y)
 
 
+def _factors(xp, scale, n, fit_intercept):
+    """The factors that map the scaled problem's results back: covariance (entry (i, j) by
+    f_i f_j, f the factor of each estimate), sigma, the two that give the R factor of [1, X]
+    its true proportions (see :func:`diagnostics`), coefficients, intercept, rss."""
+    kx, ky, kr = scale.kx, xp.reshape(scale.ky, ()), scale.kr
+    e = xp.concat(([xp.reshape(ky, (1,))] if fit_intercept else []) + [xp.broadcast_to(ky - kx, (n,))])
+    h = xp.trunc(kx / 2)
+    requests = [
+        (e[:, None] + e[None, :], 4),
+        (ky + kr, 2),
+        (h - kx, 1),
+        (h, 1),
+        (ky - kx, 2),
+        (ky, 1),
+        (2 * (ky + kr), 4),
+    ]
+    return powers(xp, requests)
+
+
 def _block_triangle(xp, corner, row, block):
     """``[[corner, row], [0, block]]`` for stacks: corner (..., 1, 1), row (..., 1, n)."""
     zeros = xp.zeros((*block.shape[:-1], 1), dtype=block.dtype, device=_compat.device(block))
@@ -338,7 +358,10 @@ def diagnostics(
     refine = _check_options(cov_type, refine)
     fit_intercept = check_bool(fit_intercept, "fit_intercept")
     check_finite = check_bool(check_finite, "check_finite")
-    problem = prepare(X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, keep_original=True)
+    problem = prepare(
+        X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, keep_original=True,
+        scale="per_target",
+    )  # fmt: skip
     _check_shapes(problem, fit_intercept)
     xp = problem.xp
     X0, Y0, root = problem.original
@@ -369,7 +392,7 @@ def diagnostics(
     tss = xp.sum(Yc[..., 0] * Yc[..., 0], axis=-1)  # centered with an intercept, else sum(w y**2)
 
     if fit_intercept:
-        w = xp.ones((m, 1), dtype=dtype, device=dev) if root is None else root * root
+        w = _compat.as_rank(xp, xp.ones((m, 1), dtype=dtype, device=dev), X0.ndim) if root is None else root * root
         batch = tuple(X0.shape[:-2])
         sqrt_s = xp.broadcast_to(xp.sqrt(xp.sum(w, axis=-2, keepdims=True)), (*batch, 1, 1))
         xbar = problem.x_offset  # (..., 1, n)
@@ -408,6 +431,12 @@ def diagnostics(
         cov = xp.where(has_df[..., None, None], dot(xp, mT(xp, C), C), nan[..., None, None])
         se = xp.where(has_df[..., None], xp.linalg.vector_norm(C, axis=-2), nan[..., None])
 
+    factors = None if problem.scale is None else _factors(xp, problem.scale, n, fit_intercept)
+    if factors is not None and fit_intercept:
+        # [1, X] is not homogeneous in X: its R factor is 2**(kr + kx) R_a diag(2**-kx, I) in
+        # the units of the scaled problem (2**h times less, h = kx / 2: no block leaves the range).
+        f_corner, f_rest = factors[2:4]
+        R_a = _block_triangle(xp, sqrt_s * f_corner, sqrt_s * xbar * f_rest, R * f_rest)
     s = _compat.svd(xp, R_a)[1]
     cond = _ratio(xp, s[..., 0], s[..., -1])
     stderr = se[..., se.shape[-1] - n :]
@@ -419,6 +448,15 @@ def diagnostics(
         intercept_stderr = intercept_tvalue = intercept
     r2 = 1 - rss / tss
     r2_adj = xp.where(has_df, 1 - (m - int(fit_intercept)) / df * (1 - r2), nan)
+    sigma = xp.sqrt(sigma2)
+    if factors is not None:  # back to the units of the problem given (exact: powers of two)
+        f_cov, f_sigma, _, _, f_coef, f_target, f_rss = factors
+        coef, stderr, rss = times(xp, coef, f_coef), times(xp, stderr, f_coef), times(xp, rss, f_rss)
+        sigma, intercept, cov = times(xp, sigma, f_sigma), intercept * f_target, times(xp, cov, f_cov)
+        if fit_intercept:
+            intercept_stderr = intercept_stderr * f_target
+        else:
+            intercept_stderr = intercept_tvalue = intercept
     result = Diagnostics(
         coef=coef[..., 0],
         intercept=intercept,
@@ -428,7 +466,7 @@ def diagnostics(
         intercept_tvalue=intercept_tvalue,
         cov=cov,
         rss=rss,
-        sigma=xp.sqrt(sigma2),
+        sigma=sigma,
         r2=r2,
         r2_adj=r2_adj,
         df_resid=df_resid,

@@ -81,6 +81,11 @@ def pytest_configure(config):
     except ImportError:
         return
     jax.config.update("jax_enable_x64", True)
+    # As JAX's own test harness (and lineax's, and many JAX libraries'): an implicit rank
+    # promotion or an implicit dtype promotion is an error, so the package must broadcast
+    # and cast explicitly wherever a caller runs with these settings.
+    jax.config.update("jax_numpy_rank_promotion", "raise")
+    jax.config.update("jax_numpy_dtype_promotion", "strict")
 
 
 def pytest_generate_tests(metafunc):

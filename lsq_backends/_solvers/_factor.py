@@ -50,7 +50,7 @@ def spectral_factor(xp, s, vh, keep, alpha, vectors=False):
     kept = xp.where(keep[..., None, :], V, xp.zeros_like(V)) if vectors else None
     if alpha is not None and alpha.shape[0] > 1:
         s, keep, V, vh = s[..., None, :], keep[..., None, :], V[..., None, :, :], vh[..., None, :, :]
-        alpha = alpha[:, None]  # (k, 1) against (..., k, p)
+        alpha = _compat.as_rank(xp, alpha[:, None], s.ndim)  # (..., k, 1) against (..., k, p)
     safe = xp.where(keep, s, xp.ones_like(s))
     zero = xp.zeros_like(s)
     if alpha is None:
@@ -73,10 +73,10 @@ def path_factor(xp, basis, f, V=None):
     or of ``X X^T`` (wide X: ``K`` is then ``M``). No matrix per penalty is formed."""
     h = xp.where(f > 0, xp.zeros_like(f), xp.ones_like(f))
 
-    def K(b):
-        return dot(xp, basis, f[..., None] * dot(xp, mT(xp, basis), b))
+    def K(b):  # b (..., p, k) or (a, ..., p, k)
+        return dot(xp, basis, f[..., None] * _compat.as_rank(xp, dot(xp, mT(xp, basis), b), f.ndim + 1))
 
     def N(b):
-        return dot(xp, basis, h[..., None] * dot(xp, mT(xp, basis), b))
+        return dot(xp, basis, h[..., None] * _compat.as_rank(xp, dot(xp, mT(xp, basis), b), h.ndim + 1))
 
     return Factor(K, N, V)

@@ -56,8 +56,8 @@ def add_penalty(xp, a, alpha):
     p = a.shape[-1]
     eye = eye_like(xp, a, p)
     if alpha.shape[0] == 1:
-        return a + alpha[0] * eye
-    return a[..., None, :, :] + alpha[:, None, None] * eye
+        return a + _compat.as_rank(xp, alpha[0] * eye, a.ndim)
+    return a[..., None, :, :] + _compat.as_rank(xp, alpha[:, None, None] * eye[None, :, :], a.ndim + 1)
 
 
 def split_targets(xp, b, alpha):

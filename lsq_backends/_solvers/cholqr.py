@@ -128,7 +128,7 @@ def shifted_cholqr3(xp, X, Y, fac, rcond, offset_sq, factor=False):
     d = diagonal(xp, G)
     root = xp.sqrt(xp.where(d > 0, d, xp.ones_like(d)))
     shift = SHIFT * eps(xp, X) * (m**0.5 + n + k) * (n + k)
-    G = G / (root[..., :, None] * root[..., None, :]) + shift * eye_like(xp, G, n + k)
+    G = G / (root[..., :, None] * root[..., None, :]) + shift * _compat.as_rank(xp, eye_like(xp, G, n + k), G.ndim)
     R1 = mT(xp, _compat.cholesky(xp, G)) * root[..., None, :]  # of [X Y]
     G2, Q1 = _gram_after(xp, X, Y, (R1,), shift, keep=True)
     L2 = _compat.cholesky(xp, G2)
@@ -223,5 +223,5 @@ def _gram_of(xp, Qx, Qy, shift):
     (a Schur complement of rounding noise) or dependent columns of Y then cannot make the
     factorization fail; any nonsingular R22 keeps [Qx Qy] R^{-1} a valid next basis."""
     a, b = dot(xp, mT(xp, Qx), Qx), dot(xp, mT(xp, Qx), Qy)
-    c = dot(xp, mT(xp, Qy), Qy) + shift * eye_like(xp, Qy, Qy.shape[-1])
+    c = dot(xp, mT(xp, Qy), Qy) + shift * _compat.as_rank(xp, eye_like(xp, Qy, Qy.shape[-1]), Qy.ndim)
     return xp.concat([xp.concat([a, b], axis=-1), xp.concat([mT(xp, b), c], axis=-1)], axis=-2)

@@ -155,7 +155,9 @@ class Factored:
         lam = xp.maximum(lam, xp.zeros_like(lam))  # null directions round to +-eps * lam_max
         keep = eigen_keep(xp, lam, self.G, X, rcond, offset_sq, self.wide)
         safe = xp.where(keep, lam, xp.ones_like(lam))[..., None]  # (..., p, 1)
-        f = 1 / safe if self.alpha is None else 1 / (safe + self.alpha)  # (..., p, 1 or k)
+        f = (
+            1 / safe if self.alpha is None else 1 / (safe + _compat.as_rank(xp, self.alpha, safe.ndim))
+        )  # (..., p, 1 or k)
         f = xp.where(keep[..., None], f, xp.zeros_like(f))
         W = dot(xp, V, f * dot(xp, mT(xp, V), self.XtY))
         rank = count(xp, keep, lam)
@@ -204,11 +206,11 @@ def refined(xp, fac, X, Y, W):
     """
     h, rss = fac.data.residual(X, Y, W)
     alpha = fac.alpha
-    g = h if alpha is None else h - alpha * W
+    g = h if alpha is None else h - _compat.as_rank(xp, alpha, W.ndim) * W
     dW = fac.cho_solve(xp, g)
     corr = 2 * _compat.reduce_sum(xp, dW * h, axis=-2) - _compat.reduce_sum(xp, dW * g, axis=-2)
     if alpha is not None:
-        corr = corr + alpha * _compat.reduce_sum(xp, dW * dW, axis=-2)
+        corr = corr + _compat.as_rank(xp, alpha, corr.ndim) * _compat.reduce_sum(xp, dW * dW, axis=-2)
     kappa = fac.condition(xp)
     conv = kappa <= refined_limit(xp, X)  # (...,) or, per-target penalties, (..., k)
     conv_r = conv if conv.ndim == rss.ndim else conv[..., None]

@@ -34,7 +34,7 @@ def penalized_r(xp, R, alpha):
     only products of R's own entries, and the block of Q2 against R keeps its relative accuracy.
     """
     p = R.shape[-1]
-    root = xp.sqrt(alpha)[:, None, None] * eye_like(xp, R, p)  # (kα, p, p)
+    root = xp.sqrt(alpha)[:, None, None] * eye_like(xp, R, p)[None, :, :]  # (kα, p, p)
     if alpha.shape[0] == 1:
         top, bottom = xp.broadcast_to(root[0, ...], tuple(R.shape)), R
     else:

@@ -96,7 +96,8 @@ def solve(xp, X, Y, alpha, *, atol=None, btol=None, max_iter=None):
     btol = default_tol(xp, X.dtype) if btol is None else btol
     max_iter = default_max_iter(m, n) if max_iter is None else max_iter
     # alpha is (1,) or (k,): one damping per column, broadcast against (..., 1, k) scalars.
-    dampsq = xp.zeros_like(Y[..., :1, :]) if alpha is None else xp.zeros_like(Y[..., :1, :]) + alpha
+    dampsq = xp.zeros_like(Y[..., :1, :])
+    dampsq = dampsq if alpha is None else dampsq + _compat.as_rank(xp, alpha, Y.ndim)
     damp = xp.sqrt(dampsq)
 
     beta = bnorm = _norm(xp, Y)

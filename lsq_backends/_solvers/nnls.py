@@ -56,8 +56,8 @@ def _masked_solve(xp, A, alpha, b, passive):
     n = A.shape[-1]
     eye = eye_like(xp, A, n)
     pair = passive[..., :, None] & passive[..., None, :]  # (..., k, n, n)
-    M = A[..., None, :, :] + alpha[:, None, None] * eye
-    M = xp.where(pair, M, eye)
+    M = A[..., None, :, :] + _compat.as_rank(xp, alpha[:, None, None] * eye[None, :, :], A.ndim + 1)
+    M = xp.where(pair, M, _compat.as_rank(xp, eye, M.ndim))
     rhs = xp.where(passive, b, xp.zeros_like(b))[..., None]  # (..., k, n, 1)
     z = _compat.cho_solve(xp, _compat.cholesky(xp, M), rhs)[..., 0]
     return xp.where(passive, z, xp.zeros_like(z))
@@ -78,7 +78,7 @@ def solve(xp, X, Y, alpha, *, max_iter=None, tol=None):
     b = mT(xp, dot(xp, Xt, Y))  # (..., k, n)
     alpha = xp.zeros((1,), dtype=X.dtype, device=_compat.device(X)) if alpha is None else alpha
     # The optimality test, scale-free: w_j <= tol ||x_j|| ||y|| (x_j a column of X).
-    col = xp.sqrt(xp.linalg.diagonal(A)[..., None, :] + alpha[:, None])  # (..., k or 1, n)
+    col = xp.sqrt(xp.linalg.diagonal(A)[..., None, :] + _compat.as_rank(xp, alpha[:, None], A.ndim))  # (..., k or 1, n)
     ynorm = xp.sqrt(xp.sum(Y * Y, axis=-2))[..., None]  # (..., k, 1)
     thresh = tol * col * ynorm  # (..., k, n)
     _, int_dtype = _compat.default_dtypes(xp, _compat.device(X))
@@ -88,7 +88,7 @@ def solve(xp, X, Y, alpha, *, max_iter=None, tol=None):
     idx = xp.arange(n, device=_compat.device(X))
     neg_inf = xp.full((), -float("inf"), dtype=X.dtype, device=_compat.device(X))
     pos_inf = xp.full((), float("inf"), dtype=X.dtype, device=_compat.device(X))
-    alpha_col = alpha[:, None]  # (k or 1, 1)
+    alpha_col = _compat.as_rank(xp, alpha[:, None], b.ndim)  # (..., k or 1, 1)
 
     def step(s, A, b):
         # Outer phase: optimal when no coefficient off P has a positive gradient; else the
@@ -97,7 +97,7 @@ def solve(xp, X, Y, alpha, *, max_iter=None, tol=None):
         cand = ~s.passive & (w > thresh)
         optimal = ~s.inner & ~xp.any(cand, axis=-1)
         j = _compat.arg_best(xp, xp.where(cand, w, neg_inf), -1, largest=True)  # (..., k)
-        grow = (~s.inner & ~optimal)[..., None] & (idx == j[..., None])
+        grow = (~s.inner & ~optimal)[..., None] & (_compat.as_rank(xp, idx, j.ndim + 1) == j[..., None])
         passive = s.passive | grow
         z = _masked_solve(xp, A, alpha, b, passive)
         # z infeasible: move x towards z until the first coefficient reaches zero; it leaves P.

@@ -45,7 +45,7 @@ def filtered_solve(xp, u, s, vh, y, alpha, cutoff, n, scale=None, factor=None, w
     """
     s_max = s[..., :1]
     if scale is not None:
-        s_max = xp.maximum(s_max, scale[..., None])
+        s_max = xp.maximum(s_max, _compat.as_rank(xp, scale[..., None], s_max.ndim))
     keep = s > cutoff * s_max  # (..., p)
     safe = xp.where(keep, s, xp.ones_like(s))
     uty = dot(xp, mT(xp, u), y)  # (..., p, k)
@@ -55,7 +55,7 @@ def filtered_solve(xp, u, s, vh, y, alpha, cutoff, n, scale=None, factor=None, w
     else:
         # Filter factors s / (s^2 + alpha), one column per target when alpha is (k,).
         ss = safe[..., None]
-        f = xp.where(keep[..., None], ss / (ss * ss + alpha), xp.zeros_like(ss))
+        f = xp.where(keep[..., None], ss / (ss * ss + _compat.as_rank(xp, alpha, ss.ndim)), xp.zeros_like(ss))
         r = count(xp, keep, s)
         rank = xp.where(xp.all(alpha > 0), full_rank(xp, r.shape, n, s), r)
     coef = dot(xp, mT(xp, vh), f * uty)

@@ -128,12 +128,12 @@ def filters(xp, spec, alpha):
     """Filter factors ``1 / (lam + alpha)`` (zero for dropped directions) for penalties of any
     shape ``alpha.shape``: the result has shape ``alpha.shape + lam.shape``."""
     a = xp.reshape(alpha, tuple(alpha.shape) + (1,) * spec.lam.ndim)
-    return inverse(xp, spec.lam + a, spec.cut)
+    return inverse(xp, _compat.as_rank(xp, spec.lam, a.ndim) + a, spec.cut)
 
 
 def inverse(xp, den, cut):
     """``1 / den`` where ``den > cut``, else 0 (no division by a dropped, maybe zero, entry)."""
-    keep = den > cut
+    keep = den > _compat.as_rank(xp, cut, den.ndim)
     safe = xp.where(keep, den, xp.ones_like(den))
     return xp.where(keep, 1 / safe, xp.zeros_like(den))
 
@@ -144,7 +144,7 @@ def path_coef(xp, spec, alpha):
     level; for wide X, the m directions of X's row space plus the n - m null directions that a
     positive penalty makes nonsingular)."""
     f = filters(xp, spec, alpha)  # (a, ..., p)
-    coef = dot(xp, spec.V, f[..., None] * spec.P)
+    coef = dot(xp, spec.V, f[..., None] * _compat.as_rank(xp, spec.P, f.ndim + 1))
     n, p = spec.V.shape[-2:]
     rank = count(xp, f > 0, spec.lam)  # (a, ...)
     a = xp.reshape(alpha, tuple(alpha.shape) + (1,) * (rank.ndim - 1))
