@@ -166,6 +166,20 @@ def test_conlim_and_max_iter(eager):
     assert int(eager.to_numpy(res.istop)) == 7
 
 
+def test_small_scale_does_not_read_as_ill_conditioned(eager):
+    """X of norm ~1e-20 (inside float64's range, left unscaled): LSMR's condition estimate is
+    scale-free from its first iteration, so the fit converges as on X itself (SciPy's, whose
+    first estimate compares X's scale with 1, stops there at istop 3 with the first iterate)."""
+    rng = np.random.default_rng(8)
+    X, w = design(rng, 40, 3, cond=3.0), np.array([1.0, 2.0, 3.0])
+    y = X @ w + 0.1 * rng.standard_normal(40)
+    want = np.linalg.lstsq(X, y, rcond=None)[0]
+    for c in (1e-20, 1e-100):
+        res = _fit(eager, c * X, y, atol=1e-12, btol=1e-12)
+        assert int(eager.to_numpy(res.istop)) in (1, 2)
+        np.testing.assert_allclose(c * eager.to_numpy(res.coef), want, rtol=1e-9)
+
+
 @pytest.mark.parametrize(
     ("shape", "k", "dtype"), [((80, 12), None, "float64"), ((15, 40), 2, "float64"), ((80, 12), 2, "float32")]
 )

@@ -168,7 +168,10 @@ def solve(xp, X, Y, alpha, *, atol=None, btol=None, max_iter=None, conlim=None, 
         # Estimate ||X|| and cond(X).
         norm_a = xp.sqrt(s.norm_a2 + beta * beta)
         norm_a2 = s.norm_a2 + beta * beta + alpha * alpha
-        maxrbar = xp.maximum(s.maxrbar, s.rhobar)
+        # From the second iteration on, as minrbar: at the first, rhobar is the start's 1, not a
+        # quantity of X's scale (SciPy and the MATLAB original take it, so that an X of norm 1e-20
+        # "exceeds" any conlim at once and stops with the first iterate).
+        maxrbar = xp.where(n_iter > 1, xp.maximum(s.maxrbar, s.rhobar), s.maxrbar)
         minrbar = xp.where(n_iter > 1, xp.minimum(s.minrbar, s.rhobar), s.minrbar)
         cond_a = xp.maximum(maxrbar, rhotemp) / safe(xp, xp.minimum(minrbar, rhotemp))
         normar = xp.abs(zetabar)
