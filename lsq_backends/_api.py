@@ -294,7 +294,7 @@ def lstsq(
     try:
         with uncertified(X):
             return fit(True)
-    except Rescale:  # X's scale is not certified by its Gram matrix (NumPy): the max |X| passes,
+    except Rescale:  # X's scale is not certified by its Gram matrix: the max |X| passes,
         # and X's finiteness tested first (NaN or infinity is one cause, and must raise before
         # any arithmetic meets it, which would print NumPy's RuntimeWarnings)
         return fit(False)
@@ -394,7 +394,7 @@ def ridge(
         with uncertified(X):
             return _ridge(X, y, alpha, method, fit_intercept, sample_weight, check_finite, per_target, path, defer,
                           options, True)  # fmt: skip
-    except Rescale:  # X's scale is not certified by its Gram matrix (NumPy): the max |X| passes
+    except Rescale:  # X's scale is not certified by its Gram matrix: the max |X| passes
         return _ridge(X, y, alpha, method, fit_intercept, sample_weight, check_finite, per_target, path, defer,
                       options, False)  # fmt: skip
 

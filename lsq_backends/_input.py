@@ -22,7 +22,7 @@ from ._alpha import failure, validate_alpha
 from ._center import eliminate_intercept, sample_means, weighted_means
 from ._frames import from_pandas
 from ._kinds import check_kind, check_known_shape
-from ._scaling import flushed, gram_certificate, scale_problem
+from ._scaling import certifiable, flushed, gram_certificate, scale_problem
 from ._solvers._shared import check_fraction
 
 METHODS = ("auto", "normal", "qr", "svd", "lsmr", "lsqr")
@@ -371,8 +371,9 @@ def prepare(
     of the weights and alpha divided by powers of two, recorded in ``Problem.scale`` for
     ``_scaling.unscale``. With
     ``gram_center`` a tall problem with an intercept (m - 1 >= n >= 1) is not centered here:
-    only its means are taken (``Problem.centered``, for the Gram route's ``TallGram``); on
-    NumPy without weights X's scale is then certified by the Gram matrix
+    only its means are taken (``Problem.centered``, for the Gram route's ``TallGram``); without
+    weights, where the fit reads its checks (``_scaling.certifiable``), X's scale is then
+    certified by the Gram matrix
     (``_scaling.gram_certificate``, which raises ``Rescale``: prepare again with
     ``scale_x_by_gram=False``)."""
     xp, X, Y, sample_weight, alpha, y_was_vector, checks = validate(
@@ -386,8 +387,9 @@ def prepare(
 
     m, n = X.shape[-2:]
     gram_route = gram_center and m - int(fit_intercept) >= n >= 1
-    # NumPy's Gram route certifies X's scale on the Gram matrix (``_scaling.gram_certificate``)
-    skip_x = gram_route and scale_x_by_gram and sample_weight is None and _aac.is_numpy_namespace(xp)
+    # The Gram route certifies X's scale on the Gram matrix (``_scaling.gram_certificate``)
+    # where the fit can read it: no passes over X for its scale
+    skip_x = gram_route and scale_x_by_gram and sample_weight is None and certifiable(xp) and (defer_checks or _aac.is_numpy_namespace(xp))
     root = None  # sqrt(w) (..., m, 1), of X's rank (JAX with strict rank promotion)
     if sample_weight is not None:
         root = _compat.as_rank(xp, _compat.align_rows(xp, xp.sqrt(sample_weight[..., None]), X), X.ndim)
@@ -412,7 +414,7 @@ def prepare(
     elif root is not None:
         X, Y = root * X, root * Y
     if skip_x and scale is not None:
-        check = _both(check, gram_certificate(xp, X, alpha))
+        check = _both(check, gram_certificate(xp, X, alpha, checks))
     return Problem(
         xp, X, Y, alpha, x_offset, y_offset, y_was_vector, offset_sq, original, check,
         checks if defer_checks else None, scaling, centered,

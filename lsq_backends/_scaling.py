@@ -191,11 +191,24 @@ class Rescale(Exception):  # noqa: N818 (a signal to prepare again, not an error
     matrix; the fit is prepared again with the ``max |X|`` passes."""
 
 
-def gram_certificate(xp, X, alpha):
-    """With ``scale_problem(..., skip_x=True)`` (NumPy, no weights): ``certify(A, offset_sq)``,
-    run on the Gram matrix A = X^T X of tall X (centered when ``offset_sq``, what centering
-    removed, is given) before it is factorized, raising :class:`Rescale` unless X's factor is
-    certainly 1.
+def certifiable(xp):
+    """Can X's scale wait for its Gram matrix (:func:`gram_certificate`)? Where a fit reads its
+    checks while it solves: NumPy (free), and eagerly PyTorch, CuPy and array-api-strict, with
+    the route decision's one read. Not JAX (a fit runs compiled: no read inside it) nor Dask
+    (nothing is read before the graph runs): there the ``max |X|`` passes choose the scale."""
+    return not (_aac.is_jax_namespace(xp) or _aac.is_dask_namespace(xp))
+
+
+def _rescale():
+    raise Rescale
+
+
+def gram_certificate(xp, X, alpha, checks):
+    """With ``scale_problem(..., skip_x=True)`` (:func:`certifiable` namespaces, no weights):
+    ``certify(A, offset_sq)``, run on the Gram matrix A = X^T X of tall X (centered when
+    ``offset_sq``, what centering removed, is given) before it is factorized: unless X's factor
+    is certainly 1, :class:`Rescale` is raised, at once on NumPy, elsewhere from ``checks``
+    when the fit reads its route decision (no read of its own).
 
     Column j's sum of squares d_j (A_jj + offset_sq_j) bounds max |X|**2 within
     [max d / m, max d]: when both ends lie within 2**(+-2 safe) (and, for ridge, sqrt(min
@@ -209,12 +222,19 @@ def gram_certificate(xp, X, alpha):
         d = xp.linalg.diagonal(A)
         if offset_sq is not None:
             d = d + offset_sq
-        big = float(d.max())  # NumPy: free to read
-        ok = m * 2.0 ** (-2 * safe) <= big <= 2.0 ** (2 * safe)
+        if _aac.is_numpy_namespace(xp):
+            big = float(d.max())  # free to read
+            ok = m * 2.0 ** (-2 * safe) <= big <= 2.0 ** (2 * safe)
+            if alpha is not None and alpha.shape[0] > 0:
+                ok = ok and float(xp.min(alpha)) <= 2.0 ** (2 * safe)
+            if not ok:
+                raise Rescale
+            return
+        big = xp.max(d)  # NaN (a non-finite X) fails both comparisons
+        ok = (big >= m * 2.0 ** (-2 * safe)) & (big <= 2.0 ** (2 * safe))
         if alpha is not None and alpha.shape[0] > 0:
-            ok = ok and float(xp.min(alpha)) <= 2.0 ** (2 * safe)
-        if not ok:
-            raise Rescale
+            ok = ok & (xp.min(alpha) <= 2.0 ** (2 * safe))
+        checks.add(ok, _rescale)
 
     return certify
 
@@ -261,13 +281,13 @@ def scale_problem(xp, X, Y, root, alpha, *, shared_y=False, skip_x=False):
     if 0 in tuple(X.shape) or 0 in tuple(Y.shape):
         return X, Y, root, alpha, None
     y_axes = None if shared_y else tuple(range(Y.ndim - 1))
-    if skip_x:
+    if skip_x:  # Y alone (k columns: no pass over X, and X is not copied)
         big_y = _magnitude(xp, Y, y_axes)
-        if _ordinary(xp, big_y):
+        if _aac.is_numpy_namespace(xp) and _ordinary(xp, big_y):
             return X, Y, root, alpha, None
         ky = exponent(xp, log2_abs(xp, big_y))
         zero = xp.zeros_like(xp.reshape(ky, (-1,))[0])
-        return _apply(xp, X, Y, root, alpha, zero, ky, zero)
+        return _apply(xp, X, Y, root, alpha, zero, ky, zero, scale_x=False)
     if root is None and alpha is None and _aac.is_numpy_namespace(xp):
         big = _magnitude(xp, X, None)
         if _ordinary(xp, big) and _ordinary(xp, _magnitude(xp, Y, y_axes)):
@@ -292,10 +312,12 @@ def make_scale(xp, alpha, kx, ky, kr, *requests):
     return Scale(alpha, kx, ky, kr, *factors[:5]), factors[5:]
 
 
-def _apply(xp, X, Y, root, alpha, kx, ky, kr):
+def _apply(xp, X, Y, root, alpha, kx, ky, kr, scale_x=True):
+    """The problem divided by the factors of the exponents; ``scale_x=False``: kx is 0 and X is
+    left as it is (no elementwise pass)."""
     ka = kx + kr
     scale, (fx, fy, fr, fa) = make_scale(xp, alpha, kx, ky, kr, (-kx, 1), (-ky, 1), (-kr, 1), (-2 * ka, 4))
-    X, Y = X * fx, times(xp, Y, fy)
+    X, Y = (X * fx if scale_x else X), times(xp, Y, fy)
     root = None if root is None else root * fr
     scaled_alpha = alpha
     if alpha is not None:
