@@ -23,9 +23,8 @@ from ._center import eliminate_intercept, sample_means, weighted_means
 from ._frames import from_pandas
 from ._kinds import check_kind, check_known_shape
 from ._scaling import gram_certificate, scale_problem
+from ._solvers import METHODS, record
 from ._solvers._shared import check_fraction
-
-METHODS = ("auto", "normal", "qr", "svd", "lsmr", "lsqr")
 
 
 class Problem(NamedTuple):
@@ -180,7 +179,7 @@ def check_method(method, rcond):
         msg = f"method must be one of {', '.join(map(repr, METHODS))}; got {method!r}"
         raise ValueError(msg)
     rcond = check_fraction(rcond, "rcond")
-    if rcond is not None and method in ("lsmr", "lsqr"):
+    if rcond is not None and record(method).iterative:
         msg = (
             f"rcond applies to the direct methods (a singular-value cutoff); method={method!r} estimates no "
             f"singular values: leave rcond=None and set its accuracy with atol/btol; got rcond={rcond!r}"
