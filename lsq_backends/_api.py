@@ -12,9 +12,8 @@ from ._path import fit_path, rule_of
 from ._refine import refine as _refine
 from ._result import LstsqResult
 from ._scaling import Rescale, uncertified, unscale
-from ._solvers import GRAM_ROUTE, ITERATIVE
+from ._solvers import check_options, record
 from ._solvers import fit as solvers_fit
-from ._solvers._krylov import check_options
 from ._solvers._shared import check_count, dot, full_rank
 from ._solvers.lsqr import drop_centering_noise
 from ._types import Array, Method
@@ -39,21 +38,22 @@ def _fit_deferred(problem, method, rcond, fit_intercept, refine=0, options=None)
     xp, X, Y, alpha = problem.xp, problem.X, problem.Y, problem.alpha
     m, n = X.shape[-2:]
     n_iter = istop = rss = rule = None
-    if method in ITERATIVE:
+    rec = record(method)
+    if rec.iterative:
         n_iter = full_rank(xp, tuple(Y.shape[:-2]) + (Y.shape[-1],), 0, X)  # 0 when m or n is 0
         X = drop_centering_noise(xp, X, alpha, problem.offset_sq, rule_of(xp, X, Y, alpha)) if min(m, n) > 0 else X
-        istop = n_iter if method == "lsmr" else None  # 0: W = 0 is the solution
+        istop = n_iter if rec.stops else None  # 0: W = 0 is the solution
     if min(m, n) == 0:
         # As numpy.linalg.lstsq: zero coefficients, rank 0, the whole of y is residual.
         coef = xp.zeros(tuple(X.shape[:-2]) + (n, Y.shape[-1]), dtype=X.dtype, device=_compat.device(X))
         rank = full_rank(xp, X.shape[:-2], 0, X)
         s = xp.zeros(tuple(X.shape[:-2]) + (0,), dtype=X.dtype, device=_compat.device(X))
-        s = s if method == "svd" else None
+        s = s if rec.singular_values else None
     elif problem.centered is None and (rule := rule_of(xp, X, Y, alpha)):
         # JAX, or PyTorch tensors that require grad: differentiated by the solution's rule.
         kw = (problem.offset_sq, problem.check, options)
         coef, rank, s, counts = rule.solve(xp, X, Y, alpha, method, rcond, *kw)
-        n_iter, istop = _derivatives.split_counts(method, counts) if method in ITERATIVE else (None, None)
+        n_iter, istop = _derivatives.split_counts(method, counts) if rec.iterative else (None, None)
     else:
         data = None if problem.centered is None else _tall_gram(problem)
         sol = solvers_fit(xp, X, Y, alpha, method, rcond, problem.offset_sq, problem.check, options, data=data)
@@ -259,7 +259,7 @@ def lstsq(
     atol, btol, max_iter = check_options(method, atol, btol, max_iter, conlim, x0)
     fit_intercept = check_bool(fit_intercept, "fit_intercept")
     check_finite = check_bool(check_finite, "check_finite")
-    if refine and method in ITERATIVE:
+    if refine and record(method).iterative:
         msg = f"refine applies to the direct methods; method={method!r} takes atol/btol instead"
         raise ValueError(msg)
     if _compat.eager_jax(X, y, sample_weight):
@@ -271,7 +271,7 @@ def lstsq(
             sample_weight=v.sample_weight, check_finite=False, refine=refine, atol=atol, btol=btol, max_iter=max_iter,
             conlim=conlim, x0=x0,
         )  # fmt: skip
-    defer = method in GRAM_ROUTE
+    defer = record(method).forms_gram
     # The derivative rules need X centered before the solver (no Gram-route centering).
     gram_center = defer and not _derivatives.differentiable(X, y, sample_weight)
     options = solver_options(method, atol, btol, max_iter, conlim, x0)
@@ -373,7 +373,7 @@ def ridge(
     check_finite = check_bool(check_finite, "check_finite")
     atol, btol, max_iter = check_options(method, atol, btol, max_iter, conlim, x0)
     path = not per_target and getattr(alpha, "ndim", 0) == 1
-    if path and method in ITERATIVE:
+    if path and record(method).iterative:
         msg = f"method={method!r} fits one alpha (or one per target); a 1-D alpha path needs a direct method"
         raise ValueError(msg)
     if _compat.eager_jax(X, y, sample_weight, alpha):
@@ -388,7 +388,7 @@ def ridge(
             sample_weight=v.sample_weight, check_finite=False, per_target=per_target, atol=atol, btol=btol,
             max_iter=max_iter, conlim=conlim, x0=x0,
         )  # fmt: skip
-    defer = method in GRAM_ROUTE and not path  # a path factors its own way (``_path``)
+    defer = record(method).forms_gram and not path  # a path factors its own way (``_path``)
     options = solver_options(method, atol, btol, max_iter, conlim, x0)
     try:
         with uncertified(X):
@@ -413,7 +413,7 @@ def _ridge(X, y, alpha, method, fit_intercept, sample_weight, check_finite, per_
         alpha=alpha,
         ridge=True,
         per_target=per_target,
-        eliminate=not path or method in ("svd", "qr"),
+        eliminate=not path or record(method).path_singular_values,
         defer_x_check=defer and by_gram,  # the retry (NumPy) tests X first
         defer_checks=not path,
         scale="per_target",

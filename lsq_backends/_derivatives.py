@@ -48,8 +48,8 @@ import array_api_compat as _aac
 
 from . import _compat
 from ._rule import Operators, linearize, penalty, singular_tangent, tangent
-from ._solvers import ITERATIVE
 from ._solvers import fit as solvers_fit
+from ._solvers import record
 from ._solvers._shared import dot, eye_like, mT
 from ._solvers.spectral import solve_path
 
@@ -61,7 +61,7 @@ def lsqr_factor(xp, X, alpha, options, symmetric_solve=None):
     ``alpha >= 0``; ``N v = v - K X_a^T X_a v``. One penalty per target: :func:`_per_target`.
     JAX passes ``symmetric_solve(matvec, solve)`` (``lax.custom_linear_solve``): a
     transposable ``K``."""
-    lsqr = ITERATIVE["lsqr"]
+    lsqr = record("lsqr").solve
     n = X.shape[-1]
     if alpha is not None and alpha.shape[0] > 1:
         return _per_target(xp, X, alpha, options, symmetric_solve)
@@ -93,7 +93,7 @@ def _per_target(xp, X, alpha, options, symmetric_solve):
     ``alpha_j > 0``, ``K g = (g - X^T q) / alpha_j`` (as ``(X^T X + alpha I) (g - X^T q) =
     alpha g``), and where ``alpha_j = 0``, ``K g = X^+ q`` (a second LSQR solve, on those
     columns only: the others start converged). ``N`` is zero where ``alpha_j > 0``."""
-    lsqr = ITERATIVE["lsqr"]
+    lsqr = record("lsqr").solve
     nd = X.ndim  # the blocks (..., n, k) have X's rank: alpha (k,) as (1, ..., 1, k)
     a = _compat.as_rank(xp, alpha, nd)
     pos = a > 0
@@ -123,7 +123,7 @@ def fit(xp, X, Y, alpha, method, rcond, offset_sq, check, options, factor=False,
     come stacked, (2, ..., k): one integer output of the rule (:func:`split_counts`)."""
     sol = solvers_fit(xp, X, Y, alpha, method, rcond, offset_sq, check, options, factor)
     fac = sol.factor
-    if factor and method in ITERATIVE:  # K by LSQR at the fit's tolerances (an LSMR fit's too)
+    if factor and record(method).iterative:  # K by LSQR at the fit's tolerances (an LSMR fit's too)
         fac = lsqr_factor(xp, X, alpha, {k: options[k] for k in ("atol", "btol", "max_iter")}, symmetric_solve)
     counts = sol.n_iter if sol.istop is None else xp.stack([sol.n_iter, sol.istop])
     return sol.coef, sol.rank, sol.s, counts, fac
@@ -131,7 +131,7 @@ def fit(xp, X, Y, alpha, method, rcond, offset_sq, check, options, factor=False,
 
 def split_counts(method, counts):
     """``(n_iter, istop)`` from the integer output of :func:`fit` (istop None but for lsmr)."""
-    if method == "lsmr":
+    if record(method).stops:
         return counts[0], counts[1]
     return counts, None
 
@@ -156,7 +156,7 @@ def differentiable(*arrays):
 def path_fit(xp, X, Y, alpha, method, offset_sq, factor=False):
     """A penalty path's fit ``(coef, rank, s, None)`` (``spectral.solve_path``), and with
     ``factor`` its ``Factor`` of operators fifth."""
-    solved = solve_path(xp, X, Y, alpha, method, offset_sq, factor)
+    solved = solve_path(xp, X, Y, alpha, record(method).path_route, offset_sq, factor)
     return solved[0], solved[1], solved[2], None, solved[3] if factor else None
 
 

@@ -31,6 +31,7 @@ import array_api_compat as _aac
 from . import _compat, _input
 from ._kinds import check_kind
 from ._scaling import exponent, log2_abs, powers, times
+from ._solvers import RECORDS
 
 try:
     from sklearn.base import BaseEstimator, RegressorMixin
@@ -85,8 +86,8 @@ except ImportError:  # absent, or older than 1.6 (no validate_data, no __sklearn
         _estimator_type = "regressor"
 
 
-# The estimator methods that fit a sparse X (by LSMR for "auto").
-SPARSE_METHODS = ("auto", "lsmr", "lsqr")
+# The estimator methods that fit a sparse X (by LSMR for "auto": ``Record.matrix_free``).
+SPARSE_METHODS = tuple(r.name for r in RECORDS if r.matrix_free is not None)
 # SciPy sparse formats fitted as they are (others are converted to the first).
 SPARSE_FORMATS = ("csr", "csc", "coo")
 

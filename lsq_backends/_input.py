@@ -23,9 +23,8 @@ from ._center import eliminate_intercept, sample_means, weighted_means
 from ._frames import from_pandas
 from ._kinds import check_kind, check_known_shape
 from ._scaling import certifiable, flushed, gram_certificate, scale_problem
+from ._solvers import METHODS, record
 from ._solvers._shared import check_fraction
-
-METHODS = ("auto", "normal", "qr", "svd", "lsmr", "lsqr")
 
 
 class Problem(NamedTuple):
@@ -180,7 +179,7 @@ def check_method(method, rcond):
         msg = f"method must be one of {', '.join(map(repr, METHODS))}; got {method!r}"
         raise ValueError(msg)
     rcond = check_fraction(rcond, "rcond")
-    if rcond is not None and method in ("lsmr", "lsqr"):
+    if rcond is not None and record(method).iterative:
         msg = (
             f"rcond applies to the direct methods (a singular-value cutoff); method={method!r} estimates no "
             f"singular values: leave rcond=None and set its accuracy with atol/btol; got rcond={rcond!r}"
@@ -389,7 +388,13 @@ def prepare(
     gram_route = gram_center and m - int(fit_intercept) >= n >= 1
     # The Gram route certifies X's scale on the Gram matrix (``_scaling.gram_certificate``)
     # where the fit can read it: no passes over X for its scale
-    skip_x = gram_route and scale_x_by_gram and sample_weight is None and certifiable(xp) and (defer_checks or _aac.is_numpy_namespace(xp))
+    skip_x = (
+        gram_route
+        and scale_x_by_gram
+        and sample_weight is None
+        and certifiable(xp)
+        and (defer_checks or _aac.is_numpy_namespace(xp))
+    )
     root = None  # sqrt(w) (..., m, 1), of X's rank (JAX with strict rank promotion)
     if sample_weight is not None:
         root = _compat.as_rank(xp, _compat.align_rows(xp, xp.sqrt(sample_weight[..., None]), X), X.ndim)

@@ -7,16 +7,17 @@ import math
 
 from . import _compat
 from ._input import as_array, check_dtype, check_finite_values
+from ._solvers import record
 
 __all__ = ["solver_options", "start_of"]
 
 
 def solver_options(method, atol, btol, max_iter, conlim=None, x0=None):
-    """The keyword arguments of the iterative solver of ``method`` (``lsmr`` takes ``conlim``
-    and ``x0`` too); the direct methods ignore them (``check_options`` refused any given)."""
+    """The keyword arguments of the iterative solver of ``method``: atol, btol, max_iter, and
+    those of its record's ``options`` (``lsmr``: ``conlim`` and ``x0`` too); the direct
+    methods ignore them (``check_options`` refused any given)."""
     options = {"atol": atol, "btol": btol, "max_iter": max_iter}
-    if method == "lsmr":
-        options.update(conlim=conlim, x0=x0)
+    options.update((k, v) for k, v in (("conlim", conlim), ("x0", x0)) if k in record(method).options)
     return options
 
 

@@ -31,8 +31,7 @@ from ._operator import (
     to_numpy,
 )
 from ._result import LstsqResult
-from ._solvers import ITERATIVE
-from ._solvers._krylov import check_options
+from ._solvers import check_options, record
 from ._solvers._shared import full_rank
 
 __all__ = ["caller_of", "fit", "fit_lstsq", "fit_ridge", "operator_route"]
@@ -70,17 +69,16 @@ def fit_ridge(X, y, alpha, **kwargs):
 
 
 def _method(method, X):
-    """``auto`` is ``lsmr`` for a sparse or operator X; the direct methods are refused."""
+    """The method that fits a sparse or operator X in ``method``'s stead (``Record.matrix_free``:
+    ``auto`` is ``lsmr``); the direct methods are refused."""
     check_method(method, None)
-    if method == "auto":
-        return "lsmr"
-    if method not in ITERATIVE:
+    if record(method).matrix_free is None:
         msg = (
             f"method={method!r} factors a dense X; X is a {describe(X)}: use method='lsmr' (the default for "
             "sparse and operator X) or 'lsqr', or pass a dense array"
         )
         raise ValueError(msg)
-    return method
+    return record(method).matrix_free
 
 
 def caller_of(y, sample_weight):
@@ -211,11 +209,11 @@ def _solve(xp, A, Y, w, alpha, method, fit_intercept, options):
     if min(m, n) == 0 or k == 0:
         coef = xp.zeros((n, k), dtype=Y.dtype, device=dev)
         n_iter = full_rank(xp, (k,), 0, Y)
-        istop = n_iter if method == "lsmr" else None
+        istop = n_iter if record(method).stops else None
         rank = full_rank(xp, (), 0, Y)
     else:
-        coef, rank, n_iter, *stop = ITERATIVE[method](xp, Ac, Y, alpha, **options)
-        istop = stop[0] if stop else None
+        sol = record(method).solve(xp, Ac, Y, alpha, **options)
+        coef, rank, n_iter, istop = sol.coef, sol.rank, sol.n_iter, sol.istop
     resid = Y - Ac.matvec(coef) if min(m, n) > 0 else Y
     rss = xp.sum(resid * resid, axis=0)
     if fit_intercept:

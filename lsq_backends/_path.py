@@ -8,6 +8,7 @@ from . import _compat, _derivatives, _torch_autograd
 from ._input import intercept_of
 from ._result import LstsqResult
 from ._scaling import unscale
+from ._solvers import record
 from ._solvers._shared import full_rank
 from ._solvers.spectral import over_alphas, solve_path
 
@@ -31,13 +32,13 @@ def fit_path(problem, method, fit_intercept):
         # As the single fit: zero coefficients, rank 0, the whole of y is residual.
         coef = xp.zeros((a, *batch, n, k), dtype=X.dtype, device=dev)
         rank = full_rank(xp, (a, *batch), 0, X)
-        s = None if method != "svd" else xp.zeros((*batch, 0), dtype=X.dtype, device=dev)
+        s = None if not record(method).singular_values else xp.zeros((*batch, 0), dtype=X.dtype, device=dev)
     elif rule := rule_of(xp, X, Y, alpha):
         # JAX, or PyTorch tensors that require grad: the rule per penalty, from the path's factor.
         coef, rank, s = rule.solve_path_rule(xp, X, Y, alpha, method, problem.offset_sq)
     else:
-        coef, rank, s = solve_path(xp, X, Y, alpha, method, problem.offset_sq)
-    if method != "svd":
+        coef, rank, s = solve_path(xp, X, Y, alpha, record(method).path_route, problem.offset_sq)
+    if not record(method).singular_values:
         s = None  # "qr" factors the same way, but only "svd" reports singular values
     intercept = intercept_of(xp, problem, coef, fit_intercept)
     # The residual itself (accurate for near-exact fits), every penalty in one product X @ W.

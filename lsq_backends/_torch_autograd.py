@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ._derivatives import fit, path_fit
 from ._rule import cotangent, linearize, singular_cotangent
-from ._solvers import ITERATIVE
+from ._solvers import record
 
 _FUNCTION: list = []
 
@@ -68,7 +68,8 @@ def solve(xp, X, Y, alpha, method, rcond, offset_sq, check, options):
     def run(X, Y, alpha, factor):
         return fit(xp, X, Y, alpha, method, rcond, offset_sq, check, options, factor)
 
-    return torch_fit(xp, X, Y, alpha, run, (True, True, method == "svd", method in ITERATIVE))
+    rec = record(method)
+    return torch_fit(xp, X, Y, alpha, run, (True, True, rec.singular_values, rec.iterative))
 
 
 def solve_path_rule(xp, X, Y, alpha, method, offset_sq):
@@ -77,7 +78,7 @@ def solve_path_rule(xp, X, Y, alpha, method, offset_sq):
     def run(X, Y, alpha, factor):
         return path_fit(xp, X, Y, alpha, method, offset_sq, factor)
 
-    return torch_fit(xp, X, Y, alpha, run, (True, True, method in ("svd", "qr"), False), True)[:3]
+    return torch_fit(xp, X, Y, alpha, run, (True, True, record(method).path_singular_values, False), True)[:3]
 
 
 def detach(xp, a):

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from ._solvers import Method as Method  # the registry's names
+
 Array = Any
-Method = Literal["auto", "normal", "qr", "svd", "lsmr", "lsqr"]
 CVMode = Literal["auto", "eigen", "svd"]
 CovType = Literal["nonrobust", "HC0", "HC1", "HC2", "HC3"]

@@ -22,6 +22,9 @@ False
 
 from __future__ import annotations
 
+from ._solvers import RECORDS
+from ._solvers._record import DIRECT_FEATURES, SVD_SYNC
+
 # Columns, with the header the table gives them. Eager NumPy, CuPy, PyTorch (CPU and CUDA)
 # and array-api-strict run every entry: they are not columns.
 FEATURES = {
@@ -38,39 +41,11 @@ FEATURES = {
 # The columns that count synchronizations (text), not supported features (yes/no).
 COUNTS = ("host_reads", "torch_cuda_syncs", "xla_gpu_syncs")
 
-_DIRECT = {"jit": True, "vmap": True, "jax_grad": True, "torch_autograd": True, "dask_lazy": True, "sharded": False}
-
-_SVD = "+1 on a rank fallback (its SVD)"
 CAPABILITIES = {
-    "lstsq:normal": {
-        **_DIRECT, "sharded": True, "host_reads": "1 (2 on a rank fallback)", "torch_cuda_syncs": _SVD,
-        "xla_gpu_syncs": "2",
-    },
-    "lstsq:auto": {**_DIRECT, "host_reads": "1 (2 on the QR route)", "torch_cuda_syncs": _SVD, "xla_gpu_syncs": "3"},
-    "lstsq:qr": {
-        **_DIRECT, "host_reads": "1 (2 on the Householder route)", "torch_cuda_syncs": _SVD,
-        "xla_gpu_syncs": "3 (4 past CholeskyQR2's gate)",
-    },
-    "lstsq:svd": {
-        **_DIRECT, "host_reads": "1 (2 on the Householder route)", "torch_cuda_syncs": "+1 (the SVD)",
-        "xla_gpu_syncs": "3 (2 past CholeskyQR2's gate)",
-    },
-    "lstsq:lsqr": {
-        **_DIRECT,
-        "dask_lazy": False,
-        "host_reads": "1 per convergence test (every 10th iteration on a GPU)",
-        "torch_cuda_syncs": "none",
-        "xla_gpu_syncs": "2 + 1 per 10 iterations begun",
-    },
-    "lstsq:lsmr": {
-        **_DIRECT,
-        "dask_lazy": False,
-        "host_reads": "1 per convergence test (every 10th iteration on a GPU)",
-        "torch_cuda_syncs": "none",
-        "xla_gpu_syncs": "2 + 1 per 10 iterations begun",
-    },
+    # One row per method, from its record (``lsq_backends._solvers``), then the other entries.
+    **{f"lstsq:{r.name}": dict(r.capabilities) for r in RECORDS},
     "lstsq (sparse X)": {
-        **_DIRECT,
+        **DIRECT_FEATURES,
         "jax_grad": False,
         "torch_autograd": False,
         "dask_lazy": False,
@@ -78,14 +53,14 @@ CAPABILITIES = {
         "torch_cuda_syncs": "as lsmr",
         "xla_gpu_syncs": "as lsmr",
     },
-    "ridge (path)": {**_DIRECT, "host_reads": "2", "torch_cuda_syncs": "+1 (eigh or SVD)", "xla_gpu_syncs": "2"},
+    "ridge (path)": {**DIRECT_FEATURES, "host_reads": "2", "torch_cuda_syncs": "+1 (eigh or SVD)", "xla_gpu_syncs": "2"},
     "ridge_cv": {
-        **_DIRECT, "host_reads": "2 (leave-one-out and k-fold)", "torch_cuda_syncs": "+1 (eigh or SVD)",
+        **DIRECT_FEATURES, "host_reads": "2 (leave-one-out and k-fold)", "torch_cuda_syncs": "+1 (eigh or SVD)",
         "xla_gpu_syncs": "2",
     },
-    "diagnostics": {**_DIRECT, "host_reads": "2", "torch_cuda_syncs": "+1 (the SVD)", "xla_gpu_syncs": "2"},
+    "diagnostics": {**DIRECT_FEATURES, "host_reads": "2", "torch_cuda_syncs": "+1 (the SVD)", "xla_gpu_syncs": "2"},
     "nnls": {
-        **_DIRECT,
+        **DIRECT_FEATURES,
         "jax_grad": False,
         "dask_lazy": False,
         "host_reads": "1 per convergence test (every 10th iteration on a GPU)",
@@ -93,23 +68,18 @@ CAPABILITIES = {
         "xla_gpu_syncs": "2 + 1 per 10 iterations begun",
     },
     "NormalAccumulator": {
-        **_DIRECT, "host_reads": "3 (one update, then solve)", "torch_cuda_syncs": _SVD, "xla_gpu_syncs": "3",
+        **DIRECT_FEATURES, "host_reads": "3 (one update, then solve)", "torch_cuda_syncs": SVD_SYNC, "xla_gpu_syncs": "3",
     },
     "QRAccumulator": {
-        **_DIRECT, "torch_autograd": False, "host_reads": "3 (one update, then solve)", "torch_cuda_syncs": _SVD,
+        **DIRECT_FEATURES, "torch_autograd": False, "host_reads": "3 (one update, then solve)", "torch_cuda_syncs": SVD_SYNC,
         "xla_gpu_syncs": "3",
     },
 }  # fmt: skip
 
 # Notes on a cell (why a "no" is a no, how a "yes" is done), shown under the table.
 NOTES = {
-    (
-        "lstsq:lsqr",
-        "jax_grad",
-    ): (
-        "by implicit differentiation: K is applied by two more LSQR solves inside `lax.custom_linear_solve`"
-        " (one penalty per target: one or two, by LSQR's per-column damping), not by unrolling the loop."
-    ),
+    # The methods' notes, from their records, then the other entries'.
+    **{(f"lstsq:{r.name}", feature): text for r in RECORDS for feature, text in r.notes.items()},
     (
         "ridge (path)",
         "jax_grad",
@@ -124,12 +94,6 @@ NOTES = {
     ("nnls", "jax_grad"): "its active-set iteration is a `lax.while_loop`, which has no reverse-mode rule.",
     ("nnls", "dask_lazy"): "the iteration computes every 10 iterations (its convergence test is read).",
     ("QRAccumulator", "torch_autograd"): "its updates call `geqrf`, which has no derivative in PyTorch.",
-    ("lstsq:lsqr", "dask_lazy"): "the iteration computes every 10 iterations (its convergence test is read).",
-    (
-        "lstsq:lsmr",
-        "jax_grad",
-    ): "as `lstsq:lsqr`: K is applied by LSQR solves at the fit's tolerances inside `lax.custom_linear_solve`.",
-    ("lstsq:lsmr", "dask_lazy"): "as `lstsq:lsqr`: the iteration computes every 10 iterations.",
     (
         "lstsq (sparse X)",
         "jit",
@@ -138,33 +102,6 @@ NOTES = {
         "lstsq (sparse X)",
         "jax_grad",
     ): "no derivative rule for sparse or operator X: the `while_loop` has no reverse mode (nor the loop in PyTorch).",
-    (
-        "lstsq:auto",
-        "sharded",
-    ): "the QR branch of a fit and every rank fallback all-gather X (XLA does not partition a QR).",
-    ("lstsq:qr", "host_reads"): (
-        "float32 X past CholeskyQR2's gate (cond > ~30 in float32, 6.7e5 in float64) takes the 2 reads of"
-        " the next route; past shifted CholeskyQR3's reach (cond ~1e7 in float32, ~1e11 in float64), 3."
-    ),
-    ("lstsq:auto", "host_reads"): (
-        "the refined normal equations are kept up to cond ~13 in float32 (1e4 in float64) and a small"
-        " residual: most float32 problems take the QR route's 2 reads."
-    ),
-    ("lstsq:normal", "torch_cuda_syncs"): (
-        "torch's CUDA `svd` and `eigh` read cuSOLVER's error flag on the host, one synchronization each"
-        " (`count_host_reads('torch-cuda')` counts them as hidden); its Cholesky (`cholesky_ex`) and"
-        " triangular solves read nothing. The same holds for every row."
-    ),
-    ("lstsq:normal", "xla_gpu_syncs"): (
-        "an eager JAX call reads its value checks once, then runs compiled; inside, XLA:GPU copies the"
-        " predicate of every `lax.cond` executed (each route decision) and of every `while_loop` trip to"
-        " the host. Counted on a well-conditioned float64 problem (`tests/test_host_reads.py`, JAX"
-        " session); a rank fallback adds none. Under a caller's `jax.jit` the value-check read goes."
-    ),
-    ("lstsq:lsqr", "xla_gpu_syncs"): (
-        "a traced loop runs 10 iterations a trip on accelerators (an inner loop of known trip count, whose"
-        " predicate is not read), then `max_iter % 10` more."
-    ),
 }
 
 

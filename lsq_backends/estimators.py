@@ -21,6 +21,7 @@ from ._estimator_base import LinearModelBase
 from ._input import check_bool, check_method
 from ._nnls import nnls
 from ._scoring import sklearn_callable
+from ._solvers import DEFAULT, record
 
 __all__ = ["LinearRegression", "Ridge", "RidgeCV"]
 
@@ -193,17 +194,17 @@ def _iterations(result):
 
 
 def _lsqr_tol(tol, method):
-    """``tol`` checked, as the ``atol``/``btol`` keywords of an LSQR fit (none otherwise)."""
+    """``tol`` checked, as the ``atol``/``btol`` keywords of an iterative fit (none otherwise)."""
     if tol is not None and (isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not 0 <= tol < 1):
         msg = f"tol must be None or a number in [0, 1) (LSQR's stopping tolerance); got {tol!r}"
         raise ValueError(msg)
-    return {"atol": float(tol), "btol": float(tol)} if tol is not None and method == "lsqr" else {}
+    return {"atol": float(tol), "btol": float(tol)} if tol is not None and record(method).iterative else {}
 
 
 def _check_positive(positive, method, rcond=None):
     """``positive`` as a bool; with it, the unconstrained solver's options are refused."""
     positive = check_bool(positive, "positive")
-    if positive and method != "auto":
+    if positive and method != DEFAULT:
         msg = f"positive=True is solved by the non-negative active-set method; method must be 'auto', got {method!r}"
         raise ValueError(msg)
     if positive and rcond is not None:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-METHODS = ("auto", "normal", "qr", "svd")
+from lsq_backends._solvers import RECORDS
+
+METHODS = tuple(r.name for r in RECORDS if not r.iterative)  # the direct methods
+ITERATIVE = tuple(r.name for r in RECORDS if r.iterative)
 
 
 def design(rng, m, n, cond=10.0, rank=None):

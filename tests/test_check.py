@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import lsq_backends as lsq
+from lsq_backends._solvers import METHODS
 from lsq_backends.check import count_host_reads, main
 from lsq_backends.check.backends import find_backends
 from lsq_backends.check.problems import KAPPA, make_problems, score, threshold
@@ -68,7 +69,7 @@ def test_quick_run_passes_and_writes_json(tmp_path, numpy_reference):
     # Every problem, method and dtype ran on both backends.
     cases = {(r["problem"], r["method"], r["dtype"]) for r in report["rows"] if r["backend"] == "array_api_strict"}
     assert {"tall", "wide", "rank-deficient", "batched", "ridge", "ridge-path"} == {c[0] for c in cases}
-    assert {"auto", "normal", "qr", "svd", "lsqr"} == {c[1] for c in cases}
+    assert set(METHODS) == {c[1] for c in cases}  # every method of the registry
     assert {"float32", "float64"} == {c[2] for c in cases}
     assert {r["host_reads"] for r in report["rows"] if r["backend"] == "numpy"} == {"n/a"}
     assert all(r["host_read_count"] >= 0 for r in report["rows"] if r["backend"] == "array_api_strict")
@@ -85,10 +86,10 @@ def test_a_wrong_answer_fails(monkeypatch, capsys, numpy_reference):
     assert main(_quick("--backends", "numpy")) == 1
     text = capsys.readouterr().out
     failed = [line for line in text.splitlines() if "**FAIL**" in line]
-    # Every lstsq case fails (tall, wide, rank-deficient, batched x 5 methods); ridge is untouched.
-    assert len(failed) == 20 and not any("ridge" in line for line in failed)
+    # Every lstsq case fails (tall, wide, rank-deficient, batched x every method); ridge is untouched.
+    assert len(failed) == 4 * len(METHODS) and not any("ridge" in line for line in failed)
     assert "above the threshold" in text
-    assert SUMMARY.findall(text)[-1][1] == "20"
+    assert SUMMARY.findall(text)[-1][1] == str(4 * len(METHODS))
 
 
 def test_a_result_off_the_device_or_in_the_wrong_dtype_fails(monkeypatch, capsys, numpy_reference):

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from problems import METHODS as DIRECT
 from problems import center, design, reference, rel_err, tolerance
 
 import lsq_backends as lsq
 
 EPS32 = float(np.finfo(np.float32).eps)
-DIRECT = ("auto", "normal", "qr", "svd")
 
 
 def _correlated(m, delta, seed=0):

@@ -114,7 +114,9 @@ def _budget_cases():
         budget = BUDGET[method] + (INTERCEPT_EXTRA if intercept else 0)
         marks = ()
         if CEILING[method, intercept] > budget:
-            marks = pytest.mark.xfail(strict=True, reason="the scaling passes (qr, svd) and the centered copies are still made")
+            marks = pytest.mark.xfail(
+                strict=True, reason="the scaling passes (qr, svd) and the centered copies are still made"
+            )
         yield pytest.param(method, intercept, budget, marks=marks, id=f"{method}-{intercept}")
 
 

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from lsq_backends._solvers import METHODS
+
 PACKAGE = Path(__file__).resolve().parents[1] / "lsq_backends"
 MAX_LINES = 420  # "about 400": a little slack, so that the limit is a guide and not a trap
 HARD_MAX_LINES = 600
@@ -89,9 +91,10 @@ def test_no_import_circle():
     assert not _cycles(graph)
 
 
-# The solvers build on the factorization layer (``_solvers.gram``, ``cholqr``, ``householder``,
-# ``pinv``, ``_factor``, ``_shared``, ``condest``) and never on one another.
-SOLVERS = ("normal", "qr", "svd", "auto", "lsqr", "lsmr", "spectral", "nnls")
+# The solvers (every method of the registry, the path's and nnls's) build on the factorization
+# layer (``_solvers.gram``, ``cholqr``, ``householder``, ``pinv``, ``_factor``, ``_shared``,
+# ``condest``) and the contract (``_record``), never on one another.
+SOLVERS = (*METHODS, "spectral", "nnls")
 
 
 def test_solvers_never_import_each_other():

@@ -76,6 +76,7 @@ CPU_ONLY = {
     "test_readme.py": "NumPy",
     "test_sharded_jax.py": "simulated CPU devices",
     "test_structure.py": "static checks of the source",
+    "test_registry.py": "the solver contract on NumPy (the records, the Solution of every branch)",
     "test_gpu_plan.py": "this plan and its runner, checked on the CPU",
     "test_suite_settings.py": "the test suite's own JAX compile settings",
     "test_site.py": "the documentation site",

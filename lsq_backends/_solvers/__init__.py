@@ -1,52 +1,75 @@
-"""One module per solver; each direct one exposes
-``solve(xp, X, Y, alpha, rcond, offset_sq, *, factor=False) -> (coef, rank, singular values or
-None, rss or None)``, where ``offset_sq`` is what centering removed from the squared column norms
-(for the rank tests) and ``rss`` the residual sum of squares where the solver has it for free;
-with ``factor``, the ``_factor.Factor`` it solved with fifth (or None). ``normal`` and ``auto``
-also take ``check=``, X's finiteness test run on the Gram matrix, and ``data=``, the Gram
-route's view of tall X (``_gram_data.TallGram``).
+"""The solver layer: one module per method, each ending with the :class:`Record` that describes
+it (``RECORD``), collected here in one registry.
 
-Iterative solvers (``ITERATIVE``) take ``(xp, X, Y, alpha, *, atol, btol, max_iter)`` (``lsmr``
-also ``conlim`` and ``x0``), X an array or a ``_operator.LinearMap``, and return
-``(coef, rank, n_iter)``, ``lsmr`` with its stop reasons (``istop``) fourth. :func:`fit` calls
-either kind by name and returns a :class:`Solution`."""
+``Method`` names the methods (the module of each is its name): ``METHODS``, the record of
+each (:func:`record`), the type of the public ``method=`` arguments (``_types.Method``), the
+capability rows (``lsq_backends.capabilities``), the self-check's and the tests' method lists
+all come from it. Adding a method is one file here (its ``solve`` returning a
+:class:`Solution` from every branch, its ``RECORD`` last) plus its name in ``Method``; nothing
+outside this package compares method names, it asks the record (``record(m).iterative``).
 
-from typing import Any, NamedTuple
+Direct methods: ``solve(xp, X, Y, alpha, rcond, offset_sq, *, factor=False)``, ``offset_sq``
+what centering removed from the squared column norms (for the rank tests), ``factor`` asking
+for the ``_factor.Factor`` solved with (``Solution.factor``); those that form the Gram matrix
+(``record.forms_gram``) also take ``check=``, X's finiteness test run on the Gram matrix, and
+``data=``, the Gram route's view of tall X (``_gram_data.TallGram``). Iterative methods
+(``record.iterative``): ``solve(xp, X, Y, alpha, *, atol, btol, max_iter, ...)`` (the
+record's ``options``), X an array or a ``_operator.LinearMap``. :func:`fit` calls either kind
+by name."""
 
-from . import auto, lsmr, lsqr, normal, qr, svd
+from __future__ import annotations
 
-SOLVERS = {"auto": auto.solve, "normal": normal.solve, "qr": qr.solve, "svd": svd.solve}
-ITERATIVE = {"lsqr": lsqr.solve, "lsmr": lsmr.solve}
-GRAM_ROUTE = ("normal", "auto")  # the methods that always form X's Gram matrix
+from importlib import import_module
+from typing import Any, Literal, get_args
 
+from ._record import Record, Solution
+from ._shared import check_count, check_fraction
 
-class Solution(NamedTuple):
-    """What every method returns through :func:`fit`: the coefficients (..., n, k), the rank
-    (...,), and where the method has them, the singular values (``svd``), the iteration counts
-    (iterative methods), the residual sum of squares (the refined normal equations), the
-    ``_factor.Factor`` solved with (``factor=True``) and why each target stopped (``lsmr``)."""
+__all__ = ["DEFAULT", "METHODS", "RECORDS", "Method", "Record", "Solution", "check_options", "fit", "record"]
 
-    coef: Any
-    rank: Any
-    s: Any = None
-    n_iter: Any = None
-    rss: Any = None
-    factor: Any = None
-    istop: Any = None
+Method = Literal["auto", "normal", "qr", "svd", "lsqr", "lsmr"]  # one name per solver module
+DEFAULT: Method = "auto"  # every entry point's default ``method=``
+
+RECORDS: tuple[Record, ...] = tuple(import_module(f"{__name__}.{name}").RECORD for name in get_args(Method))
+METHODS: tuple[str, ...] = tuple(r.name for r in RECORDS)
+_BY_NAME = {r.name: r for r in RECORDS}
 
 
-def fit(xp, X, Y, alpha, method, rcond, offset_sq, check, options, factor=False, data=None):
+def record(method) -> Record:
+    """The :class:`Record` of ``method`` (a name of ``METHODS``; ``_input.check_method``
+    validates user input first)."""
+    return _BY_NAME[method]
+
+
+def fit(xp, X, Y, alpha, method, rcond, offset_sq, check, options, factor=False, data=None) -> Solution:
     """Any method's solve, by name, as a :class:`Solution`. ``check`` and ``data`` go to the
-    methods that take them (``GRAM_ROUTE``), ``options`` (atol, btol, max_iter) to the
+    methods that form the Gram matrix, ``options`` (atol, btol, max_iter, ...) to the
     iterative ones; ``factor`` asks a direct method for the ``_factor.Factor`` it solved with
     (iterative methods have none: None)."""
-    if method in ITERATIVE:
-        coef, rank, n_iter, *istop = ITERATIVE[method](xp, X, Y, alpha, **options)
-        return Solution(coef, rank, n_iter=n_iter, istop=istop[0] if istop else None)
-    kw: dict[str, Any] = {} if check is None else {"check": check}
-    if data is not None and method in GRAM_ROUTE:
-        kw["data"] = data
-    if factor:
-        kw["factor"] = True
-    coef, rank, s, rss, *fac = SOLVERS[method](xp, X, Y, alpha, rcond, offset_sq, **kw)
-    return Solution(coef, rank, s, None, rss, fac[0] if fac else None)
+    rec = record(method)
+    if rec.iterative:
+        return rec.solve(xp, X, Y, alpha, **options)
+    kw: dict[str, Any] = {}
+    if rec.forms_gram:
+        kw.update(check=check, data=data)
+    return rec.solve(xp, X, Y, alpha, rcond, offset_sq, factor=factor, **kw)
+
+
+def check_options(method, atol, btol, max_iter, conlim=None, x0=None):
+    """Validate the iterative options (before any work): each given one must be among the
+    method's (``Record.options``: ``atol``, ``btol`` and ``max_iter`` of both Krylov methods,
+    ``conlim`` and ``x0`` of ``lsmr``). Returns ``atol``, ``btol`` and ``max_iter`` as Python
+    numbers (NumPy scalars accepted), None where not given."""
+    given = {"atol": atol, "btol": btol, "max_iter": max_iter, "conlim": conlim, "x0": x0}
+    foreign = {}  # the methods that take them -> the options
+    for name, value in given.items():
+        if value is not None and name not in record(method).options:
+            foreign.setdefault(tuple(r.name for r in RECORDS if name in r.options), []).append(name)
+    for takers, names in foreign.items():
+        methods = " or ".join(f"'{m}'" for m in takers)
+        msg = f"{', '.join(names)} apply to method={methods} only; got method={method!r}"
+        raise ValueError(msg)
+    if conlim is not None and (isinstance(conlim, bool) or not isinstance(conlim, (int, float)) or not conlim > 0):
+        msg = f"conlim must be None or a positive number (a bound on the condition estimate); got {conlim!r}"
+        raise ValueError(msg)
+    return check_fraction(atol, "atol"), check_fraction(btol, "btol"), check_count(max_iter, "max_iter")

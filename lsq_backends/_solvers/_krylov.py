@@ -1,4 +1,4 @@
-"""What the Krylov solvers (``lsqr``, ``lsmr``) share: their options and defaults, the products
+"""What the Krylov solvers (``lsqr``, ``lsmr``) share: their options' names and defaults, the products
 with X (an array, or a ``_operator.LinearMap`` for sparse and matrix-free X), column norms
 safe from underflow, and the stable plane rotation of SOL's codes.
 
@@ -10,9 +10,18 @@ from __future__ import annotations
 
 from .. import _compat
 from .._operator import LinearMap
-from ._shared import check_count, check_fraction, dot, mT
+from ._record import DIRECT_FEATURES
+from ._shared import dot, mT
 
-ITERATIVE_METHODS = ("lsmr", "lsqr")
+OPTIONS = ("atol", "btol", "max_iter")  # the options of every Krylov method (``Record.options``)
+# Their row of the capability table (``Record.capabilities``).
+CAPABILITIES = {
+    **DIRECT_FEATURES,
+    "dask_lazy": False,
+    "host_reads": "1 per convergence test (every 10th iteration on a GPU)",
+    "torch_cuda_syncs": "none",
+    "xla_gpu_syncs": "2 + 1 per 10 iterations begun",
+}
 
 
 def default_tol(xp, dtype):
@@ -27,24 +36,6 @@ def default_max_iter(m, n):
     more: SciPy's 2 n stopped float32 benchmark problems of cond 100 at 8% error, which
     converged within 3.8 min(m, n) iterations."""
     return 4 * min(m, n)
-
-
-def check_options(method, atol, btol, max_iter, conlim=None, x0=None):
-    """Validate the iterative options (before any work): ``atol``, ``btol`` and ``max_iter``
-    belong to both Krylov methods, ``conlim`` and ``x0`` to ``lsmr``. Returns ``atol``,
-    ``btol`` and ``max_iter`` as Python numbers (NumPy scalars accepted), None where not given."""
-    given = {k: v for k, v in (("atol", atol), ("btol", btol), ("max_iter", max_iter)) if v is not None}
-    if method not in ITERATIVE_METHODS and given:
-        msg = f"{', '.join(given)} apply to method='lsqr' or 'lsmr' only; got method={method!r}"
-        raise ValueError(msg)
-    lsmr_only = [k for k, v in (("conlim", conlim), ("x0", x0)) if v is not None]
-    if method != "lsmr" and lsmr_only:
-        msg = f"{', '.join(lsmr_only)} apply to method='lsmr' only; got method={method!r}"
-        raise ValueError(msg)
-    if conlim is not None and (isinstance(conlim, bool) or not isinstance(conlim, (int, float)) or not conlim > 0):
-        msg = f"conlim must be None or a positive number (a bound on the condition estimate); got {conlim!r}"
-        raise ValueError(msg)
-    return check_fraction(atol, "atol"), check_fraction(btol, "btol"), check_count(max_iter, "max_iter")
 
 
 def forward(xp, X, V):

@@ -24,6 +24,7 @@ import math
 from .. import _compat
 from .._gram_data import TallGram
 from ._factor import inverse_factor, spectral_factor, triangular_inverse
+from ._record import Solution
 from ._shared import (
     add_penalty,
     count,
@@ -77,9 +78,9 @@ class Factored:
     def solve_or(self, xp, X, Y, ok, fallback, rcond, offset_sq, factor=False):
         """The refined Cholesky solution where the scalar ``ok`` holds, else ``fallback``'s
         solution (a traced branch under ``jax.jit``; see ``_compat.cond``); ``fallback`` None:
-        :meth:`eigen`. Returns (coef, rank, None, rss): rss (..., k) of tall X, None for wide
-        X; with ``factor`` the ``_factor.Factor`` solved with, fifth (for wide X, of
-        ``X X^T``: the Cholesky factor here is that of ``X X^T + alpha I``)."""
+        :meth:`eigen`. Returns a ``Solution``: rss (..., k) of tall X, None for wide X; with
+        ``factor`` the ``_factor.Factor`` solved with (for wide X, of ``X X^T``: the Cholesky
+        factor here is that of ``X X^T + alpha I``)."""
         if fallback is None:
 
             def other(X, Y):
@@ -99,26 +100,28 @@ class Factored:
                 return (coef, rank, self.factor(xp)) if factor else (coef, rank)
 
             coef, rank, *fac = _compat.cond(xp, ok, wide_cholesky, other, (X, Y))
-            return (coef, rank, None, None, *fac)
+            return Solution(coef, rank, factor=fac[0] if factor else None)
 
         def cholesky(X, Y):
             solved = self.solve(xp, X, Y)
             return (*solved, self.factor(xp)) if factor else solved
 
         coef, rank, rss, *fac = _compat.cond(xp, ok, cholesky, other, (X, Y))
-        return (coef, rank, None, rss, *fac)
+        return Solution(coef, rank, rss=rss, factor=fac[0] if factor else None)
 
     def factor(self, xp):
         """The ``_factor.Factor`` of the Cholesky factor (full rank)."""
         return inverse_factor(xp, mT(xp, triangular_inverse(xp, self.L, True)))
 
     def other_solve(self, xp, solver, X, Y, rcond, offset_sq, factor=False):
-        """``solver``'s (another method's) ``(coef, rank)``, and with ``factor`` its ``Factor``
-        third, without singular vectors (which the Cholesky branch it stands in for lacks)."""
+        """``solver``'s (another method's ``Solution``) ``(coef, rank)``, and with ``factor``
+        its ``Factor`` third, without singular vectors (which the Cholesky branch it stands in
+        for lacks)."""
         if not factor:
-            return solver(xp, X, Y, self.alpha, rcond, offset_sq)[:2]
-        solved = solver(xp, X, Y, self.alpha, rcond, offset_sq, factor=True)
-        return solved[0], solved[1], solved[-1]._replace(V=None)
+            sol = solver(xp, X, Y, self.alpha, rcond, offset_sq)
+            return sol.coef, sol.rank
+        sol = solver(xp, X, Y, self.alpha, rcond, offset_sq, factor=True)
+        return sol.coef, sol.rank, sol.factor._replace(V=None)
 
     def fallback(self, xp, solver, rcond, offset_sq, factor=False):
         """``solver`` (another method's solve) as a branch on tall X: (X, Y) -> (coef, rank,

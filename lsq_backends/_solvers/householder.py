@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from .. import _compat
 from ._factor import inverse_factor, triangular_inverse
+from ._record import Solution
 from ._shared import (
     all_true,
     default_cutoff,
@@ -46,8 +47,9 @@ def penalized_r(xp, R, alpha):
 
 def solve(xp, X, Y, alpha, rcond, offset_sq=None, factor=False, cutoff=None):
     """Householder QR solution, falling back to the SVD of R where the rank is not certified
-    full (``factor``: see ``qr.solve``). ``cutoff``: the default cutoff where X is already a
-    triangular factor of more rows (the accumulators), ``rcond`` then None."""
+    full, as a ``Solution`` (``factor``: see ``qr.solve``). ``cutoff``: the default cutoff
+    where X is already a triangular factor of more rows (the accumulators), ``rcond`` then
+    None."""
     m, n = X.shape[-2:]
     wide = m < n
     if wide:
@@ -108,4 +110,4 @@ def solve(xp, X, Y, alpha, rcond, offset_sq=None, factor=False, cutoff=None):
         return filtered_solve(xp, u, s, vh, Z, alpha, cutoff, n, scale, factor)
 
     solved = _compat.cond(xp, ok, triangular, from_svd_of_r, (X, Y))
-    return (solved[0], solved[1], None, None, solved[2]) if factor else (*solved, None, None)
+    return Solution(solved[0], solved[1], factor=solved[2] if factor else None)

@@ -39,7 +39,18 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from .. import _compat
-from ._krylov import adjoint, column_norm, default_max_iter, default_tol, forward, safe, sym_ortho
+from ._krylov import (
+    CAPABILITIES,
+    OPTIONS,
+    adjoint,
+    column_norm,
+    default_max_iter,
+    default_tol,
+    forward,
+    safe,
+    sym_ortho,
+)
+from ._record import Record, Solution
 from ._shared import full_rank
 
 
@@ -77,8 +88,8 @@ def solve(xp, X, Y, alpha, *, atol=None, btol=None, max_iter=None, conlim=None, 
     """LSMR solution of X @ W = Y (damped by ``sqrt(alpha)`` for ridge), from ``x0`` (..., n, k)
     or zero.
 
-    Returns ``(coef (..., n, k), rank (...), n_iter (..., k), istop (..., k))``. LSMR estimates
-    no rank: it is ``n`` for ridge with every ``alpha > 0``, else -1.
+    Returns a ``Solution``: coef (..., n, k), rank (...), n_iter (..., k), istop (..., k).
+    LSMR estimates no rank: it is ``n`` for ridge with every ``alpha > 0``, else -1.
     """
     xp = _compat.plain_namespace(xp)  # NumPy's own functions on NumPy: ~100 tiny operations a step
     m, n = X.shape[-2:]
@@ -202,4 +213,20 @@ def solve(xp, X, Y, alpha, *, atol=None, btol=None, max_iter=None, conlim=None, 
     rank = full_rank(xp, X.shape[:-2], -1, Y)
     if alpha is not None:
         rank = xp.where(xp.all(alpha > 0), full_rank(xp, X.shape[:-2], n, Y), rank)
-    return state.x, rank, state.n_iter[..., 0, :], istop[..., 0, :]
+    return Solution(state.x, rank, n_iter=state.n_iter[..., 0, :], istop=istop[..., 0, :])
+
+
+RECORD = Record(
+    "lsmr",
+    solve,
+    iterative=True,
+    stops=True,
+    options=(*OPTIONS, "conlim", "x0"),
+    matrix_free="lsmr",
+    error_bound="tol",
+    capabilities=CAPABILITIES,
+    notes={
+        "jax_grad": "as `lstsq:lsqr`: K is applied by LSQR solves at the fit's tolerances inside `lax.custom_linear_solve`.",
+        "dask_lazy": "as `lstsq:lsqr`: the iteration computes every 10 iterations.",
+    },
+)

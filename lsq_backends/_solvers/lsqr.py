@@ -30,9 +30,10 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from .. import _compat
-from ._krylov import adjoint, default_max_iter, default_tol, forward
+from ._krylov import CAPABILITIES, OPTIONS, adjoint, default_max_iter, default_tol, forward
 from ._krylov import column_norm as _norm
 from ._krylov import safe as _safe
+from ._record import Record, Solution
 from ._shared import default_cutoff, full_rank, pivot_ratios
 
 
@@ -88,8 +89,9 @@ class _State(NamedTuple):
 def solve(xp, X, Y, alpha, *, atol=None, btol=None, max_iter=None):
     """LSQR solution of X @ W = Y (damped by ``sqrt(alpha)`` for ridge).
 
-    Returns ``(coef (..., n, k), rank (...), n_iter (..., k))``. LSQR estimates no rank: it is
-    ``n`` for ridge with every ``alpha > 0`` (the damped system has full column rank), else -1.
+    Returns a ``Solution``: coef (..., n, k), rank (...), n_iter (..., k). LSQR estimates no
+    rank: it is ``n`` for ridge with every ``alpha > 0`` (the damped system has full column
+    rank), else -1.
     """
     m, n = X.shape[-2:]
     atol = default_tol(xp, X.dtype) if atol is None else atol
@@ -166,4 +168,26 @@ def solve(xp, X, Y, alpha, *, atol=None, btol=None, max_iter=None):
     rank = full_rank(xp, X.shape[:-2], -1, X)
     if alpha is not None:
         rank = xp.where(xp.all(alpha > 0), full_rank(xp, X.shape[:-2], n, X), rank)
-    return state.x, rank, state.n_iter[..., 0, :]
+    return Solution(state.x, rank, n_iter=state.n_iter[..., 0, :])
+
+
+RECORD = Record(
+    "lsqr",
+    solve,
+    iterative=True,
+    options=OPTIONS,
+    matrix_free="lsqr",
+    error_bound="tol",
+    capabilities=CAPABILITIES,
+    notes={
+        "jax_grad": (
+            "by implicit differentiation: K is applied by two more LSQR solves inside `lax.custom_linear_solve`"
+            " (one penalty per target: one or two, by LSQR's per-column damping), not by unrolling the loop."
+        ),
+        "dask_lazy": "the iteration computes every 10 iterations (its convergence test is read).",
+        "xla_gpu_syncs": (
+            "a traced loop runs 10 iterations a trip on accelerators (an inner loop of known trip count, whose"
+            " predicate is not read), then `max_iter % 10` more."
+        ),
+    },
+)

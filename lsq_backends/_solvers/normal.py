@@ -21,12 +21,13 @@ from __future__ import annotations
 
 from .. import _compat
 from . import gram, pinv
+from ._record import DIRECT_FEATURES, SVD_SYNC, Record
 from ._shared import all_true
 
 
 def solve(xp, X, Y, alpha, rcond, offset_sq=None, *, check=None, data=None, factor=False):
     """Normal-equation solution, refined once (tall X), falling back to the SVD path (JAX: the
-    Gram matrix's eigendecomposition) on a singular Gram matrix: ``(coef, rank, None, rss)``.
+    Gram matrix's eigendecomposition) on a singular Gram matrix: a ``Solution`` with rss.
     ``check(A)``, if given, validates the Gram matrix before it is factorized; ``data``, a ``TallGram`` of tall X (uncentered X
     and Y with their shifts, for a fit with an intercept); ``factor``: see
     ``gram.Factored.solve_or``."""
@@ -35,3 +36,32 @@ def solve(xp, X, Y, alpha, rcond, offset_sq=None, *, check=None, data=None, fact
     ok = gram.full_rank_test(xp, fac, X, rcond, offset_sq)
     fallback = None if _compat.branches_share_memory(xp) else pinv.minimum_norm
     return fac.solve_or(xp, X, Y, all_true(xp, ok), fallback, rcond, offset_sq, factor)
+
+
+RECORD = Record(
+    "normal",
+    solve,
+    forms_gram=True,
+    path_route="gram",
+    error_bound="cond**2",
+    capabilities={
+        **DIRECT_FEATURES,
+        "sharded": True,
+        "host_reads": "1 (2 on a rank fallback)",
+        "torch_cuda_syncs": SVD_SYNC,
+        "xla_gpu_syncs": "2",
+    },  # fmt: skip
+    notes={
+        "torch_cuda_syncs": (
+            "torch's CUDA `svd` and `eigh` read cuSOLVER's error flag on the host, one synchronization each"
+            " (`count_host_reads('torch-cuda')` counts them as hidden); its Cholesky (`cholesky_ex`) and"
+            " triangular solves read nothing. The same holds for every row."
+        ),
+        "xla_gpu_syncs": (
+            "an eager JAX call reads its value checks once, then runs compiled; inside, XLA:GPU copies the"
+            " predicate of every `lax.cond` executed (each route decision) and of every `while_loop` trip to"
+            " the host. Counted on a well-conditioned float64 problem (`tests/test_host_reads.py`, JAX"
+            " session); a rank fallback adds none. Under a caller's `jax.jit` the value-check read goes."
+        ),
+    },
+)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from .. import _compat
 from . import cholqr
 from ._factor import spectral_factor
+from ._record import Solution
 from ._shared import (
     count,
     default_cutoff,
@@ -66,9 +67,8 @@ def filtered_solve(xp, u, s, vh, y, alpha, cutoff, n, scale=None, factor=None, w
 
 
 def minimum_norm(xp, X, Y, alpha, rcond, offset_sq=None, *, factor=False):
-    """Minimum-norm solution of X @ W = Y (or ridge); returns (coef, rank, singular values,
-    None), and with ``factor`` (tall X, one penalty or none) the ``_factor.Factor`` of the SVD
-    fifth.
+    """Minimum-norm solution of X @ W = Y (or ridge): a ``Solution`` with the singular values,
+    and with ``factor`` (tall X, one penalty or none) the ``_factor.Factor`` of the SVD.
     The cutoff is relative to the largest singular value, as NumPy's, or with an intercept to
     the largest column norm before centering if that is larger (``offset_sq``).
 
@@ -87,7 +87,7 @@ def minimum_norm(xp, X, Y, alpha, rcond, offset_sq=None, *, factor=False):
         scale = uncentered_scale(xp, xp.sum(R * R, axis=-2), offset_sq)
         if factor:
             coef, rank, fac = filtered_solve(xp, u, s, vh, Z, alpha, cutoff, n, scale, "vectors")
-            return coef, rank, s, None, fac
+            return Solution(coef, rank, s, factor=fac)
         coef, rank = filtered_solve(xp, u, s, vh, Z, alpha, cutoff, n, scale)
     else:
         # X^T = Q R, so X = R^T Q^T; with R^T = U S V^T, X = U S (Q V)^T: the SVD of an m x m
@@ -99,7 +99,7 @@ def minimum_norm(xp, X, Y, alpha, rcond, offset_sq=None, *, factor=False):
         scale = uncentered_scale(xp, xp.sum(X * X, axis=-2), offset_sq)
         if factor:  # u diag(s) (Q vh^T)^T is X: u is X's left singular vectors
             W, rank, fac = filtered_solve(xp, u, s, vh, Y, alpha, cutoff, n, scale, "vectors", wide=True)
-            return q_times(W), rank, s, None, fac
+            return Solution(q_times(W), rank, s, factor=fac)
         W, rank = filtered_solve(xp, u, s, vh, Y, alpha, cutoff, n, scale)
         coef = q_times(W)
-    return (coef, rank, s, None, None) if factor else (coef, rank, s, None)
+    return Solution(coef, rank, s)

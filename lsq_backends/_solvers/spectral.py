@@ -178,11 +178,12 @@ def auto_ok(xp, spec, alpha, X):
     return xp.all(lam_max + amin <= kappa_limit(xp, X) ** 2 * (lam_min + amin))
 
 
-def solve_path(xp, X, Y, alpha, method, offset_sq=None, factor=False):
-    """Coefficients (a, ..., n, k), rank (a, ...) and singular values (``svd``/``qr``: (..., p),
-    else None) for every penalty of ``alpha`` (a,). ``normal``: the ``gram`` route; ``svd`` and
-    ``qr``: the ``svd`` route (the QR factor alone does not diagonalize the penalties);
-    ``auto``: ``gram``, or ``svd`` where :func:`auto_ok` fails (a traced branch under jit).
+def solve_path(xp, X, Y, alpha, route, offset_sq=None, factor=False):
+    """Coefficients (a, ..., n, k), rank (a, ...) and singular values (``svd`` route: (..., p),
+    else None) for every penalty of ``alpha`` (a,), by the method's ``route``
+    (``Record.path_route``): ``"gram"`` (``normal``), ``"svd"`` (``svd``, and ``qr``: the QR
+    factor alone does not diagonalize the penalties), or ``"auto"`` (``auto``): ``gram``, or
+    ``svd`` where :func:`auto_ok` fails (a traced branch under jit).
     ``factor``: also the ``_factor.Factor`` of every penalty (``_factor.path_factor``)."""
 
     def solved(spec):
@@ -192,12 +193,12 @@ def solve_path(xp, X, Y, alpha, method, offset_sq=None, factor=False):
         return coef, rank, spec.V if spec.U is None else spec.U, filters(xp, spec, alpha)
 
     s = None
-    if method in ("svd", "qr"):
+    if route == "svd":
         spec = svd(xp, X, Y, offset_sq)
         out, s = solved(spec), spec.s
     else:
         spec = gram(xp, X, Y, offset_sq)
-        if method == "normal":
+        if route == "gram":
             out = solved(spec)
         else:
             out = _compat.cond(

@@ -15,10 +15,25 @@ BLAS-2 panels), Householder otherwise.
 from __future__ import annotations
 
 from . import pinv
+from ._record import DIRECT_FEATURES, Record
 
 
 def solve(xp, X, Y, alpha, rcond, offset_sq=None, *, factor=False):
-    """Minimum-norm solution of X @ W = Y (or ridge): ``(coef, rank, singular values, None)``,
-    and with ``factor`` (tall X, one penalty or none) the ``_factor.Factor`` of the SVD fifth
+    """Minimum-norm solution of X @ W = Y (or ridge): a ``Solution`` with the singular values,
+    and with ``factor`` (tall X, one penalty or none) the ``_factor.Factor`` of the SVD
     (``pinv.minimum_norm``)."""
     return pinv.minimum_norm(xp, X, Y, alpha, rcond, offset_sq, factor=factor)
+
+
+RECORD = Record(
+    "svd",
+    solve,
+    singular_values=True,
+    path_route="svd",
+    capabilities={
+        **DIRECT_FEATURES,
+        "host_reads": "1 (2 on the Householder route)",
+        "torch_cuda_syncs": "+1 (the SVD)",
+        "xla_gpu_syncs": "3 (2 past CholeskyQR2's gate)",
+    },  # fmt: skip
+)

@@ -5,13 +5,14 @@ A design is ``X = U diag(s) V^T`` with orthonormal U, V and ``s`` log-spaced fro
 (zeros past the rank). The reference is computed in float64 from the data *as rounded to the
 dtype under test*, so the rounding of the input is not charged to the solver.
 
-Thresholds are the first-order perturbation bounds for the relative error of ``coef``, with
+Thresholds are the first-order perturbation bounds for the relative error of ``coef`` (each
+method's ``error_bound`` in its record, ``lsq_backends._solvers``), with
 ``eps`` the dtype's unit roundoff, ``kappa`` the condition number of the system solved and
 ``eta = ||r|| / (||X|| ||w||)`` (the residual term):
 
 - ``qr``, ``svd``: ``c eps (kappa + kappa**2 eta)``;
 - ``normal``: ``c eps kappa**2``; ``auto`` (either one): the larger of the two;
-- ``lsqr``: ``c tol (kappa + kappa**2 eta)`` with ``tol = max(1e-6, 100 eps)``, its default
+- ``lsqr``, ``lsmr``: ``c tol (kappa + kappa**2 eta)`` with ``tol = max(1e-6, 100 eps)``, its default
   ``atol``/``btol`` (it stops at that accuracy, not at roundoff);
 
 with ``c = 10 sqrt(max(m, n))`` for the dimension dependence. For ridge, kappa and eta are those
@@ -25,10 +26,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._solvers import RECORDS, record
+
 __all__ = ["SIZES", "Problem", "make_problems", "score"]
 
-LSTSQ_METHODS = ("auto", "normal", "qr", "svd", "lsqr")
-PATH_METHODS = ("auto", "normal", "qr", "svd")  # lsqr fits one alpha at a time
+LSTSQ_METHODS = tuple(r.name for r in RECORDS)
+PATH_METHODS = tuple(r.name for r in RECORDS if r.path_route is not None)  # lsqr fits one alpha at a time
 
 #: name -> (shape of X, rank or None, quick?) for the two modes.
 SIZES = {
@@ -179,11 +182,12 @@ def threshold(method, dtype, kappa, eta, m, n):
     eps = float(np.finfo(dtype).eps)
     c = 10.0 * np.sqrt(max(m, n, 1))
     backward = kappa + kappa**2 * eta
-    if method == "lsqr":
+    bound = record(method).error_bound
+    if bound == "tol":
         return c * max(1e-6, 100 * eps) * backward
-    if method == "normal":
+    if bound == "cond**2":
         return c * eps * kappa**2
-    if method == "auto":
+    if bound == "either":
         return c * eps * np.maximum(kappa**2, backward)
     return c * eps * backward
 

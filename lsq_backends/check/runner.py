@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass
 
 import lsq_backends
 
+from .._solvers import DEFAULT, record
 from .hostreads import count_host_reads
 from .problems import score
 
@@ -56,14 +57,14 @@ def quick_case(backend, mode, problem, method):
     if backend.family not in SLOW:
         return True
     if backend.family == "jax" and mode == "eager":
-        return problem.dtype == "float64" and problem.name == "tall" and method == "auto"
+        return problem.dtype == "float64" and problem.name == "tall" and method == DEFAULT
     if problem.dtype == "float32":
-        return problem.name == "tall" and method == "auto"
+        return problem.name == "tall" and method == DEFAULT
     if problem.name == "tall":
-        return method != "lsqr"
+        return not record(method).iterative
     if problem.name == "rank-deficient":
-        return method == "svd"
-    return method == "auto"
+        return record(method).singular_values  # the rank decided from singular values
+    return method == DEFAULT
 
 
 class Timer:
@@ -161,9 +162,9 @@ def run_case(backend, mode, problem, method, *, timer=None):
     start = time.perf_counter()
     try:
         X, y = backend.put(problem.X), backend.put(problem.y)
-        # rcond cuts singular values, which lsqr has none of (it refuses one): its rank
-        # deficient problems converge to the minimum-norm solution without it.
-        options = {k: v for k, v in problem.options.items() if method != "lsqr" or k != "rcond"}
+        # rcond cuts singular values, which the iterative methods have none of (they refuse
+        # one): their rank deficient problems converge to the minimum-norm solution without it.
+        options = {k: v for k, v in problem.options.items() if not record(method).iterative or k != "rcond"}
         if problem.kind == "lstsq":
             fit = backend.fitter(lsq_backends.lstsq, mode)
 

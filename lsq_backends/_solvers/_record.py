@@ -1,0 +1,88 @@
+"""The solver contract: what every method's ``solve`` returns (:class:`Solution`) and the record
+that describes the method (:class:`Record`), which every solver file ends with (``RECORD``).
+
+The registry (``lsq_backends._solvers``) collects the records; everything outside the solver
+layer asks a record what a method can do (``record.iterative``, ``record.forms_gram``, ...)
+and never compares method names. Records are static Python data: read while a fit is traced
+(``jax.jit``), never branched on array values."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
+
+
+class Solution(NamedTuple):
+    """What every method's ``solve`` returns, from every branch: the coefficients (..., n, k),
+    the rank (...,), and where the method has them, the singular values (``svd``), the
+    iteration counts (iterative methods), the residual sum of squares (the refined normal
+    equations), the ``_factor.Factor`` solved with (``factor=True``) and why each target
+    stopped (``lsmr``)."""
+
+    coef: Any
+    rank: Any
+    s: Any = None
+    n_iter: Any = None
+    rss: Any = None
+    factor: Any = None
+    istop: Any = None
+
+
+# A direct method's row of the capability table (``lsq_backends.capabilities``): every
+# feature but the counts, which each record gives.
+DIRECT_FEATURES = {
+    "jit": True,
+    "vmap": True,
+    "jax_grad": True,
+    "torch_autograd": True,
+    "dask_lazy": True,
+    "sharded": False,
+}
+SVD_SYNC = "+1 on a rank fallback (its SVD)"  # torch-CUDA: cuSOLVER's error flag, read on the host
+
+
+class Record(NamedTuple):
+    """What a method is and can do.
+
+    - ``name``: the ``method=`` string; the solver file's name.
+    - ``solve``: the module's ``solve``. Direct methods:
+      ``solve(xp, X, Y, alpha, rcond, offset_sq, *, factor=False, [check=, data=])``;
+      iterative ones: ``solve(xp, X, Y, alpha, **options)``. Both return a :class:`Solution`.
+    - ``forms_gram``: always forms X's Gram matrix: takes ``check=`` (X's finiteness test run
+      on the Gram matrix, deferred) and ``data=`` (``_gram_data.TallGram``: centering on the
+      n x n side), so the entry points defer the X check and center on the Gram route.
+    - ``iterative``: touches X only through products (sparse and operator X, warm starts): no
+      ``rcond`` (no rank estimate), no ``refine``, no penalty path; its factor for the
+      derivative rules is LSQR's operators.
+    - ``singular_values``: reports X's singular values (``Solution.s``, ``singular_values``).
+    - ``stops``: reports why each target stopped (``Solution.istop``).
+    - ``path_route``: how a 1-D ``alpha`` path factors (``spectral.solve_path``): ``"gram"``,
+      ``"svd"``, ``"auto"`` (``gram`` where accurate enough, else ``svd``); None: no path.
+    - ``options``: the keyword options it takes beyond ``rcond`` (``atol``, ...).
+    - ``matrix_free``: the method that fits a sparse or operator X in its stead (itself for the
+      iterative ones), None where such an X is refused.
+    - ``error_bound``: the first-order bound on coef's relative error it is held to (the
+      self-check, ``lsq_backends.check``): ``"cond"`` eps (kappa + kappa**2 eta) (backward
+      stable), ``"cond**2"`` eps kappa**2 (the normal equations), ``"either"`` the larger of
+      the two, ``"tol"`` the first with the stopping tolerance for eps.
+    - ``capabilities``, ``notes``: its row of the capability table (``lsq_backends.
+      capabilities.FEATURES`` -> yes/no or text) and the notes on its cells.
+    """
+
+    name: str
+    solve: Callable[..., Solution]
+    forms_gram: bool = False
+    iterative: bool = False
+    singular_values: bool = False
+    stops: bool = False
+    path_route: str | None = None
+    options: tuple[str, ...] = ()
+    matrix_free: str | None = None
+    error_bound: str = "cond"
+    capabilities: Mapping[str, Any] = {}
+    notes: Mapping[str, str] = {}
+
+    @property
+    def path_singular_values(self):
+        """Whether a penalty path's factorization gives X's singular values (the SVD route)."""
+        return self.path_route == "svd"
