@@ -40,6 +40,7 @@ GPU_TESTS = (
     "test_nnls.py",
     "test_lsqr.py",
     "test_scale.py",
+    "test_homogeneity.py",
     "test_input_edges.py",
     "test_input.py",
     "test_bad_input.py",
