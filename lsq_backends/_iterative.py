@@ -11,10 +11,11 @@ from ._input import as_array, check_dtype, check_finite_values
 __all__ = ["solver_options", "start_of"]
 
 
-def solver_options(method, atol, btol, max_iter, conlim=None, x0=None):
+def solver_options(method, atol, btol, max_iter, conlim=None, x0=None, precondition=None):
     """The keyword arguments of the iterative solver of ``method`` (``lsmr`` takes ``conlim``
-    and ``x0`` too); the direct methods ignore them (``check_options`` refused any given)."""
-    options = {"atol": atol, "btol": btol, "max_iter": max_iter}
+    and ``x0`` too), with ``precondition`` (``_solvers.fit`` takes it off); the direct
+    methods ignore them (``check_options`` refused any given)."""
+    options = {"atol": atol, "btol": btol, "max_iter": max_iter, "precondition": precondition}
     if method == "lsmr":
         options.update(conlim=conlim, x0=x0)
     return options

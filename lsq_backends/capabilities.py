@@ -69,6 +69,13 @@ CAPABILITIES = {
         "torch_cuda_syncs": "none",
         "xla_gpu_syncs": "2 + 1 per 10 iterations begun",
     },
+    'lstsq:lsmr, precondition="columns"': {
+        **_DIRECT,
+        "dask_lazy": False,
+        "host_reads": "as lsmr",
+        "torch_cuda_syncs": "none",
+        "xla_gpu_syncs": "as lsmr",
+    },
     "lstsq (sparse X)": {
         **_DIRECT,
         "jax_grad": False,
@@ -130,6 +137,13 @@ NOTES = {
         "jax_grad",
     ): "as `lstsq:lsqr`: K is applied by LSQR solves at the fit's tolerances inside `lax.custom_linear_solve`.",
     ("lstsq:lsmr", "dask_lazy"): "as `lstsq:lsqr`: the iteration computes every 10 iterations.",
+    ('lstsq:lsmr, precondition="columns"', "jit"): (
+        "`lsqr` alike, and sparse X where that row says so (a BCOO X's column norms from its entries, traced);"
+        " an operator has no entries and is refused."
+    ),
+    ('lstsq:lsmr, precondition="columns"', "jax_grad"): (
+        "the derivative of the solution, as `lstsq:lsmr` (the scaling changes the iteration, not the solution)."
+    ),
     (
         "lstsq (sparse X)",
         "jit",

@@ -9,11 +9,13 @@ route's view of tall X (``_gram_data.TallGram``).
 Iterative solvers (``ITERATIVE``) take ``(xp, X, Y, alpha, *, atol, btol, max_iter)`` (``lsmr``
 also ``conlim`` and ``x0``), X an array or a ``_operator.LinearMap``, and return
 ``(coef, rank, n_iter)``, ``lsmr`` with its stop reasons (``istop``) fourth. :func:`fit` calls
-either kind by name and returns a :class:`Solution`."""
+either kind by name and returns a :class:`Solution`; an iterative one's ``precondition``
+option (``"columns"``) runs it through ``_krylov.preconditioned``."""
 
 from typing import Any, NamedTuple
 
 from . import auto, lsmr, lsqr, normal, qr, svd
+from ._krylov import preconditioned
 
 SOLVERS = {"auto": auto.solve, "normal": normal.solve, "qr": qr.solve, "svd": svd.solve}
 ITERATIVE = {"lsqr": lsqr.solve, "lsmr": lsmr.solve}
@@ -41,7 +43,11 @@ def fit(xp, X, Y, alpha, method, rcond, offset_sq, check, options, factor=False,
     iterative ones; ``factor`` asks a direct method for the ``_factor.Factor`` it solved with
     (iterative methods have none: None)."""
     if method in ITERATIVE:
-        coef, rank, n_iter, *istop = ITERATIVE[method](xp, X, Y, alpha, **options)
+        options = dict(options)
+        if options.pop("precondition", None) is None:
+            coef, rank, n_iter, *istop = ITERATIVE[method](xp, X, Y, alpha, **options)
+        else:
+            coef, rank, n_iter, *istop = preconditioned(xp, ITERATIVE[method], X, Y, alpha, **options)
         return Solution(coef, rank, n_iter=n_iter, istop=istop[0] if istop else None)
     kw: dict[str, Any] = {} if check is None else {"check": check}
     if data is not None and method in GRAM_ROUTE:

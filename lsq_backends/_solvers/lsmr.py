@@ -39,8 +39,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from .. import _compat
-from ._krylov import adjoint, column_norm, default_max_iter, default_tol, forward, safe, sym_ortho
-from ._shared import full_rank
+from ._krylov import adjoint, column_norm, default_max_iter, default_tol, forward, rank_of, safe, sym_ortho
 
 
 class _State(NamedTuple):
@@ -196,7 +195,4 @@ def solve(xp, X, Y, alpha, *, atol=None, btol=None, max_iter=None, conlim=None, 
 
     state = _compat.loop(xp, step, state, max_iter, lambda s: xp.all(s.done), (X,))
     istop = xp.where(state.done, state.istop, xp.full_like(state.istop, 7))  # the iteration limit
-    rank = full_rank(xp, X.shape[:-2], -1, Y)
-    if alpha is not None:
-        rank = xp.where(xp.all(alpha > 0), full_rank(xp, X.shape[:-2], n, Y), rank)
-    return state.x, rank, state.n_iter[..., 0, :], istop[..., 0, :]
+    return state.x, rank_of(xp, tuple(X.shape[:-2]), n, alpha, Y), state.n_iter[..., 0, :], istop[..., 0, :]

@@ -30,10 +30,10 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from .. import _compat
-from ._krylov import adjoint, default_max_iter, default_tol, forward
+from ._krylov import adjoint, default_max_iter, default_tol, forward, rank_of
 from ._krylov import column_norm as _norm
 from ._krylov import safe as _safe
-from ._shared import default_cutoff, full_rank, pivot_ratios
+from ._shared import default_cutoff, pivot_ratios
 
 
 def drop_centering_noise(xp, X, alpha, offset_sq, rule=None):
@@ -162,7 +162,4 @@ def solve(xp, X, Y, alpha, *, atol=None, btol=None, max_iter=None):
         return _State(*(xp.where(run, a, b) for a, b in zip(new, s, strict=False)))
 
     state = _compat.loop(xp, step, state, max_iter, lambda s: xp.all(s.done), (X,))
-    rank = full_rank(xp, X.shape[:-2], -1, X)
-    if alpha is not None:
-        rank = xp.where(xp.all(alpha > 0), full_rank(xp, X.shape[:-2], n, X), rank)
-    return state.x, rank, state.n_iter[..., 0, :]
+    return state.x, rank_of(xp, tuple(X.shape[:-2]), n, alpha, X), state.n_iter[..., 0, :]
