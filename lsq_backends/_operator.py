@@ -328,13 +328,21 @@ def _squared(X):
         c = jnp.maximum(jax.ops.segment_max(jnp.abs(C.data), cols, num_segments=n), 0)  # empty: -inf
         v = C.data / jnp.where(c > 0, c, 1)[jnp.minimum(cols, n - 1)]
         return sparse.BCOO((v * v, C.indices), shape=C.shape), c
-    C = X.tocsr(copy=True)  # SciPy and cupyx: the same interface
-    C.sum_duplicates()
+    C = X.tocsr()  # SciPy and cupyx: the same interface; CSR as it is, no copy
+    if not C.has_canonical_format:
+        C = C.copy()
+        C.sum_duplicates()
     xp = _aac.array_namespace(C.data)
-    c = xp.reshape(xp.asarray(abs(C).max(axis=0).toarray(), dtype=C.data.dtype), (n,))
-    C.data = C.data / xp.where(c > 0, c, xp.ones_like(c))[C.indices]
-    C.data = C.data * C.data
-    return C, c
+    a = xp.abs(C.data)
+    if _scipy_sparse(X):  # NumPy: a scatter (SciPy's max(axis=0) converts all of X to CSC)
+        import numpy as np
+
+        c = np.zeros(n, dtype=a.dtype)
+        np.maximum.at(c, C.indices, a)
+    else:
+        c = xp.reshape(xp.asarray(abs(C).max(axis=0).toarray(), dtype=a.dtype), (n,))
+    a = _compat.update_fresh(xp, a, "divide", xp.where(c > 0, c, xp.ones_like(c))[C.indices])
+    return type(C)((_compat.update_fresh(xp, a, "multiply", a), C.indices, C.indptr), shape=C.shape), c
 
 
 def _columns(xp, fn, rows, blocks, name):
