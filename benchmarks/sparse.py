@@ -5,9 +5,15 @@ two-way fixed-effects design, one-hot columns for two factors (workers and firms
 of each, firms drawn with a skewed popularity) and three continuous covariates, 5 non-zeros a
 row, CSR. Each solver runs from zero at SciPy's defaults (atol = btol = 1e-6) with SciPy's
 conlim switched off (``conlim=0``, as ``lsq_backends``' default), every call of a round
-interleaved with the others, medians over ``--repeat`` rounds. ``--scaled`` multiplies the
-covariates by 1e3, 1 and 1e-3 (badly scaled columns). Reports time, iterations, and the
-solution's distance to SciPy's (relative, same stopping rule).
+interleaved with the others, medians over ``--repeat`` rounds; ``lsq_backends``' two methods
+also with ``precondition="columns"`` (unit columns, a different iteration: its own count).
+``--scaled`` multiplies the covariates by 1e3, 1 and 1e-3 (badly scaled columns). Reports time,
+iterations, peak memory (traced, in a separate untimed call), the solution's distance to
+SciPy's and the error in the fitted values ``X x`` against a converged fit (preconditioned LSMR
+at atol = btol = 1e-13), both relative. The design is rank-deficient (each factor's columns
+sum to the intercept direction): the coefficients differ by a null-space component where the
+iterations differ (a preconditioned fit is minimum-norm in the scaled coordinates), the fitted
+values do not.
 
 Examples
 --------
@@ -26,6 +32,7 @@ import platform
 import statistics
 import sys
 import time
+import tracemalloc
 
 import numpy as np
 
@@ -63,11 +70,14 @@ def solvers(X, y):
 
     tol = {"atol": 1e-6, "btol": 1e-6}
     limit = 4 * min(X.shape)
+    pc = {"precondition": "columns", **tol}
     return {
         "lsq lsmr": lambda: _ours(lsq.lstsq(X, y, method="lsmr", **tol)),
         "scipy lsmr": lambda: _theirs(sl.lsmr(X, y, conlim=0, maxiter=limit, **tol)),
+        "lsq lsmr, columns": lambda: _ours(lsq.lstsq(X, y, method="lsmr", **pc)),
         "lsq lsqr": lambda: _ours(lsq.lstsq(X, y, method="lsqr", **tol)),
         "scipy lsqr": lambda: _theirs(sl.lsqr(X, y, conlim=0, iter_lim=limit, **tol)),
+        "lsq lsqr, columns": lambda: _ours(lsq.lstsq(X, y, method="lsqr", **pc)),
     }
 
 
@@ -79,10 +89,21 @@ def _theirs(out):
     return out[0], int(out[2])
 
 
+def _peak(fn):
+    """Peak traced memory (bytes) of one call, beyond what existed before it."""
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
 def run(m, n, repeat, scaled):
-    """{solver: (seconds per round, iterations, coef)}, every round interleaved."""
+    """{solver: (seconds per round, iterations, coef, peak bytes)}, every round interleaved."""
     X, y = fixed_effects(m, n, scaled)
     fits = solvers(X, y)
+    peaks = {name: _peak(fn) for name, fn in fits.items()}
     times = {name: [] for name in fits}
     out = {}
     for r in range(repeat):
@@ -91,7 +112,7 @@ def run(m, n, repeat, scaled):
             out[name] = fn()
             times[name].append(time.perf_counter() - t0)
             print(f"round {r + 1}: {name} {times[name][-1]:.2f} s, {out[name][1]} iterations", file=sys.stderr)
-    return {name: (times[name], out[name][1], out[name][0]) for name in fits}
+    return {name: (times[name], out[name][1], out[name][0], peaks[name]) for name in fits}
 
 
 def main(argv=None):
@@ -106,19 +127,27 @@ def main(argv=None):
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     with threadpool_limits(1):
         rows = run(args.m, args.n, args.repeat, args.scaled)
+    X, y = fixed_effects(args.m, args.n, args.scaled)
+    converged = X @ lsq.lstsq(X, y, method="lsmr", precondition="columns", atol=1e-13, btol=1e-13).coef
     kind = ", covariates scaled 1e3/1/1e-3" if args.scaled else ""
     print(f"### {args.m} x {args.n} fixed effects{kind}, 5 non-zeros a row, float64, one BLAS thread\n")
     print(f"{args.repeat} interleaved rounds, medians; {platform.machine()}, {os.cpu_count()} cores, load {load:.2f}")
-    print("at the start. The ratio is to SciPy's same method in the same round (median, and range).\n")
-    print("| solver | time | iterations | time / iteration | × SciPy's (range) | distance to SciPy's x |")
-    print("|---|---:|---:|---:|---:|---:|")
-    for name, (times, it, coef) in rows.items():
-        peer_times, _, ref = rows[name.replace("lsq ", "scipy ")]
+    dense = 8 * args.m * args.n / 1e6
+    print("at the start. Error in X x: against a converged fit (preconditioned LSMR, atol = btol = 1e-13);")
+    print(f"peak memory traced in one untimed call (one dense copy of X: {dense:.0f} MB).")
+    print("The ratio is to SciPy's same method, unpreconditioned, in the same round (median, and range).\n")
+    head = "| solver | time | iterations | time / iteration | × SciPy's (range) | peak memory | distance to SciPy's"
+    print(f"{head} x | error in X x |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for name, (times, it, coef, peak) in rows.items():
+        peer_times, _, ref, _ = rows["scipy " + name.split()[1].rstrip(",")]
         ratios = [a / b for a, b in zip(times, peer_times, strict=True)]
         t = statistics.median(times)
         dist = np.linalg.norm(coef - ref) / np.linalg.norm(ref)
+        fitted = np.linalg.norm(X @ coef - converged) / np.linalg.norm(converged)
         spread = f"{statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})"
-        print(f"| {name} | {t:.3g} s | {it} | {1e3 * t / max(it, 1):.0f} ms | {spread} | {dist:.1e} |")
+        row = f"| {name} | {t:.3g} s | {it} | {1e3 * t / max(it, 1):.0f} ms | {spread} | {peak / 1e6:.0f} MB"
+        print(f"{row} | {dist:.1e} | {fitted:.1e} |")
     return 0
 
 

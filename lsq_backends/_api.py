@@ -19,8 +19,12 @@ from ._solvers.lsqr import drop_centering_noise
 from ._types import Array, Method
 
 # Arguments that are static under ``jax.jit`` (eager JAX calls run compiled, see ``_compat.compiled``).
-LSTSQ_STATIC = ("method", "rcond", "fit_intercept", "check_finite", "refine", "atol", "btol", "max_iter", "conlim")
-RIDGE_STATIC = ("method", "fit_intercept", "check_finite", "per_target", "atol", "btol", "max_iter", "conlim")
+LSTSQ_STATIC = (
+    "method", "rcond", "fit_intercept", "check_finite", "refine", "atol", "btol", "max_iter", "conlim", "precondition",
+)  # fmt: skip
+RIDGE_STATIC = (
+    "method", "fit_intercept", "check_finite", "per_target", "atol", "btol", "max_iter", "conlim", "precondition",
+)  # fmt: skip
 
 
 def _fit(problem, method, rcond, fit_intercept, refine=0, options=None):
@@ -166,6 +170,7 @@ def lstsq(
     max_iter: int | None = None,
     conlim: float | None = None,
     x0: Array | None = None,
+    precondition: str | None = None,
 ) -> LstsqResult:
     """Least-squares solution of ``min_w sum_i sample_weight_i (y_i - x_i @ w - b)**2``.
 
@@ -221,6 +226,12 @@ def lstsq(
     x0 : array, shape (n,) or (n, k) (or with X's batch axes), optional
         ``"lsmr"`` only: a warm start (e.g. a previous fit's ``coef``); the part of it in
         X's null space stays in the solution.
+    precondition : {None, "columns"}
+        ``"lsmr"``/``"lsqr"`` only: ``"columns"`` iterates on X with its columns scaled to
+        unit norm (the centered, weighted X's; a zero column unscaled) and maps the solution
+        back: far fewer iterations on badly scaled columns. ``n_iter``, ``istop`` and the
+        stopping rules are the scaled problem's; on rank-deficient X the answer is the
+        solution of least ``||D w||`` (D the norms). Static under ``jax.jit``. See the sparse page.
 
     Returns
     -------
@@ -256,7 +267,7 @@ def lstsq(
     """
     rcond = check_method(method, rcond)
     refine = check_refine(refine)
-    atol, btol, max_iter = check_options(method, atol, btol, max_iter, conlim, x0)
+    atol, btol, max_iter = check_options(method, atol, btol, max_iter, conlim, x0, precondition)
     fit_intercept = check_bool(fit_intercept, "fit_intercept")
     check_finite = check_bool(check_finite, "check_finite")
     if refine and record(method).iterative:
@@ -269,12 +280,12 @@ def lstsq(
         return compiled(
             v.X, y, method=method, rcond=rcond, fit_intercept=fit_intercept,
             sample_weight=v.sample_weight, check_finite=False, refine=refine, atol=atol, btol=btol, max_iter=max_iter,
-            conlim=conlim, x0=x0,
+            conlim=conlim, x0=x0, precondition=precondition,
         )  # fmt: skip
     defer = record(method).forms_gram
     # The derivative rules need X centered before the solver (no Gram-route centering).
     gram_center = defer and not _derivatives.differentiable(X, y, sample_weight)
-    options = solver_options(method, atol, btol, max_iter, conlim, x0)
+    options = solver_options(method, atol, btol, max_iter, conlim, x0, precondition)
 
     def fit(by_gram):
         problem = prepare(
@@ -318,6 +329,7 @@ def ridge(
     max_iter: int | None = None,
     conlim: float | None = None,
     x0: Array | None = None,
+    precondition: str | None = None,
 ) -> LstsqResult:
     """Ridge regression: ``min_w ||y - X w - b||^2 + alpha ||w||^2``, intercept b not penalized.
 
@@ -327,11 +339,12 @@ def ridge(
 
     Parameters
     ----------
-    X, y, method, fit_intercept, sample_weight, check_finite, atol, btol, max_iter, conlim, x0
+    X, y, method, fit_intercept, sample_weight, check_finite, atol, btol, max_iter, conlim, x0, precondition
         As in :func:`lstsq` (``"normal"`` solves ``(X^T X + alpha I) w = X^T y``, ``"qr"``
         factors ``[X; sqrt(alpha) I]``, ``"svd"`` uses filter factors ``s / (s**2 + alpha)``,
         ``"lsmr"``/``"lsqr"`` damp by ``sqrt(alpha)``, with r then the residual of the damped
-        system; not for paths).
+        system; not for paths). With ``precondition="columns"`` the penalty stays on the
+        original coefficients: the scaled system ``[X D^-1; sqrt(alpha) D^-1]`` is iterated.
     alpha : float, 0-d array, or 1-D array of shape (a,)
         Non-negative penalty. A 1-D ``alpha`` is a **path**: the fits for all ``a`` penalties
         from one factorization, every result field with a leading axis of length ``a`` (see
@@ -371,7 +384,7 @@ def ridge(
     per_target = check_bool(per_target, "per_target")
     fit_intercept = check_bool(fit_intercept, "fit_intercept")
     check_finite = check_bool(check_finite, "check_finite")
-    atol, btol, max_iter = check_options(method, atol, btol, max_iter, conlim, x0)
+    atol, btol, max_iter = check_options(method, atol, btol, max_iter, conlim, x0, precondition)
     path = not per_target and getattr(alpha, "ndim", 0) == 1
     if path and record(method).iterative:
         msg = f"method={method!r} fits one alpha (or one per target); a 1-D alpha path needs a direct method"
@@ -386,10 +399,10 @@ def ridge(
         return fit(
             v.X, y, alpha, method=method, fit_intercept=fit_intercept,
             sample_weight=v.sample_weight, check_finite=False, per_target=per_target, atol=atol, btol=btol,
-            max_iter=max_iter, conlim=conlim, x0=x0,
+            max_iter=max_iter, conlim=conlim, x0=x0, precondition=precondition,
         )  # fmt: skip
     defer = record(method).forms_gram and not path  # a path factors its own way (``_path``)
-    options = solver_options(method, atol, btol, max_iter, conlim, x0)
+    options = solver_options(method, atol, btol, max_iter, conlim, x0, precondition)
     try:
         with uncertified(X):
             return _ridge(X, y, alpha, method, fit_intercept, sample_weight, check_finite, per_target, path, defer,

@@ -258,6 +258,14 @@ def loop(xp, body, state, max_iter, done, operands=()):
     return state
 
 
+def kept(xp, a):
+    """``a``, computed and kept in memory on Dask (persisted: a product that every iteration
+    reads, inside a closure the loop cannot persist for it), else as it is."""
+    if _aac.is_dask_namespace(xp):
+        return a.persist()
+    return a
+
+
 def over_columns(xp, fn, arrays, batch):
     """``fn`` on consecutive blocks of ``batch`` columns (the last axis) of every array of
     ``arrays`` (all with the same number of columns); its outputs (a tuple of arrays whose last

@@ -12,11 +12,12 @@ from ._solvers import record
 __all__ = ["solver_options", "start_of"]
 
 
-def solver_options(method, atol, btol, max_iter, conlim=None, x0=None):
-    """The keyword arguments of the iterative solver of ``method``: atol, btol, max_iter, and
-    those of its record's ``options`` (``lsmr``: ``conlim`` and ``x0`` too); the direct
-    methods ignore them (``check_options`` refused any given)."""
-    options = {"atol": atol, "btol": btol, "max_iter": max_iter}
+def solver_options(method, atol, btol, max_iter, conlim=None, x0=None, precondition=None):
+    """The keyword arguments of the iterative solver of ``method``: atol, btol, max_iter,
+    precondition (``_solvers.fit`` takes it off), and those of its record's ``options``
+    (``lsmr``: ``conlim`` and ``x0`` too); the direct methods ignore them (``check_options``
+    refused any given)."""
+    options = {"atol": atol, "btol": btol, "max_iter": max_iter, "precondition": precondition}
     options.update((k, v) for k, v in (("conlim", conlim), ("x0", x0)) if k in record(method).options)
     return options
 

@@ -24,6 +24,7 @@ from ._operator import (
     describe,
     entry_dtype,
     finite_entries,
+    has_entries,
     home_of,
     is_operator_input,
     linear_map,
@@ -32,6 +33,7 @@ from ._operator import (
 )
 from ._result import LstsqResult
 from ._solvers import check_options, record
+from ._solvers import fit as solvers_fit
 from ._solvers._shared import full_rank
 
 __all__ = ["caller_of", "fit", "fit_lstsq", "fit_ridge", "operator_route"]
@@ -113,10 +115,16 @@ def _to_caller(xp, dev, a, same):
 
 
 def fit(X, y, alpha=None, *, method, fit_intercept, sample_weight, check_finite, atol, btol, max_iter, conlim, x0,
-        rcond=None, refine=0, per_target=False, ridge=False):  # fmt: skip
+        precondition=None, rcond=None, refine=0, per_target=False, ridge=False):  # fmt: skip
     """The fit of ``lstsq`` or (``ridge``) ``ridge`` with a sparse or operator X."""
     method = _method(method, X)
-    check_options(method, atol, btol, max_iter, conlim, x0)
+    check_options(method, atol, btol, max_iter, conlim, x0, precondition)
+    if precondition is not None and not has_entries(X):
+        msg = (
+            f"precondition={precondition!r} scales X's columns by their norms, read from its entries; X is a "
+            f"{describe(X)}, which has none: scale the columns inside its products instead"
+        )
+        raise TypeError(msg)
     fit_intercept = check_bool(fit_intercept, "fit_intercept")
     check_finite = check_bool(check_finite, "check_finite")
     per_target = check_bool(per_target, "per_target")
@@ -181,9 +189,10 @@ def fit(X, y, alpha=None, *, method, fit_intercept, sample_weight, check_finite,
         x0 = check_start(xp, _to_home(x0, "x0", xp, dev, same, dtype), n, k, (), y_was_vector, dtype, Y, check_finite)
     checks.read(xp)
     A = linear_map(X, xp, dtype, dev)
-    result = _solve(xp, A, Y, w, alpha, method, fit_intercept, solver_options(method, atol, btol, max_iter, conlim, x0))
+    options = solver_options(method, atol, btol, max_iter, conlim, x0, precondition)
+    result = _solve(xp, A, Y, w, alpha, method, fit_intercept, options)
     if y_was_vector:
-        result = LstsqResult(*(None if a is None or a.ndim == 0 else a[..., 0] for a in result))
+        result = LstsqResult(*(a if a is None or a.ndim == 0 else a[..., 0] for a in result))
     fields = [_to_caller(caller_xp, caller_dev, a, same) for a in result]
     return LstsqResult(*fields)
 
@@ -212,7 +221,7 @@ def _solve(xp, A, Y, w, alpha, method, fit_intercept, options):
         istop = n_iter if record(method).stops else None
         rank = full_rank(xp, (), 0, Y)
     else:
-        sol = record(method).solve(xp, Ac, Y, alpha, **options)
+        sol = solvers_fit(xp, Ac, Y, alpha, method, None, None, None, options)
         coef, rank, n_iter, istop = sol.coef, sol.rank, sol.n_iter, sol.istop
     resid = Y - Ac.matvec(coef) if min(m, n) > 0 else Y
     rss = xp.sum(resid * resid, axis=0)

@@ -44,6 +44,13 @@ COUNTS = ("host_reads", "torch_cuda_syncs", "xla_gpu_syncs")
 CAPABILITIES = {
     # One row per method, from its record (``lsq_backends._solvers``), then the other entries.
     **{f"lstsq:{r.name}": dict(r.capabilities) for r in RECORDS},
+    'lstsq:lsmr, precondition="columns"': {
+        **DIRECT_FEATURES,
+        "dask_lazy": False,
+        "host_reads": "as lsmr",
+        "torch_cuda_syncs": "none",
+        "xla_gpu_syncs": "as lsmr",
+    },
     "lstsq (sparse X)": {
         **DIRECT_FEATURES,
         "jax_grad": False,
@@ -94,6 +101,13 @@ NOTES = {
     ("nnls", "jax_grad"): "its active-set iteration is a `lax.while_loop`, which has no reverse-mode rule.",
     ("nnls", "dask_lazy"): "the iteration computes every 10 iterations (its convergence test is read).",
     ("QRAccumulator", "torch_autograd"): "its updates call `geqrf`, which has no derivative in PyTorch.",
+    ('lstsq:lsmr, precondition="columns"', "jit"): (
+        "`lsqr` alike, and sparse X where that row says so (a BCOO X's column norms from its entries, traced);"
+        " an operator has no entries and is refused."
+    ),
+    ('lstsq:lsmr, precondition="columns"', "jax_grad"): (
+        "the derivative of the solution, as `lstsq:lsmr` (the scaling changes the iteration, not the solution)."
+    ),
     (
         "lstsq (sparse X)",
         "jit",

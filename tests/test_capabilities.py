@@ -18,6 +18,8 @@ def _entry(name, xp):
     alphas = xp.asarray(ALPHAS)
     if name == "lstsq (sparse X)":
         return lambda X, y: lsq.lstsq(_sparse(X, xp), y, fit_intercept=True).coef
+    if name == 'lstsq:lsmr, precondition="columns"':
+        return lambda X, y: lsq.lstsq(X, y, method="lsmr", fit_intercept=True, precondition="columns").coef
     if name.startswith("lstsq:"):
         method = name.split(":")[1]
         return lambda X, y: lsq.lstsq(X, y, method=method, fit_intercept=True).coef

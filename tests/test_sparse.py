@@ -7,6 +7,7 @@ memory O(nnz + (m + n) k), never O(m n)."""
 
 from __future__ import annotations
 
+import functools
 import tracemalloc
 
 import numpy as np
@@ -250,3 +251,200 @@ def test_memory_is_not_m_by_n(numpy_reference):
     assert int(res.n_iter) == 10
     # Measured 14.8 MB: nine vectors of m float64 (y, weights, LSMR's u, temporaries).
     assert peak < 16 * 8 * (m + n), f"peak {peak / 1e6:.1f} MB; dense X would be {m * n * 8 / 1e6:.0f} MB"
+
+
+# Column scaling as a preconditioner (precondition="columns").
+
+PC = {"atol": 1e-10, "btol": 1e-10, "max_iter": 10_000}
+
+
+def _badly_scaled(m=2000, levels=20, per=20, seed=10):
+    """One-hot columns of a factor with ``levels`` levels and 3 per Gaussian covariates, a third
+    each scaled by 1e3, 1 and 1e-3 (cond 1.2e6, 1.5 with unit columns): CSR, y, weights."""
+    rng = np.random.default_rng(seed)
+    c = 3 * per
+    cov = rng.standard_normal((m, c)) * np.repeat([1e3, 1.0, 1e-3], per)
+    rows = np.repeat(np.arange(m), 1 + c)
+    cols = np.column_stack([rng.integers(0, levels, m), np.broadcast_to(np.arange(levels, levels + c), (m, c))])
+    X = sp.csr_array((np.column_stack([np.ones(m), cov]).ravel(), (rows, cols.ravel())), shape=(m, levels + c))
+    return X, X @ rng.standard_normal(levels + c) + rng.standard_normal(m), rng.uniform(0.5, 2.0, m)
+
+
+def _scaled_system(X, y, sw, alpha):
+    """The system the preconditioned fit iterates on, from the centered weighted data: A = [Xc
+    D^-1; sqrt(alpha) D^-1] (unit columns, D_j = sqrt(||xc_j||^2 + alpha)), b = [yc; 0], D, and
+    the exact solution z* of min ||A z - b|| by NumPy's SVD (error ~ eps cond(A), cond(A) ~ 1.5)."""
+    from problems import center
+
+    Xc, Yc, _, _ = center(X, y, sw, True)
+    D = np.sqrt(np.sum(Xc * Xc, axis=0) + (alpha or 0.0))
+    A, b = Xc / D, Yc[:, 0]
+    if alpha:
+        A, b = np.vstack([A, np.diag(np.sqrt(alpha) / D)]), np.concatenate([b, np.zeros(X.shape[1])])
+    return A, b, D, np.linalg.lstsq(A, b, rcond=None)[0]
+
+
+def x_mean_over(X, sw):
+    return sw @ X.toarray() / sw.sum()
+
+
+def _check_intercept(got, X, y, sw, coef, bound):
+    """The intercept of ``coef`` within ``bound`` (|x_mean (w - w*)| for the coefficients'
+    bound) and its rounding."""
+    want = sw @ y / sw.sum() - x_mean_over(X, sw) @ coef
+    assert abs(float(got) - want) <= bound + 1e-12 * abs(want)
+
+
+def _iteration_bound(A, atol):
+    """Iterations for LSQR/LSMR to meet atol on A: the error of CG on the normal equations
+    falls by (kappa - 1) / (kappa + 1) an iteration; kappa / atol of it, with a factor 2 for
+    the stopping test's estimates and rounding."""
+    s = np.linalg.svd(A, compute_uv=False)
+    kappa = s[0] / s[-1]
+    return int(np.ceil(2 * np.log(2 * kappa / atol) / np.log((kappa + 1) / (kappa - 1))))
+
+
+@pytest.mark.parametrize("method", ["lsmr", "lsqr"])
+def test_preconditioner_on_badly_scaled_columns(method, numpy_reference):
+    """cond(X) = 1.2e6 from columns scaled 1e3, 1, 1e-3: unscaled, 199-265 iterations to
+    atol = 1e-10; with unit columns (cond 1.5) 18, within the bound cond(X D^-1) gives (29) and
+    at most a tenth of them. The solution is the direct one within the stopping rule's bound
+    (in the scaled coordinates z = D w, where the rule holds), intercept and weights included;
+    sparse and dense X alike."""
+    from test_lsqr import error_bound
+
+    X, y, sw = _badly_scaled()
+    A, b, D, z_star = _scaled_system(X.toarray(), y, sw, None)
+    plain = lsq.lstsq(X, y, method=method, fit_intercept=True, sample_weight=sw, **PC)
+    for data in (X, X.toarray()):
+        res = lsq.lstsq(data, y, method=method, fit_intercept=True, sample_weight=sw, precondition="columns", **PC)
+        assert int(res.n_iter) <= _iteration_bound(A, PC["atol"])
+        assert 10 * int(res.n_iter) <= int(plain.n_iter)
+        z = D * res.coef
+        bound = error_bound(A, b, z, None, PC["atol"], PC["btol"], 2.2e-16)
+        assert np.linalg.norm(z - z_star) <= bound < 1e-6 * np.linalg.norm(z_star)
+        _check_intercept(res.intercept, X, y, sw, z_star / D, np.linalg.norm(x_mean_over(X, sw) / D) * bound)
+
+
+@pytest.mark.parametrize("method", ["lsmr", "lsqr"])
+def test_preconditioned_ridge(method, numpy_reference):
+    """The penalty stays on the original coefficients: [X D^-1; sqrt(alpha) D^-1] iterated
+    (unit columns), one D per target with its own penalty; the direct ``ridge`` within the
+    stopping rule's bound (scaled coordinates), in fewer iterations than unscaled."""
+    from test_lsqr import error_bound
+
+    X, y, sw = _badly_scaled(m=600, per=5, seed=11)
+    Y = np.column_stack([y, -2 * y + 1])
+    alphas = np.array([1e-4, 30.0])
+    for data in (X, X.toarray()):
+        res = lsq.ridge(data, Y, alphas, method=method, per_target=True, sample_weight=sw, precondition="columns", **PC)
+        plain = lsq.ridge(data, Y, alphas, method=method, per_target=True, sample_weight=sw, **PC)
+        direct = lsq.ridge(X.toarray(), Y, alphas, method="svd", per_target=True, sample_weight=sw)
+        assert int(res.rank) == X.shape[1]
+        for j, alpha in enumerate(alphas):
+            A, b, D, z_star = _scaled_system(X.toarray(), Y[:, j], sw, alpha)
+            assert int(res.n_iter[j]) <= _iteration_bound(A, PC["atol"]) and res.n_iter[j] < plain.n_iter[j]
+            bound = error_bound(A, b, D * res.coef[:, j], None, PC["atol"], PC["btol"], 2.2e-16)
+            assert np.linalg.norm(D * res.coef[:, j] - z_star) <= bound < 1e-6 * np.linalg.norm(z_star)
+            # ... and the direct ridge is that solution, to its own rounding (eps cond, cond 1.2e6)
+            assert np.linalg.norm(D * direct.coef[:, j] - z_star) <= 10 * 2.2e-16 * 1.2e6 * np.linalg.norm(z_star)
+            _check_intercept(
+                res.intercept[j], X, Y[:, j], sw, z_star / D, np.linalg.norm(x_mean_over(X, sw) / D) * bound
+            )
+
+
+def test_preconditioned_warm_start(numpy_reference):
+    """x0 is given in the original coordinates and starts the scaled iteration at D x0: from
+    the solution itself the fit stops at once (from z0 = x0 it would start far off), within
+    the stopping rule's bound."""
+    from test_lsqr import error_bound
+
+    X, y, sw = _badly_scaled(m=600, per=5, seed=12)
+    for alpha in (None, 2.0):
+        fit = functools.partial(lsq.lstsq if alpha is None else functools.partial(lsq.ridge, alpha=alpha),
+                                method="lsmr", fit_intercept=True, sample_weight=sw, precondition="columns", **PC)  # fmt: skip
+        cold = fit(X, y)
+        warm = fit(X, y, x0=cold.coef)
+        assert int(warm.n_iter) <= 1 < int(cold.n_iter)
+        A, b, D, z_star = _scaled_system(X.toarray(), y, sw, alpha)
+        bound = error_bound(A, b, D * warm.coef, None, PC["atol"], PC["btol"], 2.2e-16)
+        assert np.linalg.norm(D * warm.coef - z_star) <= bound < 1e-6 * np.linalg.norm(z_star)
+
+
+def test_sparse_column_norms_without_densifying(numpy_reference):
+    """The norms the preconditioner scales by: those of the centered, weighted X, from X's
+    squared entries (duplicates of a COO summed first, X untouched); a zero column and a
+    constant one (centered to rounding) get 0, and keep scale 1."""
+    from lsq_backends._operator import centered, linear_map
+
+    rng = np.random.default_rng(13)
+    dense = rng.standard_normal((50, 5)) * np.array([1e200, 1.0, 1e-3, 1.0, 1.0])  # squares over/underflow
+    dense[:, 3], dense[:, 4] = 0.0, 7.0
+    rows, cols = np.nonzero(dense)
+    half = dense[rows, cols] / 2  # every entry stored as two halves
+    X = sp.coo_array((np.concatenate([half, half]), (np.tile(rows, 2), np.tile(cols, 2))), shape=dense.shape)
+    before = X.data.copy()
+    w = rng.uniform(0.5, 2.0, 50)
+    mean = (w @ dense / w.sum())[None]
+    norms = centered(np, linear_map(X, np, np.float64, "cpu"), np.sqrt(w)[:, None], mean).norms()
+    want = np.linalg.norm(np.sqrt(w)[:, None] * (dense - mean) / [1e200, 1, 1, 1, 1], axis=0) * [1e200, 1, 1, 1, 1]
+    np.testing.assert_allclose(norms[0, :3], want[:3], rtol=1e-12)
+    assert norms[0, 3] == 0 and norms[0, 4] == 0
+    np.testing.assert_array_equal(X.data, before)
+
+
+def test_precondition_refused(numpy_reference):
+    A, Y, _ = _problem(k=0, seed=14)
+    for bad in ("column", "jacobi", True, 1):
+        with pytest.raises(ValueError, match=r"precondition must be None or one of \('columns',\); got"):
+            lsq.lstsq(A, Y, precondition=bad)
+        with pytest.raises(ValueError, match="precondition must be None"):
+            lsq.ridge(A.toarray(), Y, 1.0, method="lsqr", precondition=bad)
+    for method in ("auto", "qr", "svd"):
+        with pytest.raises(
+            ValueError, match=f"precondition apply to method='lsqr' or 'lsmr' only; got method='{method}'"
+        ):
+            lsq.lstsq(A.toarray(), Y, method=method, precondition="columns")
+    for X in (sl.aslinearoperator(A), lsq.operator(lambda v: A @ v, lambda u: A.T @ u, A.shape)):
+        with pytest.raises(TypeError, match="precondition='columns' scales X's columns by their norms"):
+            lsq.ridge(X, Y, 1.0, precondition="columns")
+
+
+def test_preconditioned_each_backend(be):
+    """Dense X of every backend (Dask included), SciPy X beside y of the backend, and the
+    backend's own sparse kinds: the NumPy preconditioned fit (counts equal, coefficients to
+    rounding), ridge per target included."""
+    A, Y, sw = _problem(seed=15)
+    A = sp.csr_array(A @ sp.diags(np.repeat([1e3, 1.0, 1e-3, 1.0], 10)))
+    alpha = np.array([0.01, 3.0])
+    kw = {"method": "lsmr", "fit_intercept": True, "precondition": "columns", **KW}
+    want = lsq.lstsq(A, Y, sample_weight=sw, **kw)
+    want_r = lsq.ridge(A, Y, alpha, per_target=True, sample_weight=sw, **kw)
+    y, w, a = be.asarray(Y), be.asarray(sw), be.asarray(alpha)
+    kinds = [be.asarray(A.toarray())] + ([] if be.lazy else [A, *_native(be, A)])
+    for X in kinds:
+        for got, ref in (
+            (lsq.lstsq(X, y, sample_weight=w, **kw), want),
+            (lsq.ridge(X, y, a, per_target=True, sample_weight=w, **kw), want_r),
+        ):
+            np.testing.assert_array_equal(be.to_numpy(got.n_iter), ref.n_iter)
+            np.testing.assert_allclose(be.to_numpy(got.coef), ref.coef, rtol=1e-9, atol=1e-12 * np.abs(ref.coef).max())
+            np.testing.assert_allclose(be.to_numpy(got.intercept), ref.intercept, rtol=1e-9)
+
+
+def test_preconditioned_under_jit(request):
+    if "jax" not in request.config._lsq_backends:
+        pytest.skip("runs in the jax session")
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    from jax.experimental import sparse as jsparse
+
+    A, Y, sw = _problem(seed=16)
+    A = sp.csr_array(A @ sp.diags(np.repeat([1e3, 1.0, 1e-3, 1.0], 10)))
+    kw = {"method": "lsmr", "sample_weight": jnp.asarray(sw), "precondition": "columns", **KW}
+    want = lsq.ridge(A, Y, 0.5, sample_weight=sw, precondition="columns", **KW)
+    fit = jax.jit(lambda X, y: lsq.ridge(X, y, 0.5, **kw))
+    for X in (jsparse.BCOO.from_scipy_sparse(A), jnp.asarray(A.toarray())):
+        got = fit(X, jnp.asarray(Y))
+        np.testing.assert_array_equal(np.asarray(got.n_iter), want.n_iter)
+        np.testing.assert_allclose(np.asarray(got.coef), want.coef, rtol=1e-9, atol=1e-12 * np.abs(want.coef).max())

@@ -7,6 +7,8 @@ capability rows (``lsq_backends.capabilities``), the self-check's and the tests'
 all come from it. Adding a method is one file here (its ``solve`` returning a
 :class:`Solution` from every branch, its ``RECORD`` last) plus its name in ``Method``; nothing
 outside this package compares method names, it asks the record (``record(m).iterative``).
+An iterative method's ``precondition`` option (``"columns"``) runs its solve through
+``_krylov.preconditioned``.
 
 Direct methods: ``solve(xp, X, Y, alpha, rcond, offset_sq, *, factor=False)``, ``offset_sq``
 what centering removed from the squared column norms (for the rank tests), ``factor`` asking
@@ -22,6 +24,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any, Literal, get_args
 
+from ._krylov import PRECONDITIONERS, preconditioned
 from ._record import Record, Solution
 from ._shared import check_count, check_fraction
 
@@ -48,19 +51,25 @@ def fit(xp, X, Y, alpha, method, rcond, offset_sq, check, options, factor=False,
     (iterative methods have none: None)."""
     rec = record(method)
     if rec.iterative:
-        return rec.solve(xp, X, Y, alpha, **options)
+        options = dict(options)
+        if options.pop("precondition", None) is None:
+            return rec.solve(xp, X, Y, alpha, **options)
+        return preconditioned(xp, rec.solve, X, Y, alpha, **options)
     kw: dict[str, Any] = {}
     if rec.forms_gram:
         kw.update(check=check, data=data)
     return rec.solve(xp, X, Y, alpha, rcond, offset_sq, factor=factor, **kw)
 
 
-def check_options(method, atol, btol, max_iter, conlim=None, x0=None):
+def check_options(method, atol, btol, max_iter, conlim=None, x0=None, precondition=None):
     """Validate the iterative options (before any work): each given one must be among the
-    method's (``Record.options``: ``atol``, ``btol`` and ``max_iter`` of both Krylov methods,
-    ``conlim`` and ``x0`` of ``lsmr``). Returns ``atol``, ``btol`` and ``max_iter`` as Python
-    numbers (NumPy scalars accepted), None where not given."""
-    given = {"atol": atol, "btol": btol, "max_iter": max_iter, "conlim": conlim, "x0": x0}
+    method's (``Record.options``: ``atol``, ``btol``, ``max_iter`` and ``precondition`` of both
+    Krylov methods, ``conlim`` and ``x0`` of ``lsmr``). Returns ``atol``, ``btol`` and
+    ``max_iter`` as Python numbers (NumPy scalars accepted), None where not given."""
+    if precondition is not None and (not isinstance(precondition, str) or precondition not in PRECONDITIONERS):
+        msg = f"precondition must be None or one of {PRECONDITIONERS}; got {precondition!r}"
+        raise ValueError(msg)
+    given = {"atol": atol, "btol": btol, "max_iter": max_iter, "precondition": precondition, "conlim": conlim, "x0": x0}
     foreign = {}  # the methods that take them -> the options
     for name, value in given.items():
         if value is not None and name not in record(method).options:

@@ -1,6 +1,7 @@
 """What the Krylov solvers (``lsqr``, ``lsmr``) share: their options' names and defaults, the products
 with X (an array, or a ``_operator.LinearMap`` for sparse and matrix-free X), column norms
-safe from underflow, and the stable plane rotation of SOL's codes.
+safe from underflow, the stable plane rotation of SOL's codes, and column scaling as a
+preconditioner (:func:`preconditioned`).
 
 Both touch X only through ``X @ V`` and ``X^T @ U`` on blocks of k columns (one per target),
 so a sparse matrix or an operator serves them as well as a dense array.
@@ -11,9 +12,11 @@ from __future__ import annotations
 from .. import _compat
 from .._operator import LinearMap
 from ._record import DIRECT_FEATURES
-from ._shared import dot, mT
+from ._shared import dot, full_rank, mT
 
-OPTIONS = ("atol", "btol", "max_iter")  # the options of every Krylov method (``Record.options``)
+# the options of every Krylov method (``Record.options``)
+OPTIONS = ("atol", "btol", "max_iter", "precondition")
+PRECONDITIONERS = ("columns",)
 # Their row of the capability table (``Record.capabilities``).
 CAPABILITIES = {
     **DIRECT_FEATURES,
@@ -74,3 +77,65 @@ def sym_ortho(xp, a, b):
     p = q * tau
     r = den / safe(xp, q)
     return xp.where(bigger, p, q), xp.where(bigger, q, p), r
+
+
+def rank_of(xp, batch, n, alpha, like):
+    """The rank a Krylov solve reports: ``n`` for ridge with every penalty positive (the
+    damped system has full column rank), else -1 (not estimated)."""
+    rank = full_rank(xp, batch, -1, like)
+    if alpha is None:
+        return rank
+    return xp.where(xp.all(alpha > 0), full_rank(xp, batch, n, like), rank)
+
+
+def preconditioned(xp, solve, X, Y, alpha, *, x0=None, **options):
+    """``solve`` (LSMR's or LSQR's) with X's columns scaled to unit norm: ``X D^-1 z = Y``,
+    ``coef = D^-1 z``. Returns ``solve``'s ``Solution``; ``n_iter`` and ``istop`` are the
+    scaled problem's.
+
+    D holds the column norms of the matrix iterated on: X as prepared (centered and weighted;
+    ``LinearMap.norms`` for a sparse X, from its entries), and with a penalty
+    ``[X; sqrt(alpha) I]``, ``D_j = sqrt(||x_j||^2 + alpha)`` (one D per target where each has
+    its own penalty: D is (..., n, k), applied column by column inside the block products). A
+    column of norm 0 keeps scale 1. The penalty stays on the original coefficients,
+    ``alpha ||D^-1 z||^2``: no scalar damping, so the scaled problem ``[X D^-1; sqrt(alpha)
+    D^-1] z = [Y; 0]`` (unit columns) is iterated undamped, its products n entries longer; its
+    stopping rules read ``||r||`` and ``||X||`` of that augmented system (SciPy's ``damp`` puts
+    the penalty rows in ``||r||`` alike). A warm start ``x0`` (original coordinates) starts the
+    scaled iteration at ``D x0``. No host read and no branch on values: D stays an array."""
+    m, n = X.shape[-2:]
+    batch = tuple(X.shape[:-2])
+    if isinstance(X, LinearMap):
+        norms = X.norms()
+        if norms is None:
+            msg = "precondition='columns' needs X's column norms: an operator has none (scale its columns yourself)"
+            raise TypeError(msg)
+        dev = X.device
+    else:
+        norms = column_norm(xp, X)  # (..., 1, n)
+        X = _compat.kept(xp, X)  # closed over by the products below: persisted once on Dask
+        dev = _compat.device(X)
+    d = mT(xp, norms)  # (..., n, 1)
+    if alpha is not None:
+        root = xp.sqrt(xp.zeros_like(Y[..., :1, :]) + alpha)  # (..., 1, k): one penalty per column
+        d = xp.hypot(d, root)  # (..., n, k): the columns of [X; sqrt(alpha) I]
+    d = safe(xp, d)
+
+    def fwd(V):
+        return forward(xp, X, V / d)
+
+    def adj(U):
+        return adjoint(xp, X, U) / d
+
+    shape = (*batch, m, n)
+    if alpha is not None:
+        shape = (*batch, m + n, n)
+        fwd, adj = (
+            lambda V: xp.concat([forward(xp, X, V / d), root * (V / d)], axis=-2),
+            lambda U: (adjoint(xp, X, U[..., :m, :]) + root * U[..., m:, :]) / d,
+        )
+        Y = xp.concat([Y, xp.zeros((*Y.shape[:-2], n, Y.shape[-1]), dtype=Y.dtype, device=_compat.device(Y))], axis=-2)
+    if x0 is not None:
+        options["x0"] = x0 * d
+    sol = solve(xp, LinearMap(xp, shape, X.dtype, dev, fwd, adj), Y, None, **options)
+    return sol._replace(coef=sol.coef / d, rank=rank_of(xp, batch, n, alpha, Y))

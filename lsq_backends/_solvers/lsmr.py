@@ -47,11 +47,11 @@ from ._krylov import (
     default_max_iter,
     default_tol,
     forward,
+    rank_of,
     safe,
     sym_ortho,
 )
 from ._record import Record, Solution
-from ._shared import full_rank
 
 
 class _State(NamedTuple):
@@ -210,9 +210,7 @@ def solve(xp, X, Y, alpha, *, atol=None, btol=None, max_iter=None, conlim=None, 
 
     state = _compat.loop(xp, step, state, max_iter, lambda s: xp.all(s.done), (X,))
     istop = xp.where(state.done, state.istop, xp.full_like(state.istop, 7))  # the iteration limit
-    rank = full_rank(xp, X.shape[:-2], -1, Y)
-    if alpha is not None:
-        rank = xp.where(xp.all(alpha > 0), full_rank(xp, X.shape[:-2], n, Y), rank)
+    rank = rank_of(xp, tuple(X.shape[:-2]), n, alpha, Y)
     return Solution(state.x, rank, n_iter=state.n_iter[..., 0, :], istop=istop[..., 0, :])
 
 

@@ -30,11 +30,11 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from .. import _compat
-from ._krylov import CAPABILITIES, OPTIONS, adjoint, default_max_iter, default_tol, forward
+from ._krylov import CAPABILITIES, OPTIONS, adjoint, default_max_iter, default_tol, forward, rank_of
 from ._krylov import column_norm as _norm
 from ._krylov import safe as _safe
 from ._record import Record, Solution
-from ._shared import default_cutoff, full_rank, pivot_ratios
+from ._shared import default_cutoff, pivot_ratios
 
 
 def drop_centering_noise(xp, X, alpha, offset_sq, rule=None):
@@ -165,10 +165,7 @@ def solve(xp, X, Y, alpha, *, atol=None, btol=None, max_iter=None):
         return _State(*(xp.where(run, a, b) for a, b in zip(new, s, strict=False)))
 
     state = _compat.loop(xp, step, state, max_iter, lambda s: xp.all(s.done), (X,))
-    rank = full_rank(xp, X.shape[:-2], -1, X)
-    if alpha is not None:
-        rank = xp.where(xp.all(alpha > 0), full_rank(xp, X.shape[:-2], n, X), rank)
-    return Solution(state.x, rank, n_iter=state.n_iter[..., 0, :])
+    return Solution(state.x, rank_of(xp, tuple(X.shape[:-2]), n, alpha, X), n_iter=state.n_iter[..., 0, :])
 
 
 RECORD = Record(
