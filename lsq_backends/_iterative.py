@@ -60,6 +60,6 @@ def start_of(problem, options, check_finite=True):
         return {**options, "x0": None}
     x0 = check_start(xp, x0, n, k, batch, problem.y_was_vector, X.dtype, X, check_finite)
     if problem.scale is not None:
-        f = problem.scale.coef
-        x0 = x0 / f[0] / f[1] if isinstance(f, tuple) else x0 / f
+        for f in problem.scale.coef if isinstance(problem.scale.coef, tuple) else (problem.scale.coef,):
+            x0 = x0 / _compat.as_rank(xp, f, x0.ndim)  # (k,) against (..., n, k)
     return {**options, "x0": x0}

@@ -34,6 +34,7 @@ __all__ = [
     "column_norms_of",
     "describe",
     "entry_dtype",
+    "entry_magnitude",
     "finite_entries",
     "has_entries",
     "home_of",
@@ -246,6 +247,30 @@ def finite_entries(X):
         import cupy
 
         return cupy.isfinite(X.data).all()
+    return None
+
+
+def entry_magnitude(X):
+    """A 0-d array: the largest magnitude among X's stored entries (None where they cannot be
+    read: an operator). Duplicate entries are not summed: a bound within their count, enough
+    to choose a power-of-two scale."""
+    if _scipy_sparse(X):
+        import numpy as np
+
+        return np.max(np.abs(X.data), initial=0.0)
+    if _torch_sparse(X):
+        import torch
+
+        values = X._values() if X.layout == torch.sparse_coo else X.values()
+        return torch.max(values.abs()) if values.numel() else torch.zeros((), dtype=values.dtype)
+    if _jax_sparse(X):
+        import jax.numpy as jnp
+
+        return jnp.max(jnp.abs(X.data), initial=0.0)
+    if _cupy_sparse(X):
+        import cupy
+
+        return cupy.max(cupy.abs(X.data)) if X.data.size else cupy.zeros((), dtype=X.data.dtype)
     return None
 
 

@@ -20,9 +20,11 @@ from ._input import as_array, check_bool, check_dtype, check_finite_values, chec
 from ._iterative import check_start, solver_options
 from ._kinds import check_kind
 from ._operator import (
+    LinearMap,
     centered,
     describe,
     entry_dtype,
+    entry_magnitude,
     finite_entries,
     has_entries,
     home_of,
@@ -32,6 +34,7 @@ from ._operator import (
     to_numpy,
 )
 from ._result import LstsqResult
+from ._scaling import exponent, log2_abs, powers, times
 from ._solvers import check_options, record
 from ._solvers import fit as solvers_fit
 from ._solvers._shared import full_rank
@@ -190,21 +193,35 @@ def fit(X, y, alpha=None, *, method, fit_intercept, sample_weight, check_finite,
     checks.read(xp)
     A = linear_map(X, xp, dtype, dev)
     options = solver_options(method, atol, btol, max_iter, conlim, x0, precondition)
-    result = _solve(xp, A, Y, w, alpha, method, fit_intercept, options)
+    big = entry_magnitude(X)
+    if big is not None:  # in the products' library: NumPy for SciPy's, the backend's own else
+        big = xp.astype(xp.asarray(big) if _aac.is_numpy_namespace(xp) else big, dtype)
+    result = _solve(xp, A, Y, w, alpha, method, fit_intercept, options, big)
     if y_was_vector:
         result = LstsqResult(*(a if a is None or a.ndim == 0 else a[..., 0] for a in result))
     fields = [_to_caller(caller_xp, caller_dev, a, same) for a in result]
     return LstsqResult(*fields)
 
 
-def _solve(xp, A, Y, w, alpha, method, fit_intercept, options):
+def _solve(xp, A, Y, w, alpha, method, fit_intercept, options, big=None):
     """The fit of the prepared problem: (coef (n, k), intercept (k,), rank, rss (k,), None,
-    n_iter (k,), istop (k,) or None)."""
+    n_iter (k,), istop (k,) or None). ``big``: X's largest stored magnitude (None: unknown, an
+    operator), for the scale (:func:`_scaled`)."""
     m, n = A.shape
     k = Y.shape[-1]
     dev = _compat.device(Y)
-    root = x_mean = y_mean = None
+    root = x_mean = y_mean = fw = None
     if w is not None:
+        # The weights at unit scale (one power of two: the solution is unchanged, rss scales
+        # back by it), so that weighted means and products neither overflow nor underflow
+        kw = exponent(xp, log2_abs(xp, xp.reshape(xp.max(w), (1,))))
+        fw, unit = powers(xp, [(kw, 2), (-kw, 2)])
+        w = times(xp, w, unit)
+        if alpha is not None:  # sum w r**2 + alpha |b|**2: the penalty scales with the weights
+            scaled = times(xp, alpha, unit)
+            alpha = xp.where(
+                alpha > 0, xp.maximum(scaled, xp.full_like(alpha, xp.finfo(alpha.dtype).smallest_normal)), scaled
+            )
         root = xp.sqrt(w)[:, None]
     if fit_intercept:
         ws = xp.ones((m, 1), dtype=Y.dtype, device=dev) if w is None else w[:, None]
@@ -220,13 +237,50 @@ def _solve(xp, A, Y, w, alpha, method, fit_intercept, options):
         n_iter = full_rank(xp, (k,), 0, Y)
         istop = n_iter if record(method).stops else None
         rank = full_rank(xp, (), 0, Y)
+        resid = Y
     else:
-        sol = solvers_fit(xp, Ac, Y, alpha, method, None, None, None, options)
-        coef, rank, n_iter, istop = sol.coef, sol.rank, sol.n_iter, sol.istop
-    resid = Y - Ac.matvec(coef) if min(m, n) > 0 else Y
+        As, Ys, alpha_s, options, (back, square) = _scaled(xp, Ac, Y, alpha, options, big, root)
+        if alpha_s is not None:  # (1, k) or (1, 1) against Y (m, k), as the dense route's penalty
+            alpha_s = _compat.as_rank(xp, alpha_s, 2)
+        sol = solvers_fit(xp, As, Ys, alpha_s, method, None, None, None, options)
+        rank, n_iter, istop = sol.rank, sol.n_iter, sol.istop
+        resid = Ys - As.matvec(sol.coef)
+        coef = times(xp, sol.coef, back)
     rss = xp.sum(resid * resid, axis=0)
+    if min(m, n) > 0 and k > 0:
+        rss = times(xp, rss, square)
+    if fw is not None:
+        rss = times(xp, rss, fw)
     if fit_intercept:
         intercept = (y_mean - _compat.matmul(xp, x_mean, coef))[0, :]
     else:
         intercept = xp.zeros((k,), dtype=Y.dtype, device=dev)
     return LstsqResult(coef, intercept, rank, rss, None, n_iter, istop)
+
+
+def _scaled(xp, A, Y, alpha, options, big, root):
+    """The problem at unit scale, as ``_scaling`` puts dense X (powers of two, chosen on the
+    device, mapped back exactly): the map ``A 2**-kx`` (``kx`` from X's largest entry times the
+    largest weight's root; 0 for an operator, whose entries are unknown), ``Y 2**-ky`` (per
+    target), ``alpha 2**-2kx`` and a warm start ``x0 2**(kx - ky)``. Returns ``(map, Y, alpha,
+    options, (coef factor, rss factor))``: coef = coef' 2**(ky - kx), rss = rss' 2**(2 ky)."""
+    ly = log2_abs(xp, xp.max(xp.abs(Y), axis=0))  # (k,)
+    lx = xp.zeros_like(ly[:1]) if big is None else xp.reshape(log2_abs(xp, big), (1,))
+    if big is not None and root is not None:
+        lx = lx + xp.reshape(log2_abs(xp, xp.max(root)), (1,))
+    kx, ky = exponent(xp, lx), exponent(xp, ly)
+    fx, fy, back, square, fa, f0 = powers(
+        xp, [(-kx, 1), (-ky, 1), (ky - kx, 2), (2 * ky, 4), (-2 * kx, 4), (kx - ky, 2)]
+    )
+    As = LinearMap(
+        xp, A.shape, A.dtype, A.device,
+        lambda V: times(xp, A.matvec(V), fx), lambda U: times(xp, A.rmatvec(U), fx),
+        norms=lambda: times(xp, A.norms(), fx),
+    )  # fmt: skip
+    if alpha is not None:
+        scaled = times(xp, alpha, fa)
+        tiny = xp.full_like(alpha, xp.finfo(alpha.dtype).smallest_normal)
+        alpha = xp.where(alpha > 0, xp.maximum(scaled, tiny), scaled)  # positive stays positive
+    if options.get("x0") is not None:
+        options = {**options, "x0": times(xp, options["x0"], f0)}
+    return As, times(xp, Y, fy), alpha, options, (back, square)

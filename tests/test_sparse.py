@@ -448,3 +448,35 @@ def test_preconditioned_under_jit(request):
         got = fit(X, jnp.asarray(Y))
         np.testing.assert_array_equal(np.asarray(got.n_iter), want.n_iter)
         np.testing.assert_allclose(np.asarray(got.coef), want.coef, rtol=1e-9, atol=1e-12 * np.abs(want.coef).max())
+
+
+@pytest.mark.parametrize("method", ["lsmr", "lsqr"])
+def test_scale_of_x_y_weights_and_penalty(eager, method):
+    """Sparse X, y, weights and a penalty scaled by powers of two from 2**-990 to 2**990 (about
+    1e+-298; X's entries to 2**+-530, whose squares would leave float64's range): the fit of the
+    unscaled problem, scaled back exactly (a power of two changes no rounding, so the same
+    iterations), as dense X is rescaled. Before, y at 1e200 gave coefficients off by 40%."""
+    A, Y, sw = _problem(m=60, n=8, seed=5)
+    kw = dict(method=method, fit_intercept=True, **KW)
+    for ex, ey, ew in (
+        (0, 660, 0),
+        (0, -660, 0),
+        (530, 0, 0),
+        (-530, 0, 0),
+        (0, 0, 990),
+        (0, 0, -990),
+        (-300, 300, -300),
+    ):
+        sx, sy, s_w = 2.0**ex, 2.0**ey, 2.0**ew
+        ridge = abs(2 * ex + ew) < 1000  # the penalty in the new units, 0.5 * w * x**2, is in range
+        want = lsq.ridge(A, Y, 0.5, sample_weight=sw, **kw) if ridge else lsq.lstsq(A, Y, sample_weight=sw, **kw)
+        for X in [A * sx, *_native(eager, A * sx)]:
+            args = (X, eager.asarray(Y * sy), *((0.5 * s_w * sx * sx,) if ridge else ()))
+            fit = lsq.ridge if ridge else lsq.lstsq
+            got = fit(*args, sample_weight=eager.asarray(sw * s_w), **kw)
+            where = f"X*2**{ex}, y*2**{ey}, w*2**{ew}, {type(X).__name__}"
+            assert eager.to_numpy(got.n_iter).tolist() == want.n_iter.tolist(), where
+            np.testing.assert_allclose(eager.to_numpy(got.coef) * (sx / sy), want.coef, rtol=1e-12, err_msg=where)
+            np.testing.assert_allclose(eager.to_numpy(got.intercept) / sy, want.intercept, rtol=1e-12, atol=1e-14)
+        if max(abs(ex), abs(ey), abs(ew)) < 500:  # rss in range
+            np.testing.assert_allclose(eager.to_numpy(got.rss) / (sy * sy * s_w), want.rss, rtol=1e-12)

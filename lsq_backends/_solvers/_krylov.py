@@ -117,7 +117,8 @@ def preconditioned(xp, solve, X, Y, alpha, *, x0=None, **options):
         dev = _compat.device(X)
     d = mT(xp, norms)  # (..., n, 1)
     if alpha is not None:
-        root = xp.sqrt(xp.zeros_like(Y[..., :1, :]) + alpha)  # (..., 1, k): one penalty per column
+        zero = xp.zeros_like(Y[..., :1, :])
+        root = xp.sqrt(zero + _compat.as_rank(xp, alpha, zero.ndim))  # (..., 1, k): one penalty per column
         d = xp.hypot(d, root)  # (..., n, k): the columns of [X; sqrt(alpha) I]
     d = safe(xp, d)
 

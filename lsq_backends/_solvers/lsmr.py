@@ -98,7 +98,7 @@ def solve(xp, X, Y, alpha, *, atol=None, btol=None, max_iter=None, conlim=None, 
     max_iter = default_max_iter(m, n) if max_iter is None else max_iter
     ctol = 0.0 if conlim is None else 1.0 / conlim
     zero = xp.zeros_like(Y[..., :1, :])
-    damp = zero if alpha is None else xp.sqrt(zero + alpha)  # (..., 1, k)
+    damp = zero if alpha is None else xp.sqrt(zero + _compat.as_rank(xp, alpha, zero.ndim))  # (..., 1, k)
     augmented = x0 is not None and alpha is not None
     root = damp  # the penalty's rows of the augmented system
 
