@@ -175,7 +175,7 @@ def fit(X, y, alpha=None, *, method, fit_intercept, sample_weight, check_finite,
     w = None if sample_weight is None else xp.astype(sample_weight, dtype)
     checks = _compat.Checks()
     if ridge:
-        alpha = validate_alpha(xp, _to_home(alpha, "alpha", xp, dev, same), k, dtype, dev, per_target, checks)
+        alpha = validate_alpha(xp, _to_home(alpha, "alpha", xp, dev, same, dtype), k, dtype, dev, per_target, checks)
     if check_finite:
         for name, a in (("y", Y), ("sample_weight", w)):
             if a is not None and not _compat.is_lazy(a):
