@@ -82,12 +82,13 @@ def _loo_predictions(xp, spec, alphas, G, Y0, y_off, lev0):
     factorization's basis, so a zero-weight sample gets the fit's prediction (it has no
     influence), not 0/0."""
     f = spectral.filters(xp, spec, alphas)  # (a, ..., p)
-    pred = spectral.over_alphas(xp, G, f[..., None] * spec.P)  # (a, ..., m, k)
+    pred = spectral.over_alphas(xp, G, f[..., None] * _compat.as_rank(xp, spec.P, f.ndim + 1))  # (a, ..., m, k)
     if y_off is not None:
-        pred = pred + y_off
+        pred = pred + _compat.as_rank(xp, y_off, pred.ndim)
     lev = spectral.over_alphas(xp, spec.L, f[..., None])[..., 0]  # (a, ..., m)
     if lev0 is not None:
-        lev = lev + lev0
+        lev = lev + _compat.as_rank(xp, lev0, lev.ndim)
+    Y0 = _compat.as_rank(xp, Y0, pred.ndim)
     return Y0 - (Y0 - pred) / (1 - lev)[..., None]
 
 

@@ -75,6 +75,7 @@ class Scorer(NamedTuple):
 
 def _native(xp, y, pred, w, name):
     ww = xp.ones_like(y[..., :1]) if w is None else w
+    y, ww = _compat.as_rank(xp, y, pred.ndim), _compat.as_rank(xp, ww, pred.ndim)  # pred's leading alpha axis
     total = xp.sum(ww, axis=-2)  # (..., 1)
     r = y - pred
     if name == "neg_mean_absolute_error":
