@@ -34,7 +34,7 @@ from ._operator import (
     to_numpy,
 )
 from ._result import LstsqResult
-from ._scaling import exponent, log2_abs, powers, times
+from ._scaling import exponent, log2_abs, penalty_times, powers, times
 from ._solvers import check_options, record
 from ._solvers import fit as solvers_fit
 from ._solvers._shared import full_rank
@@ -218,10 +218,7 @@ def _solve(xp, A, Y, w, alpha, method, fit_intercept, options, big=None):
         fw, unit = powers(xp, [(kw, 2), (-kw, 2)])
         w = times(xp, w, unit)
         if alpha is not None:  # sum w r**2 + alpha |b|**2: the penalty scales with the weights
-            scaled = times(xp, alpha, unit)
-            alpha = xp.where(
-                alpha > 0, xp.maximum(scaled, xp.full_like(alpha, xp.finfo(alpha.dtype).smallest_normal)), scaled
-            )
+            alpha = penalty_times(xp, alpha, unit)
         root = xp.sqrt(w)[:, None]
     if fit_intercept:
         ws = xp.ones((m, 1), dtype=Y.dtype, device=dev) if w is None else w[:, None]
@@ -278,9 +275,7 @@ def _scaled(xp, A, Y, alpha, options, big, root):
         norms=lambda: times(xp, A.norms(), fx),
     )  # fmt: skip
     if alpha is not None:
-        scaled = times(xp, alpha, fa)
-        tiny = xp.full_like(alpha, xp.finfo(alpha.dtype).smallest_normal)
-        alpha = xp.where(alpha > 0, xp.maximum(scaled, tiny), scaled)  # positive stays positive
+        alpha = penalty_times(xp, alpha, fa)
     if options.get("x0") is not None:
         options = {**options, "x0": times(xp, options["x0"], f0)}
     return As, times(xp, Y, fy), alpha, options, (back, square)

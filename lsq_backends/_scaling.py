@@ -319,21 +319,21 @@ def _apply(xp, X, Y, root, alpha, kx, ky, kr, scale_x=True):
     scale, (fx, fy, fr, fa) = make_scale(xp, alpha, kx, ky, kr, (-kx, 1), (-ky, 1), (-kr, 1), (-2 * ka, 4))
     X, Y = (X * fx if scale_x else X), times(xp, Y, fy)
     root = None if root is None else root * fr
-    scaled_alpha = alpha
-    if alpha is not None:
-        scaled_alpha = times(xp, alpha, fa)
-        # A positive penalty stays positive (rank n), however small next to X'**2.
-        tiny = xp.full_like(alpha, xp.finfo(alpha.dtype).smallest_normal)
-        scaled_alpha = xp.where(alpha > 0, xp.maximum(scaled_alpha, tiny), scaled_alpha)
-    return X, Y, root, scaled_alpha, scale
+    return X, Y, root, None if alpha is None else penalty_times(xp, alpha, fa), scale
+
+
+def penalty_times(xp, alpha, factor):
+    """``alpha * 2**k`` (``factor`` as :func:`powers` gave it), a positive penalty kept positive
+    (rank n), however small next to the scaled data's squares."""
+    out = times(xp, alpha, factor)
+    tiny = xp.full_like(alpha, xp.finfo(alpha.dtype).smallest_normal)
+    return xp.where(alpha > 0, xp.maximum(out, tiny), out)
 
 
 def scaled_alpha(xp, scale, alpha):
     """``alpha`` in the units of a problem scaled by ``scale`` (positive stays positive)."""
     (fa,) = powers(xp, [(-2 * (scale.kx + scale.kr), 4)])
-    out = times(xp, alpha, fa)
-    tiny = xp.full_like(alpha, xp.finfo(alpha.dtype).smallest_normal)
-    return xp.where(alpha > 0, xp.maximum(out, tiny), out)
+    return penalty_times(xp, alpha, fa)
 
 
 def _squeezed(xp, factor):
