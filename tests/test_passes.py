@@ -83,12 +83,11 @@ def passes(problem, fit):
     return c
 
 
-FITS = {
-    (method, intercept): (
-        lambda method=method, intercept=intercept: lambda X, y: lsq.lstsq(X, y, method=method, fit_intercept=intercept)
-    )()
-    for method, intercept in CEILING
-}
+def _lstsq(method, intercept):
+    return lambda X, y: lsq.lstsq(X, y, method=method, fit_intercept=intercept)
+
+
+FITS = {(method, intercept): _lstsq(method, intercept) for method, intercept in CEILING}
 
 
 def test_bare_gram_product_is_one_pass(problem):
