@@ -33,17 +33,7 @@ CHECKED = [
 ]
 
 
-def _expected_failures(estimator):
-    if isinstance(estimator, lsq.RidgeCV) and estimator.cv is None:
-        # Leave-one-out is not invariant to repeating a sample (a repeat is left out alone),
-        # so integer weights cannot equal repetition; scikit-learn's RidgeCV passes this check
-        # only through its cv= splits, which this RidgeCV (leave-one-out only) does not have.
-        # Its own leave-one-out mode fails it too (alpha 0.1 repeated vs 10.0 weighted).
-        return {"check_sample_weight_equivalence_on_dense_data": "leave-one-out: weights are not repetitions"}
-    return {}
-
-
-@parametrize_with_checks(CHECKED, expected_failed_checks=_expected_failures)
+@parametrize_with_checks(CHECKED)
 def test_sklearn_check_estimator(estimator, check, numpy_reference):
     check(estimator)
 
