@@ -71,12 +71,10 @@ def tests(session, backend):
     module = {"dask": "dask.array"}.get(backend, backend)
     session.run("python", "-c", f"import {module}")  # the backend must import, or fail here
     env = {"LSQ_BACKENDS": backend}
-    workers = []
-    if backend == "jax":
-        # Compilation-bound: two workers (tests/conftest.py sets JAX's cheap compile settings).
-        workers = ["-n", "2"]
-    elif backend == "dask":
-        workers = ["-n", "2"]  # graph building is Python-bound: one process per core
+    # Two workers on every backend: the suite is Python-bound (graph building on Dask, small
+    # programs compiled on JAX with tests/conftest.py's cheap settings, small fits elsewhere),
+    # one process per core of a 2-core machine.
+    workers = ["-n", "2"]
     # The slowest tests, named in the log: where the session's time goes.
     codes = [0, 5] if session.posargs else [0]  # a filter may select no test
     session.run("pytest", "-q", "--durations=15", *workers, *session.posargs, env=env, success_codes=codes)
