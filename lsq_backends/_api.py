@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+from typing import Any, NamedTuple
+
 from . import _compat, _derivatives
 from ._empty import pad_empty_batch
 from ._gram_data import TallGram
-from ._input import check_bool, check_method, intercept_of, prepare, validated_now
+from ._input import check_bool, check_method, compiled_fit, intercept_of, prepare
 from ._iterative import solver_options, start_of
 from ._operator_fit import fit_lstsq, fit_ridge, operator_route
 from ._path import fit_path, rule_of
@@ -27,19 +30,77 @@ RIDGE_STATIC = (
 )  # fmt: skip
 
 
-def _fit(problem, method, rcond, fit_intercept, refine=0, options=None):
-    """Solve the prepared problem and assemble the result. The value checks still pending
-    (``problem.checks``) are read with the solver's first route decision, or at the end: one
-    host read on the common path of every direct method."""
-    checks = problem.checks if problem.checks is not None else _compat.Checks()
-    with _compat.deferred(checks):
-        result = _fit_deferred(problem, method, rcond, fit_intercept, refine, options)
-        checks.read(problem.xp)
-    return unscale(problem.xp, result, problem.scale, problem.y_was_vector)
+class Spec(NamedTuple):
+    """What a dense fit was asked for, every option checked: what each step of :func:`_fit` reads."""
+
+    method: Method
+    rcond: float | None
+    fit_intercept: bool
+    check_finite: bool
+    refine: int = 0
+    options: Any = None  # the iterative methods' (``_iterative.solver_options``), else None
+    ridge: bool = False
+    per_target: bool = False
+    path: bool = False
 
 
-def _fit_deferred(problem, method, rcond, fit_intercept, refine=0, options=None):
+def _fit(X, y, sample_weight, alpha, spec, by_gram=True):
+    """One dense fit of ``lstsq`` or ``ridge``, step by step:
+
+    1. prepare (``_input.prepare``): validate, with the value checks left pending; the scale
+       (powers of two); the weights and the intercept (or, on the Gram route, only the means);
+    2. solve (:func:`_solve`, or a ridge path's ``_path.fit_path``), which reads the pending
+       checks with its first route decision;
+    3. finish: the intercept, rss and refinement (in :func:`_solve`), the scale undone, the
+       shapes of the caller's input.
+
+    ``by_gram``: X's scale is left to the Gram matrix's certificate where the method forms one
+    (``_scaling.gram_certificate``); where it fails, it raises ``Rescale`` and the fit starts
+    again here, with the ``max |X|`` passes."""
+    rec = record(spec.method)
+    defer = rec.forms_gram and not spec.path  # a path factors its own way (``_path``)
+    try:
+        with uncertified(X) if by_gram else contextlib.nullcontext():
+            problem = prepare(
+                X, y, sample_weight, fit_intercept=spec.fit_intercept, check_finite=spec.check_finite, alpha=alpha,
+                ridge=spec.ridge, per_target=spec.per_target,
+                # A path on the Gram route keeps the centered rows: its noise cutoff drops the
+                # intercept direction, so the reflection that removes it is needed only where
+                # singular values are reported.
+                eliminate=not spec.path or rec.path_singular_values,
+                defer_x_check=defer and by_gram, keep_original=spec.refine > 0, defer_checks=not spec.path,
+                scale="per_target", scale_x_by_gram=by_gram,
+                # The derivative rules need X centered before the solver (no Gram-route centering).
+                gram_center=defer and not _derivatives.differentiable(X, y, sample_weight, alpha),
+            )  # fmt: skip
+            options = start_of(problem, spec.options, spec.check_finite) if rec.iterative else None
+            padded, cut = pad_empty_batch(problem)
+            cut = None if padded is problem else cut  # a batch with no problems, padded
+            problem = padded
+            no_targets = problem.Y.shape[-1] == 0
+            if no_targets:
+                problem = _one_target(problem, spec.per_target)
+            if spec.path:
+                result = fit_path(problem, spec.method, spec.fit_intercept)
+            else:
+                with _compat.deferred(problem.checks):
+                    result = _solve(problem, spec, options)
+                    problem.checks.read(problem.xp)
+                result = unscale(problem.xp, result, problem.scale, problem.y_was_vector)
+    except Rescale:  # X's scale is not certified by its Gram matrix: prepared again with the
+        # max |X| passes, X's finiteness tested first (NaN or infinity is one cause, and must
+        # raise before any arithmetic meets it, which would print NumPy's RuntimeWarnings)
+        if not by_gram:
+            raise
+        return _fit(X, y, sample_weight, alpha, spec, by_gram=False)
+    result = _no_targets(result) if no_targets else result
+    return result if cut is None else LstsqResult(*(cut(field, int(spec.path)) for field in result))
+
+
+def _solve(problem, spec, options):
+    """The method's solve of the prepared problem, then the intercept, the refinement and rss."""
     xp, X, Y, alpha = problem.xp, problem.X, problem.Y, problem.alpha
+    method, rcond, fit_intercept, refine = spec.method, spec.rcond, spec.fit_intercept, spec.refine
     m, n = X.shape[-2:]
     n_iter = istop = rss = rule = None
     rec = record(method)
@@ -153,7 +214,6 @@ def check_refine(refine):
 
 
 @operator_route(fit_lstsq)
-@_compat.on_input_device
 def lstsq(
     X: Array,
     y: Array,
@@ -273,46 +333,14 @@ def lstsq(
     if refine and record(method).iterative:
         msg = f"refine applies to the direct methods; method={method!r} takes atol/btol instead"
         raise ValueError(msg)
-    if _compat.eager_jax(X, y, sample_weight):
-        # Checked here, eagerly (one host read), then solved as one compiled call.
-        v, y = validated_now(X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite)
-        compiled = _compat.compiled(lstsq, LSTSQ_STATIC)
-        return compiled(
-            v.X, y, method=method, rcond=rcond, fit_intercept=fit_intercept,
-            sample_weight=v.sample_weight, check_finite=False, refine=refine, atol=atol, btol=btol, max_iter=max_iter,
-            conlim=conlim, x0=x0, precondition=precondition,
-        )  # fmt: skip
-    defer = record(method).forms_gram
-    # The derivative rules need X centered before the solver (no Gram-route centering).
-    gram_center = defer and not _derivatives.differentiable(X, y, sample_weight)
     options = solver_options(method, atol, btol, max_iter, conlim, x0, precondition)
-
-    def fit(by_gram):
-        problem = prepare(
-            X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite,
-            defer_x_check=defer and by_gram,
-            keep_original=refine > 0, defer_checks=True, scale="per_target", gram_center=gram_center,
-            scale_x_by_gram=by_gram,
-        )  # fmt: skip
-        opts = start_of(problem, options, check_finite)
-        problem, cut = pad_empty_batch(problem)
-        if problem.Y.shape[-1] == 0:
-            result = _no_targets(_fit(_one_target(problem, False), method, rcond, fit_intercept, refine, opts))
-        else:
-            result = _fit(problem, method, rcond, fit_intercept, refine, opts)
-        return LstsqResult(*(cut(field) for field in result))
-
-    try:
-        with uncertified(X):
-            return fit(True)
-    except Rescale:  # X's scale is not certified by its Gram matrix: the max |X| passes,
-        # and X's finiteness tested first (NaN or infinity is one cause, and must raise before
-        # any arithmetic meets it, which would print NumPy's RuntimeWarnings)
-        return fit(False)
+    if _compat.eager_jax(X, y, sample_weight):
+        kwargs = {"method": method, "rcond": rcond, "fit_intercept": fit_intercept, "refine": refine, **options}
+        return compiled_fit(lstsq, LSTSQ_STATIC, X, y, sample_weight, kwargs, fit_intercept, check_finite)
+    return _fit(X, y, sample_weight, None, Spec(method, rcond, fit_intercept, check_finite, refine, options))
 
 
 @operator_route(fit_ridge)
-@_compat.on_input_device
 def ridge(
     X: Array,
     y: Array,
@@ -389,58 +417,10 @@ def ridge(
     if path and record(method).iterative:
         msg = f"method={method!r} fits one alpha (or one per target); a 1-D alpha path needs a direct method"
         raise ValueError(msg)
-    if _compat.eager_jax(X, y, sample_weight, alpha):
-        v, y = validated_now(
-            X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, alpha=alpha, ridge=True,
-            per_target=per_target,
-        )  # fmt: skip
-        fit = _compat.compiled(ridge, RIDGE_STATIC)
-        alpha = v.alpha if per_target or path else v.alpha[0]
-        return fit(
-            v.X, y, alpha, method=method, fit_intercept=fit_intercept,
-            sample_weight=v.sample_weight, check_finite=False, per_target=per_target, atol=atol, btol=btol,
-            max_iter=max_iter, conlim=conlim, x0=x0, precondition=precondition,
-        )  # fmt: skip
-    defer = record(method).forms_gram and not path  # a path factors its own way (``_path``)
     options = solver_options(method, atol, btol, max_iter, conlim, x0, precondition)
-    try:
-        with uncertified(X):
-            return _ridge(X, y, alpha, method, fit_intercept, sample_weight, check_finite, per_target, path, defer,
-                          options, True)  # fmt: skip
-    except Rescale:  # X's scale is not certified by its Gram matrix: the max |X| passes
-        return _ridge(X, y, alpha, method, fit_intercept, sample_weight, check_finite, per_target, path, defer,
-                      options, False)  # fmt: skip
-
-
-def _ridge(X, y, alpha, method, fit_intercept, sample_weight, check_finite, per_target, path, defer, options, by_gram):
-    gram_center = defer and not _derivatives.differentiable(X, y, sample_weight, alpha)
-    # A path on the Gram route keeps the centered rows: its noise cutoff (relative to the
-    # columns before centering) drops the intercept direction, so the reflection that removes
-    # it (a third of a 50-alpha path's time) is needed only where singular values are reported.
-    problem = prepare(
-        X,
-        y,
-        sample_weight,
-        fit_intercept=fit_intercept,
-        check_finite=check_finite,
-        alpha=alpha,
-        ridge=True,
-        per_target=per_target,
-        eliminate=not path or record(method).path_singular_values,
-        defer_x_check=defer and by_gram,  # the retry (NumPy) tests X first
-        defer_checks=not path,
-        scale="per_target",
-        gram_center=gram_center,
-        scale_x_by_gram=by_gram,
-    )
-    options = start_of(problem, options, check_finite)
-    problem, cut = pad_empty_batch(problem)
-    no_targets = problem.Y.shape[-1] == 0
-    if no_targets:
-        problem = _one_target(problem, per_target)
-    if path:
-        result = fit_path(problem, method, fit_intercept)
-    else:
-        result = _fit(problem, method, None, fit_intercept, options=options)
-    result = _no_targets(result) if no_targets else result
-    return LstsqResult(*(cut(field, int(path)) for field in result))
+    if _compat.eager_jax(X, y, sample_weight, alpha):
+        kwargs = {"method": method, "fit_intercept": fit_intercept, "per_target": per_target, **options}
+        penalty = (alpha, per_target, per_target or path)
+        return compiled_fit(ridge, RIDGE_STATIC, X, y, sample_weight, kwargs, fit_intercept, check_finite, penalty)
+    spec = Spec(method, None, fit_intercept, check_finite, 0, options, True, per_target, path)
+    return _fit(X, y, sample_weight, alpha, spec)

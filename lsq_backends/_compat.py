@@ -27,7 +27,7 @@ import functools
 import array_api_compat as _aac
 import numpy as _np
 
-from ._control import Checks, cond, deferred, flush_checks, is_lazy, jit, kept, loop, over_columns
+from ._control import Checks, cond, deferred, flush_checks, is_lazy, jit, kept, loop, over_columns, read_now
 from ._dask_blocks import numpy_arg_best
 from ._devices import constants, device_scope, on_input_device, powers_of_two
 from ._factorizations import checked_cholesky, cholesky, eigh, one_pass_qr, qr, qr_apply, qr_implicit, qr_r, svd
@@ -54,6 +54,7 @@ __all__ = [
     "cross",
     "default_dtypes",
     "deferred",
+    "read_now",
     "eager_jax",
     "finfo",
     "isdtype",

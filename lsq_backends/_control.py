@@ -15,7 +15,7 @@ import array_api_compat as _aac
 
 from ._dask_blocks import dask_gate
 
-__all__ = ["Checks", "cond", "deferred", "flush_checks", "is_lazy", "jit", "loop", "over_columns"]
+__all__ = ["Checks", "cond", "deferred", "flush_checks", "is_lazy", "jit", "loop", "over_columns", "read_now"]
 
 
 def _eager_types():
@@ -111,7 +111,9 @@ def flush_checks(xp):
         checks.read(xp)
 
 
-def _read(pred, xp):
+def read_now(xp, pred):
+    """``bool(pred)``, read together with the value checks still pending (:func:`deferred`):
+    the host read of an eager route decision."""
     checks = _PENDING.get()
     if checks is not None and checks.items:
         return checks.read(xp, pred)
@@ -166,7 +168,7 @@ def cond(xp, pred, true_fn, false_fn, operands):
     if is_lazy(pred):
         a, b = true_fn(*operands), false_fn(*operands)
         return tuple(None if x is None else xp.where(pred, x, y) for x, y in zip(a, b, strict=False))
-    return true_fn(*operands) if _read(pred, xp) else false_fn(*operands)
+    return true_fn(*operands) if read_now(xp, pred) else false_fn(*operands)
 
 
 def _is_tracer(x):
@@ -250,7 +252,7 @@ def loop(xp, body, state, max_iter, done, operands=()):
     while i < max_iter:
         if lazy:
             state = type(state)(*dask.persist(*state))
-        if _read(done(state), xp):
+        if read_now(xp, done(state)):
             break
         for _ in range(min(every, max_iter - i)):
             state = body(state, *operands)

@@ -135,7 +135,6 @@ def _refit_batched(xp, spec, alpha, Y, batch):
 
 
 @operator_route(lambda *args, **kwargs: RidgeCVResult(*ridge_cv_operator(*args, **kwargs)))
-@_compat.on_input_device
 def ridge_cv(
     X: Array,
     y: Array,

@@ -314,6 +314,23 @@ def validated_now(X, y, sample_weight, **kwargs):
     return v, v.Y[..., 0] if v.y_was_vector else v.Y
 
 
+def compiled_fit(fn, static, X, y, sample_weight, kwargs, fit_intercept, check_finite, penalty=None):
+    """The eager-JAX route of an entry point ``fn`` (``lstsq``, ``ridge``, ``nnls``): the inputs
+    validated and their value checks read now (one host read), then ``fn`` as one compiled call
+    (``_compat.compiled``, ``static`` its static arguments) on the validated arrays, with
+    ``check_finite=False``. ``kwargs``: ``fn``'s other keyword arguments; ``penalty``:
+    ``(alpha, per_target, whole)`` for a penalized fit, ``whole`` to pass the validated penalty
+    (kα,) as it is (per target, or a path), else its one value."""
+    alpha, per_target, whole = (None, False, False) if penalty is None else penalty
+    v, y = validated_now(
+        X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, alpha=alpha,
+        ridge=penalty is not None, per_target=per_target,
+    )  # fmt: skip
+    if penalty is not None:
+        kwargs = {**kwargs, "alpha": v.alpha if whole else v.alpha[0]}
+    return _compat.compiled(fn, static)(v.X, y, sample_weight=v.sample_weight, check_finite=False, **kwargs)
+
+
 def intercept_of(xp, problem, coef, fit_intercept):
     """The intercept of a fit of the prepared ``problem``: ``y_offset - x_offset @ coef`` with
     an intercept, else zeros; coef (..., n, k) gives (..., k). One place for every entry point

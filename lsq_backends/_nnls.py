@@ -6,7 +6,7 @@ from typing import Any, NamedTuple
 
 from . import _compat
 from ._empty import pad_empty_batch
-from ._input import check_bool, intercept_of, prepare, validated_now
+from ._input import check_bool, compiled_fit, intercept_of, prepare
 from ._result import LstsqResult
 from ._scaling import unscale
 from ._solvers import nnls as _solver
@@ -112,14 +112,9 @@ def nnls(
     check_finite = check_bool(check_finite, "check_finite")
     per_target = getattr(alpha, "ndim", 0) == 1 or isinstance(alpha, (list, tuple))
     if _compat.eager_jax(X, y, sample_weight, alpha):
-        v, y = validated_now(
-            X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, alpha=alpha, ridge=True,
-            per_target=per_target,
-        )  # fmt: skip
-        return _compat.compiled(nnls, NNLS_STATIC)(
-            v.X, y, alpha=v.alpha if per_target else v.alpha[0],
-            fit_intercept=fit_intercept, sample_weight=v.sample_weight, max_iter=max_iter, tol=tol, check_finite=False,
-        )  # fmt: skip
+        kwargs = {"fit_intercept": fit_intercept, "max_iter": max_iter, "tol": tol}
+        penalty = (alpha, per_target, per_target)
+        return compiled_fit(nnls, NNLS_STATIC, X, y, sample_weight, kwargs, fit_intercept, check_finite, penalty)
     problem = prepare(
         X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, alpha=alpha, ridge=True,
         per_target=per_target, scale="per_target",

@@ -13,6 +13,7 @@ import functools
 import inspect
 
 import array_api_compat as _aac
+import numpy as np
 
 from . import _compat
 from ._alpha import failure, validate_alpha
@@ -43,20 +44,24 @@ __all__ = ["caller_of", "fit", "fit_lstsq", "fit_ridge", "operator_route"]
 
 
 def operator_route(target):
-    """A decorator of an entry point (``lstsq``, ``ridge``, ``ridge_cv``) that sends a sparse
-    or operator X to ``target``, with the arguments as the entry point binds them (its
-    defaults included); dense X goes on as before."""
+    """The decorator of an entry point (``lstsq``, ``ridge``, ``ridge_cv``): a sparse or
+    operator X goes to ``target``, with the arguments as the entry point binds them (its
+    defaults included); dense X goes on with the device of its CuPy arguments current
+    (``_compat.device_scope``). A NumPy X goes straight on: neither applies."""
 
     def decorate(fn):
         signature = inspect.signature(fn)
 
         @functools.wraps(fn)
         def entry(X, y, /, *args, **kwargs):
-            if not is_operator_input(X):
+            if type(X) is np.ndarray:
                 return fn(X, y, *args, **kwargs)
-            bound = signature.bind(X, y, *args, **kwargs)
-            bound.apply_defaults()
-            return target(**bound.arguments)
+            if is_operator_input(X):
+                bound = signature.bind(X, y, *args, **kwargs)
+                bound.apply_defaults()
+                return target(**bound.arguments)
+            with _compat.device_scope(X, y, *args, *kwargs.values()):
+                return fn(X, y, *args, **kwargs)
 
         return entry
 

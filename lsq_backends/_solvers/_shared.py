@@ -185,7 +185,12 @@ def gated(xp, gate, attempt, fallback, operands):
     check are read together (one host read; wasted work only where the fallback follows).
     NumPy, where reading is free, reads the gate first and skips the attempt where it fails
     (CholeskyQR2's three passes before shifted CholeskyQR3 on ill-conditioned X)."""
-    if _compat.is_lazy(gate) or _aac.is_numpy_namespace(xp):
+    if _aac.is_numpy_namespace(xp):  # read as the branches go: nothing to wait for
+        if not _compat.read_now(xp, gate):
+            return fallback(*operands)
+        result, good = attempt(*operands)
+        return result if _compat.read_now(xp, good) else fallback(*operands)
+    if _compat.is_lazy(gate):
 
         def tried(*ops):
             result, good = attempt(*ops)
