@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 from . import _compat, _derivatives
 from ._empty import pad_empty_batch
 from ._gram_data import TallGram
-from ._input import check_bool, check_method, compiled_fit, intercept_of, prepare
+from ._input import Penalty, check_bool, check_method, compiled_fit, intercept_of, prepare, validate
 from ._iterative import solver_options, start_of
 from ._operator_fit import fit_lstsq, fit_ridge, operator_route
 from ._path import fit_path, rule_of
@@ -61,17 +61,19 @@ def _fit(X, y, sample_weight, alpha, spec, by_gram=True):
     defer = rec.forms_gram and not spec.path  # a path factors its own way (``_path``)
     try:
         with uncertified(X) if by_gram else contextlib.nullcontext():
+            v = validate(
+                X, y, sample_weight, fit_intercept=spec.fit_intercept, check_finite=spec.check_finite,
+                penalty=Penalty(alpha, spec.per_target) if spec.ridge else None, defer_x_check=defer and by_gram,
+            )  # fmt: skip
             problem = prepare(
-                X, y, sample_weight, fit_intercept=spec.fit_intercept, check_finite=spec.check_finite, alpha=alpha,
-                ridge=spec.ridge, per_target=spec.per_target,
+                v, scale="per_target", keep_original=spec.refine > 0, defer_checks=not spec.path,
                 # A path on the Gram route keeps the centered rows: its noise cutoff drops the
                 # intercept direction, so the reflection that removes it is needed only where
                 # singular values are reported.
                 eliminate=not spec.path or rec.path_singular_values,
-                defer_x_check=defer and by_gram, keep_original=spec.refine > 0, defer_checks=not spec.path,
-                scale="per_target", scale_x_by_gram=by_gram,
                 # The derivative rules need X centered before the solver (no Gram-route centering).
                 gram_center=defer and not _derivatives.differentiable(X, y, sample_weight, alpha),
+                scale_x_by_gram=by_gram,
             )  # fmt: skip
             options = start_of(problem, spec.options, spec.check_finite) if rec.iterative else None
             padded, cut = pad_empty_batch(problem)
@@ -336,7 +338,7 @@ def lstsq(
     options = solver_options(method, atol, btol, max_iter, conlim, x0, precondition)
     if _compat.eager_jax(X, y, sample_weight):
         kwargs = {"method": method, "rcond": rcond, "fit_intercept": fit_intercept, "refine": refine, **options}
-        return compiled_fit(lstsq, LSTSQ_STATIC, X, y, sample_weight, kwargs, fit_intercept, check_finite)
+        return compiled_fit(lstsq, LSTSQ_STATIC, X, y, sample_weight, kwargs, check_finite)
     return _fit(X, y, sample_weight, None, Spec(method, rcond, fit_intercept, check_finite, refine, options))
 
 
@@ -421,6 +423,6 @@ def ridge(
     if _compat.eager_jax(X, y, sample_weight, alpha):
         kwargs = {"method": method, "fit_intercept": fit_intercept, "per_target": per_target, **options}
         penalty = (alpha, per_target, per_target or path)
-        return compiled_fit(ridge, RIDGE_STATIC, X, y, sample_weight, kwargs, fit_intercept, check_finite, penalty)
+        return compiled_fit(ridge, RIDGE_STATIC, X, y, sample_weight, kwargs, check_finite, penalty)
     spec = Spec(method, None, fit_intercept, check_finite, 0, options, True, per_target, path)
     return _fit(X, y, sample_weight, alpha, spec)

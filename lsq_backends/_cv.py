@@ -8,7 +8,7 @@ from . import _compat, _kfold, _scoring
 from ._alpha import failure
 from ._center import eliminate_intercept
 from ._empty import pad_empty_batch
-from ._input import check_bool, intercept_of, prepare
+from ._input import Penalty, check_bool, intercept_of, prepare, validate
 from ._operator_cv import ridge_cv_operator
 from ._operator_fit import operator_route
 from ._scaling import unscale_cv
@@ -262,20 +262,9 @@ def ridge_cv(
     if joint and target_batch is not None:
         msg = "a callable or scikit-learn scorer scores all targets at once: it needs target_batch=None (or alpha_per_target=True)"
         raise ValueError(msg)
-    problem = prepare(
-        X,
-        y,
-        sample_weight,
-        fit_intercept=fit_intercept,
-        check_finite=check_finite,
-        alpha=alphas,
-        ridge=True,
-        eliminate=False,
-        keep_original=True,
-        defer_checks=True,
-        alpha_name="alphas",
-        scale="shared",
-    )
+    penalty = Penalty(alphas, name="alphas")
+    v = validate(X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, penalty=penalty)
+    problem = prepare(v, eliminate=False, keep_original=True, defer_checks=True, scale="shared")
     xp, Xc, Yc, alphas = problem.xp, problem.X, problem.Y, problem.alpha
     m = Xc.shape[-2]
     if m < 2:

@@ -234,16 +234,28 @@ class Validated(NamedTuple):
     alpha: Any  # validated alpha array, or None
     y_was_vector: bool
     checks: Any  # _compat.Checks
+    fit_intercept: bool = False
+    check_finite: bool = True
+    x_check_deferred: bool = False  # X's finiteness left to its Gram matrix (:func:`gram_check`)
 
 
-def validate(
-    X, y, sample_weight, *, fit_intercept, check_finite, alpha=None, ridge=False, per_target=False, defer_x_check=False,
-    alpha_name="alpha",
-):  # fmt: skip
-    """Convert and check the inputs of a fit (kinds, shapes, dtypes, devices); value checks are
-    recorded in the returned ``checks`` (read them with ``checks.read(xp)``). With
-    ``defer_x_check`` X's finiteness is left to its Gram matrix (:func:`gram_check`).
-    ``alpha_name`` is what errors about ``alpha`` call it (``alphas`` for ridge_cv)."""
+class Penalty(NamedTuple):
+    """The penalty of a penalized fit, as the entry point took it: ``alpha`` (a number or an
+    array, checked by ``_alpha.validate_alpha``), one per target or not, and the name errors
+    call it by (``alphas`` for ``ridge_cv``)."""
+
+    alpha: Any
+    per_target: bool = False
+    name: str = "alpha"
+
+
+def validate(X, y, sample_weight, *, fit_intercept, check_finite, penalty=None, defer_x_check=False):
+    """Step 1 of every fit: convert and check the inputs (kinds, shapes, dtypes, devices, and
+    ``penalty``, a :class:`Penalty` or None); value checks are recorded in the returned
+    ``checks`` (read them with ``checks.read(xp)``). With ``defer_x_check`` X's finiteness is
+    left to its Gram matrix (:func:`gram_check`)."""
+    ridge = penalty is not None
+    alpha, per_target, alpha_name = penalty if ridge else (None, False, "alpha")
     if _compat.plain_numpy(X, y, sample_weight):
         # Plain NumPy arrays (not subclasses: no masked array) pass the checks of kind, known
         # shape and device by construction, and need no conversion.
@@ -302,7 +314,10 @@ def validate(
         if fit_intercept:
             msg = "sample_weight must have a positive sum to fit an intercept"
             checks.add(xp.all(xp.sum(sample_weight, axis=-1) > 0), failure(ValueError, msg))
-    return Validated(xp, X, Y, sample_weight, alpha if ridge else None, y_was_vector, checks)
+    return Validated(
+        xp, X, Y, sample_weight, alpha if ridge else None, y_was_vector, checks, fit_intercept, check_finite,
+        defer_x_check and check_finite,
+    )  # fmt: skip
 
 
 def validated_now(X, y, sample_weight, **kwargs):
@@ -314,20 +329,20 @@ def validated_now(X, y, sample_weight, **kwargs):
     return v, v.Y[..., 0] if v.y_was_vector else v.Y
 
 
-def compiled_fit(fn, static, X, y, sample_weight, kwargs, fit_intercept, check_finite, penalty=None):
+def compiled_fit(fn, static, X, y, sample_weight, kwargs, check_finite, penalty=None):
     """The eager-JAX route of an entry point ``fn`` (``lstsq``, ``ridge``, ``nnls``): the inputs
     validated and their value checks read now (one host read), then ``fn`` as one compiled call
     (``_compat.compiled``, ``static`` its static arguments) on the validated arrays, with
-    ``check_finite=False``. ``kwargs``: ``fn``'s other keyword arguments; ``penalty``:
+    ``check_finite=False``. ``kwargs``: ``fn``'s other keyword arguments (``fit_intercept``
+    among them); ``penalty``:
     ``(alpha, per_target, whole)`` for a penalized fit, ``whole`` to pass the validated penalty
     (kα,) as it is (per target, or a path), else its one value."""
-    alpha, per_target, whole = (None, False, False) if penalty is None else penalty
     v, y = validated_now(
-        X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, alpha=alpha,
-        ridge=penalty is not None, per_target=per_target,
+        X, y, sample_weight, fit_intercept=kwargs["fit_intercept"], check_finite=check_finite,
+        penalty=None if penalty is None else Penalty(penalty[0], penalty[1]),
     )  # fmt: skip
     if penalty is not None:
-        kwargs = {**kwargs, "alpha": v.alpha if whole else v.alpha[0]}
+        kwargs = {**kwargs, "alpha": v.alpha if penalty[2] else v.alpha[0]}
     return _compat.compiled(fn, static)(v.X, y, sample_weight=v.sample_weight, check_finite=False, **kwargs)
 
 
@@ -355,47 +370,26 @@ def _both(first, second):
 
 
 def prepare(
-    X,
-    y,
-    sample_weight,
-    *,
-    fit_intercept,
-    check_finite,
-    alpha=None,
-    ridge=False,
-    per_target=False,
-    eliminate=True,
-    defer_x_check=False,
-    keep_original=False,
-    defer_checks=False,
-    alpha_name="alpha",
-    scale=None,
-    gram_center=False,
-    scale_x_by_gram=True,
+    v, *, scale=None, eliminate=True, keep_original=False, defer_checks=False, gram_center=False, scale_x_by_gram=True
 ) -> Problem:
-    """Validate (:func:`validate`), cast, center and weight. Raises before any heavy work.
+    """Step 2 of every fit: the validated inputs ``v`` (:func:`validate`) scaled, weighted and
+    centered for a solver. Raises before any heavy work.
 
     ``eliminate=False`` keeps the centered, weighted rows (m of them, one per sample) instead of
-    reflecting the intercept direction away: leave-one-out needs per-sample rows. With
-    ``defer_x_check`` the solver tests X's finiteness on its Gram matrix instead
-    (``Problem.check``, see :func:`gram_check`); ``keep_original`` keeps the validated inputs
-    (for ``refine`` and leave-one-out). The value checks are read before this returns, or,
-    with ``defer_checks``, left in ``Problem.checks`` for the fit to read with its first route
-    decision (see ``_compat.deferred``): one host read for the whole fit (NumPy, where
-    reading is free, reads them here all the same). ``scale``
+    reflecting the intercept direction away: leave-one-out needs per-sample rows.
+    ``keep_original`` keeps the validated inputs (for ``refine`` and leave-one-out). The value
+    checks are read before this returns, or, with ``defer_checks``, left in ``Problem.checks``
+    for the fit to read with its first route decision (see ``_compat.deferred``): one host read
+    for the whole fit (NumPy, where reading is free, reads them here all the same). ``scale``
     ("per_target" or "shared", see ``_scaling``) solves at unit scale: X, Y, the square roots
     of the weights and alpha divided by powers of two, recorded in ``Problem.scale`` for
-    ``_scaling.unscale``. With
-    ``gram_center`` a tall problem with an intercept (m - 1 >= n >= 1) is not centered here:
-    only its means are taken (``Problem.centered``, for the Gram route's ``TallGram``); without
-    weights, where the fit reads its checks (``_scaling.certifiable``), X's scale is then
-    certified by the Gram matrix
-    (``_scaling.gram_certificate``, which raises ``Rescale``: prepare again with
-    ``scale_x_by_gram=False``)."""
-    xp, X, Y, sample_weight, alpha, y_was_vector, checks = validate(
-        X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, alpha=alpha, ridge=ridge,
-        per_target=per_target, defer_x_check=defer_x_check, alpha_name=alpha_name,
-    )  # fmt: skip
+    ``_scaling.unscale``. With ``gram_center`` a tall problem with an intercept (m - 1 >= n >= 1)
+    is not centered here: only its means are taken (``Problem.centered``, for the Gram route's
+    ``TallGram``); without weights, where the fit reads its checks (``_scaling.certifiable``),
+    X's scale is then certified by the Gram matrix (``_scaling.gram_certificate``, which raises
+    ``Rescale``: prepare again with ``scale_x_by_gram=False``). X's finiteness test goes with
+    the Gram matrix where ``v`` left it there (``Problem.check``, see :func:`gram_check`)."""
+    xp, X, Y, sample_weight, alpha, y_was_vector, checks, fit_intercept, check_finite, defer_x_check = v
     if not defer_checks or _aac.is_numpy_namespace(xp):
         # NumPy reads for free: a bad value raises here, before centering or scaling meets
         # it (NaN and infinity there print NumPy's RuntimeWarnings ahead of the error).

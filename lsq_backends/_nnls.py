@@ -6,7 +6,7 @@ from typing import Any, NamedTuple
 
 from . import _compat
 from ._empty import pad_empty_batch
-from ._input import check_bool, compiled_fit, intercept_of, prepare
+from ._input import Penalty, check_bool, compiled_fit, intercept_of, prepare, validate
 from ._result import LstsqResult
 from ._scaling import unscale
 from ._solvers import nnls as _solver
@@ -114,11 +114,10 @@ def nnls(
     if _compat.eager_jax(X, y, sample_weight, alpha):
         kwargs = {"fit_intercept": fit_intercept, "max_iter": max_iter, "tol": tol}
         penalty = (alpha, per_target, per_target)
-        return compiled_fit(nnls, NNLS_STATIC, X, y, sample_weight, kwargs, fit_intercept, check_finite, penalty)
-    problem = prepare(
-        X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, alpha=alpha, ridge=True,
-        per_target=per_target, scale="per_target",
-    )  # fmt: skip
+        return compiled_fit(nnls, NNLS_STATIC, X, y, sample_weight, kwargs, check_finite, penalty)
+    penalty = Penalty(alpha, per_target)
+    v = validate(X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, penalty=penalty)
+    problem = prepare(v, scale="per_target")
     problem, cut = pad_empty_batch(problem)
     xp, Xp, Yp = problem.xp, problem.X, problem.Y
     n = Xp.shape[-1]

@@ -43,7 +43,7 @@ import threading
 from typing import Any, NamedTuple
 
 from . import _compat
-from ._input import check_bool, prepare
+from ._input import check_bool, prepare, validate
 from ._scaling import empty_exponent, exponent, log2_abs, make_scale, powers, times
 from ._solvers._shared import dot, mT
 
@@ -261,7 +261,8 @@ class Accumulator:
         if getattr(X, "ndim", 2) != 2:
             msg = f"X must be one chunk of rows of shape (m, n_features); got shape {tuple(X.shape)}"
             raise ValueError(msg)
-        problem = prepare(X, y, sample_weight, fit_intercept=False, check_finite=check_finite, keep_original=True)
+        v = validate(X, y, sample_weight, fit_intercept=False, check_finite=check_finite)
+        problem = prepare(v, keep_original=True)
         xp = problem.xp
         Xv, Y, root = problem.original
         meta = Meta(xp, _compat.device(Xv), Xv.dtype, Xv.shape[1], Y.shape[1], problem.y_was_vector)

@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 
 from . import _compat
 from ._api import check_refine, refined_solution
-from ._input import check_bool, intercept_of, prepare
+from ._input import check_bool, intercept_of, prepare, validate
 from ._scaling import powers, times
 from ._solvers._shared import all_true, default_cutoff, dot, eps, eye_like, full_rank, mT
 from ._solvers.pinv import filtered_solve, uncentered_scale
@@ -358,10 +358,8 @@ def diagnostics(
     refine = _check_options(cov_type, refine)
     fit_intercept = check_bool(fit_intercept, "fit_intercept")
     check_finite = check_bool(check_finite, "check_finite")
-    problem = prepare(
-        X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite, keep_original=True,
-        scale="per_target",
-    )  # fmt: skip
+    v = validate(X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite)
+    problem = prepare(v, keep_original=True, scale="per_target")
     _check_shapes(problem, fit_intercept)
     xp = problem.xp
     X0, Y0, root = problem.original
