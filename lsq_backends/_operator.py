@@ -227,13 +227,15 @@ def entry_dtype(X, xp):
     return getattr(xp, name)
 
 
-def finite_entries(X):
+def finite_entries(X, magnitude=None):
     """A 0-d boolean array: X's stored entries are finite (None where they cannot be read: an
-    operator, or a traced JAX array)."""
+    operator, or a traced JAX array). ``magnitude``: :func:`entry_magnitude` of X where the
+    caller has it (a SciPy matrix's test then reads it, not the values again)."""
     if _scipy_sparse(X):
         import numpy as np
 
-        return np.isfinite(X.data).all()
+        # NaN and infinity reach the largest magnitude: no boolean temporary of nnz entries
+        return np.isfinite(entry_magnitude(X) if magnitude is None else magnitude)
     if _torch_sparse(X):
         import torch
 
@@ -257,7 +259,8 @@ def entry_magnitude(X):
     if _scipy_sparse(X):
         import numpy as np
 
-        return np.max(np.abs(X.data), initial=0.0)
+        # the larger of |max| and |min|: two reads of the values, no |X.data| temporary
+        return np.maximum(np.abs(X.data.max(initial=0)), np.abs(X.data.min(initial=0)))
     if _torch_sparse(X):
         import torch
 

@@ -3,13 +3,15 @@ layer (re-exported by :mod:`lsq_backends._compat`).
 
 An iteration of LSMR or LSQR on a sparse X is a pair of sparse products and a dozen passes
 over vectors of length m and n; on NumPy, where nothing fuses, each pass is memory traffic, and
-at 10^6 x 10^5 with 5 non-zeros a row the passes cost as much as the products. Two NumPy
-quirks, both about reading values, which costs nothing in host memory:
+at 10^6 x 10^5 with 5 non-zeros a row the passes cost as much as the products. Three NumPy
+quirks, all about reading values, which costs nothing in host memory:
 
 - a column norm scaled against underflow (max, divide, square, sum: four passes and two
   temporaries) is needed only when the plain sum of squares leaves the normal range;
 - a masked update (``where`` over the whole state, a copy of every vector) is needed only
-  while some columns have stopped and others run.
+  while some columns have stopped and others run;
+- a scale of the products by a power of two (the problem put at unit scale) is applied only
+  where it is not 1.
 
 Elsewhere (traced JAX, GPUs, Dask) nothing is read: the scaled norm and ``where`` always.
 """
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import array_api_compat as _aac
 
-__all__ = ["column_norms", "nonzero_or_one", "plain_namespace", "select"]
+__all__ = ["column_norms", "known_ones", "nonzero_or_one", "plain_namespace", "select"]
 
 
 def _scaled_norms(xp, a):
@@ -61,6 +63,16 @@ def select(xp, pick, a, b):
     if isinstance(a, tuple):
         return type(a)(*(xp.where(pick, x, y) for x, y in zip(a, b, strict=True)))
     return xp.where(pick, a, b)
+
+
+def known_ones(xp, factor):
+    """True where every entry of ``factor`` (a scale, e.g. a power of two) is known to be 1,
+    so that the multiplication by it may be skipped; False where that is not known. Quirk: on
+    NumPy the read is free, and a multiplication of a long vector by 1 (a scale that data
+    within the safe range does not need) is a pass over it, and an allocation, for nothing;
+    elsewhere a read would wait for the device or break tracing, and fusion makes the
+    multiplication cheap: False, the factor is applied."""
+    return _aac.is_numpy_namespace(xp) and bool((factor == 1).all())
 
 
 def nonzero_or_one(xp, d):
