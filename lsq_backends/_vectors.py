@@ -13,6 +13,9 @@ quirks, all about reading values, which costs nothing in host memory:
 - a scale of the products by a power of two (the problem put at unit scale) is applied only
   where it is not 1.
 
+And one about memory traffic: the updates ``a * c + b`` of long vectors are formed block by
+block (:func:`multiply_add`), the product ``a * c`` never written out whole.
+
 Elsewhere (traced JAX, GPUs, Dask) nothing is read: the scaled norm and ``where`` always.
 """
 
@@ -20,7 +23,7 @@ from __future__ import annotations
 
 import array_api_compat as _aac
 
-__all__ = ["column_norms", "known_ones", "nonzero_or_one", "plain_namespace", "select"]
+__all__ = ["column_norms", "known_ones", "multiply_add", "nonzero_or_one", "plain_namespace", "select"]
 
 
 def _scaled_norms(xp, a):
@@ -73,6 +76,34 @@ def known_ones(xp, factor):
     elsewhere a read would wait for the device or break tracing, and fusion makes the
     multiplication cheap: False, the factor is applied."""
     return _aac.is_numpy_namespace(xp) and bool((factor == 1).all())
+
+
+_BLOCK = 1 << 15  # elements of a block of rows in multiply_add: 256 KiB of float64, in cache
+
+
+def multiply_add(xp, a, c, b):
+    """``a * c + b`` for ``a``, ``b`` (..., p, k) and ``c`` (..., 1, k) (one factor per column),
+    rounded as written: the product, then the sum (so ``b - c * a`` is ``multiply_add(a, -c,
+    b)`` bit for bit). Quirk: NumPy writes ``a * c`` whole into a new array and reads it back,
+    a pass over memory more than the update needs on the Krylov solvers' vectors of length m;
+    on NumPy a 2-D ``a`` is multiplied block of rows by block into a small buffer that stays in
+    cache, and each block added into the result. Elsewhere the expression (XLA fuses it)."""
+    shape = getattr(c, "shape", ())
+    if not (
+        _aac.is_numpy_namespace(xp) and a.ndim == 2 and a.shape == b.shape and a.size > _BLOCK
+        and len(shape) <= 2 and (len(shape) < 2 or shape[0] == 1)
+    ):  # fmt: skip
+        return a * c + b
+    import numpy as np
+
+    out = np.empty(a.shape, dtype=np.result_type(a, c, b))
+    p, k = a.shape
+    rows = max(1, _BLOCK // k)
+    scratch = np.empty((min(rows, p), k), dtype=out.dtype)
+    for i in range(0, p, rows):
+        j = min(i + rows, p)
+        np.add(np.multiply(a[i:j], c, out=scratch[: j - i]), b[i:j], out=out[i:j])
+    return out
 
 
 def nonzero_or_one(xp, d):

@@ -140,12 +140,13 @@ def solve(xp, X, Y, alpha, *, atol=None, btol=None, max_iter=None, conlim=None, 
         fwd, adj = products(X)
         n_iter = s.n_iter + 1
         # Golub-Kahan bidiagonalization: beta u = X v - alpha u, alpha v = X^T u - beta v.
-        # (On NumPy the fresh temporaries are updated in place: two passes over u fewer.)
-        u = _compat.minus_fresh(xp, fwd(s.v), s.alpha * s.u)
+        # (On NumPy the fresh vectors are updated in place, and the updates a * c + b formed
+        # block by block: _compat.multiply_add, the same roundings, passes over u and v fewer.)
+        u = _compat.multiply_add(xp, s.u, -s.alpha, fwd(s.v))
         beta = column_norm(xp, u)
         more = beta > 0  # beta = 0: the Krylov space is exhausted, v and alpha stay
         u = _compat.update_fresh(xp, u, "multiply", 1 / safe(xp, beta))
-        v = _compat.minus_fresh(xp, adj(u), beta * s.v)
+        v = _compat.multiply_add(xp, s.v, -beta, adj(u))
         alpha = column_norm(xp, v)
         v = _compat.select(xp, more, _compat.update_fresh(xp, v, "multiply", 1 / safe(xp, alpha)), s.v)
         alpha = _compat.select(xp, more, alpha, s.alpha)
@@ -160,9 +161,9 @@ def solve(xp, X, Y, alpha, *, atol=None, btol=None, max_iter=None, conlim=None, 
         zeta = cbar * s.zetabar
         zetabar = -sbar * s.zetabar
         # Update h, hbar and x.
-        hbar = s.hbar * -(thetabar * rho / safe(xp, s.rho * s.rhobar)) + s.h
-        x = s.x + (zeta / safe(xp, rho * rhobar)) * hbar
-        h = s.h * -(thetanew / safe(xp, rho)) + v
+        hbar = _compat.multiply_add(xp, s.hbar, -(thetabar * rho / safe(xp, s.rho * s.rhobar)), s.h)
+        x = _compat.multiply_add(xp, hbar, zeta / safe(xp, rho * rhobar), s.x)
+        h = _compat.multiply_add(xp, s.h, -(thetanew / safe(xp, rho)), v)
         # Estimate ||r|| (rotations on the right of the lower bidiagonal, as SciPy).
         betaacute = chat * s.betadd
         betacheck = -shat * s.betadd

@@ -121,13 +121,14 @@ def solve(xp, X, Y, alpha, *, atol=None, btol=None, max_iter=None):
 
     def step(s, X):
         # Golub-Kahan bidiagonalization: beta u = X v - alfa u, alfa v = X^T u - beta v.
-        # (On NumPy the fresh temporaries are updated in place, as in LSMR.)
-        u = _compat.minus_fresh(xp, forward(xp, X, s.v), s.alfa * s.u)
+        # (On NumPy the fresh vectors are updated in place and the updates formed block by
+        # block, as in LSMR: _compat.multiply_add, the same roundings.)
+        u = _compat.multiply_add(xp, s.u, -s.alfa, forward(xp, X, s.v))
         beta = _norm(xp, u)
         more = beta > 0  # beta = 0: the Krylov space is exhausted, u and v stay
         u = _compat.update_fresh(xp, u, "divide", _safe(xp, beta))
         anorm = xp.where(more, xp.sqrt(s.anorm**2 + s.alfa**2 + beta**2 + dampsq), s.anorm)
-        v = _compat.minus_fresh(xp, adjoint(xp, X, u), beta * s.v)
+        v = _compat.multiply_add(xp, s.v, -beta, adjoint(xp, X, u))
         alfa = _norm(xp, v)
         v = _compat.select(xp, more, _compat.update_fresh(xp, v, "divide", _safe(xp, alfa)), s.v)
         alfa = xp.where(more, alfa, s.alfa)
@@ -144,8 +145,8 @@ def solve(xp, X, Y, alpha, *, atol=None, btol=None, max_iter=None):
         theta, rhobar = sn * alfa, -cs * alfa
         phi, phibar = cs * phibar, sn * phibar
         tau = sn * phi
-        x = s.x + (phi / _safe(xp, rho)) * s.w
-        w = v - (theta / _safe(xp, rho)) * s.w
+        x = _compat.multiply_add(xp, s.w, phi / _safe(xp, rho), s.x)
+        w = _compat.multiply_add(xp, s.w, -(theta / _safe(xp, rho)), v)
         # Estimate ||x|| (a rotation on the right of the upper bidiagonal).
         rhs = phi - s.sn2 * rho * s.z
         gambar = -s.cs2 * rho
