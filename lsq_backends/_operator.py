@@ -54,11 +54,13 @@ class LinearMap:
     ``squares(U)``, where X's entries are known (a sparse matrix), returns ``(S^T @ U, c)``:
     ``S`` the squares of X's entries divided by ``c_j**2`` (``c`` (n,) the largest magnitude
     in each column, so that no square overflows or underflows), the column sums of squares of
-    a row-weighted X; None for an operator. ``norms()`` returns X's column norms (1, n) (None where unknown)."""
+    a row-weighted X; None for an operator. ``norms()`` returns X's column norms (1, n) (None where unknown).
+    ``fresh``: the products return new arrays, which the caller may write into (a sparse
+    matrix's; not a user's callables, whose results may be held elsewhere)."""
 
     ndim = 2
 
-    def __init__(self, xp, shape, dtype, device, matvec, rmatvec, squares=None, norms=None):
+    def __init__(self, xp, shape, dtype, device, matvec, rmatvec, squares=None, norms=None, fresh=False):
         self.xp: Any = xp
         self.shape = tuple(shape)
         self.dtype = dtype
@@ -66,6 +68,7 @@ class LinearMap:
         self._matvec, self._rmatvec = matvec, rmatvec
         self.squares = squares
         self._norms = norms
+        self.fresh = fresh
 
     def matvec(self, V):
         return self._matvec(V)
@@ -328,7 +331,7 @@ def linear_map(X, xp, dtype, device):
         S, c = _squared(X)  # built when asked (preconditioning): nnz more entries
         return S.T @ U, c
 
-    return LinearMap(xp, (m, n), dtype, device, lambda V: X @ V, lambda U: Xt @ U, squares)
+    return LinearMap(xp, (m, n), dtype, device, lambda V: X @ V, lambda U: Xt @ U, squares, fresh=True)
 
 
 def _squared(X):
@@ -436,6 +439,5 @@ def centered(xp, A, root, x_mean):
             out = out - _compat.matmul(xp, xp.linalg.matrix_transpose(x_mean), xp.sum(U, axis=0, keepdims=True))
         return out
 
-    return LinearMap(
-        xp, A.shape, A.dtype, A.device, matvec, rmatvec, norms=lambda: column_norms_of(xp, A, root, x_mean)
-    )
+    norms = lambda: column_norms_of(xp, A, root, x_mean)  # noqa: E731
+    return LinearMap(xp, A.shape, A.dtype, A.device, matvec, rmatvec, norms=norms, fresh=A.fresh)

@@ -272,7 +272,7 @@ def _scaled(xp, A, Y, alpha, options, big, root):
     As = A if _compat.known_ones(xp, fx) else LinearMap(
         xp, A.shape, A.dtype, A.device,
         lambda V: times(xp, A.matvec(V), fx), lambda U: times(xp, A.rmatvec(U), fx),
-        norms=lambda: times(xp, A.norms(), fx),
+        norms=lambda: times(xp, A.norms(), fx), fresh=True,
     )  # fmt: skip
     if alpha is not None:
         alpha = penalty_times(xp, alpha, fa)

@@ -81,25 +81,31 @@ def known_ones(xp, factor):
 _BLOCK = 1 << 15  # elements of a block of rows in multiply_add: 256 KiB of float64, in cache
 
 
-def multiply_add(xp, a, c, b):
+def multiply_add(xp, a, c, b, fresh=False):
     """``a * c + b`` for ``a``, ``b`` (..., p, k) and ``c`` (..., 1, k) (one factor per column),
     rounded as written: the product, then the sum (so ``b - c * a`` is ``multiply_add(a, -c,
-    b)`` bit for bit). Quirk: NumPy writes ``a * c`` whole into a new array and reads it back,
-    a pass over memory more than the update needs on the Krylov solvers' vectors of length m;
-    on NumPy a 2-D ``a`` is multiplied block of rows by block into a small buffer that stays in
-    cache, and each block added into the result. Elsewhere the expression (XLA fuses it)."""
-    shape = getattr(c, "shape", ())
+    b)`` bit for bit). ``fresh``: ``b`` is a temporary the caller made (a product ``X @ V``)
+    and holds no other reference to.
+
+    Quirk: NumPy writes ``a * c`` whole into a new array and reads it back, and the sum into
+    another: on the Krylov solvers' vectors of length m, passes over memory (and writes to
+    memory not in cache) that the update does not need. On NumPy a 2-D ``a`` is multiplied
+    block of rows by block into a small buffer that stays in cache, and each block added into
+    the result: ``b`` itself where it is fresh. Elsewhere the expression (XLA fuses it)."""
+    shape = tuple(getattr(c, "shape", ()))
     if not (
         _aac.is_numpy_namespace(xp) and a.ndim == 2 and a.shape == b.shape and a.size > _BLOCK
-        and len(shape) <= 2 and (len(shape) < 2 or shape[0] == 1)
+        and (len(shape) < 2 or (len(shape) == 2 and shape[0] == 1))
     ):  # fmt: skip
-        return a * c + b
+        return a * c + b  # (short vectors: the expression costs less to call)
     import numpy as np
 
-    out = np.empty(a.shape, dtype=np.result_type(a, c, b))
+    dtype = np.result_type(a, c, b)
+    own = fresh and b.dtype == dtype and b.flags.writeable and not np.may_share_memory(a, b)
+    out = b if own else np.empty(a.shape, dtype=dtype)
     p, k = a.shape
     rows = max(1, _BLOCK // k)
-    scratch = np.empty((min(rows, p), k), dtype=out.dtype)
+    scratch = np.empty((min(rows, p), k), dtype=dtype)
     for i in range(0, p, rows):
         j = min(i + rows, p)
         np.add(np.multiply(a[i:j], c, out=scratch[: j - i]), b[i:j], out=out[i:j])

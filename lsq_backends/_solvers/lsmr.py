@@ -47,6 +47,7 @@ from ._krylov import (
     default_max_iter,
     default_tol,
     forward,
+    fresh_products,
     rank_of,
     safe,
     sym_ortho,
@@ -112,6 +113,7 @@ def solve(xp, X, Y, alpha, *, atol=None, btol=None, max_iter=None, conlim=None, 
         )
 
     fwd, adj = products(X)
+    fresh = augmented or fresh_products(X)  # the products' results may be written into
     if augmented:
         Y = xp.concat([Y, xp.zeros((*Y.shape[:-2], n, Y.shape[-1]), dtype=Y.dtype, device=_compat.device(Y))], axis=-2)
         damp = zero
@@ -140,13 +142,14 @@ def solve(xp, X, Y, alpha, *, atol=None, btol=None, max_iter=None, conlim=None, 
         fwd, adj = products(X)
         n_iter = s.n_iter + 1
         # Golub-Kahan bidiagonalization: beta u = X v - alpha u, alpha v = X^T u - beta v.
-        # (On NumPy the fresh vectors are updated in place, and the updates a * c + b formed
-        # block by block: _compat.multiply_add, the same roundings, passes over u and v fewer.)
-        u = _compat.multiply_add(xp, s.u, -s.alpha, fwd(s.v))
+        # (On NumPy the updates a * c + b are formed block by block, into the products' new
+        # arrays, and their norms taken as they are made: _compat.multiply_add_norms, the same
+        # roundings but for the order of the sums of squares; passes over u and v fewer.)
+        u = _compat.multiply_add(xp, s.u, -s.alpha, fwd(s.v), fresh)
         beta = column_norm(xp, u)
         more = beta > 0  # beta = 0: the Krylov space is exhausted, v and alpha stay
         u = _compat.update_fresh(xp, u, "multiply", 1 / safe(xp, beta))
-        v = _compat.multiply_add(xp, s.v, -beta, adj(u))
+        v = _compat.multiply_add(xp, s.v, -beta, adj(u), fresh)
         alpha = column_norm(xp, v)
         v = _compat.select(xp, more, _compat.update_fresh(xp, v, "multiply", 1 / safe(xp, alpha)), s.v)
         alpha = _compat.select(xp, more, alpha, s.alpha)

@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from .. import _compat
-from ._krylov import CAPABILITIES, OPTIONS, adjoint, default_max_iter, default_tol, forward, rank_of
+from ._krylov import CAPABILITIES, OPTIONS, adjoint, default_max_iter, default_tol, forward, fresh_products, rank_of
 from ._krylov import column_norm as _norm
 from ._krylov import safe as _safe
 from ._record import Record, Solution
@@ -118,17 +118,18 @@ def solve(xp, X, Y, alpha, *, atol=None, btol=None, max_iter=None):
         # its test alfa * beta == 0 also stops where that product underflows)
     )  # fmt: skip
     tiny = float(xp.finfo(X.dtype).smallest_normal)
+    fresh = fresh_products(X)  # the products' results may be written into
 
     def step(s, X):
         # Golub-Kahan bidiagonalization: beta u = X v - alfa u, alfa v = X^T u - beta v.
-        # (On NumPy the fresh vectors are updated in place and the updates formed block by
-        # block, as in LSMR: _compat.multiply_add, the same roundings.)
-        u = _compat.multiply_add(xp, s.u, -s.alfa, forward(xp, X, s.v))
+        # (On NumPy the updates formed block by block, into the products' new arrays, and their
+        # norms with them, as in LSMR: _compat.multiply_add_norms.)
+        u = _compat.multiply_add(xp, s.u, -s.alfa, forward(xp, X, s.v), fresh)
         beta = _norm(xp, u)
         more = beta > 0  # beta = 0: the Krylov space is exhausted, u and v stay
         u = _compat.update_fresh(xp, u, "divide", _safe(xp, beta))
         anorm = xp.where(more, xp.sqrt(s.anorm**2 + s.alfa**2 + beta**2 + dampsq), s.anorm)
-        v = _compat.multiply_add(xp, s.v, -beta, adjoint(xp, X, u))
+        v = _compat.multiply_add(xp, s.v, -beta, adjoint(xp, X, u), fresh)
         alfa = _norm(xp, v)
         v = _compat.select(xp, more, _compat.update_fresh(xp, v, "divide", _safe(xp, alfa)), s.v)
         alfa = xp.where(more, alfa, s.alfa)
