@@ -439,5 +439,7 @@ def centered(xp, A, root, x_mean):
             out = out - _compat.matmul(xp, xp.linalg.matrix_transpose(x_mean), xp.sum(U, axis=0, keepdims=True))
         return out
 
-    norms = lambda: column_norms_of(xp, A, root, x_mean)  # noqa: E731
+    def norms():
+        return column_norms_of(xp, A, root, x_mean)
+
     return LinearMap(xp, A.shape, A.dtype, A.device, matvec, rmatvec, norms=norms, fresh=A.fresh)
