@@ -33,7 +33,7 @@ from ._devices import constants, device_scope, on_input_device, powers_of_two
 from ._factorizations import checked_cholesky, cholesky, eigh, one_pass_qr, qr, qr_apply, qr_implicit, qr_r, svd
 from ._products import cross, matmul
 from ._triangular import SMALL_STACK, batch_last, cho_solve, solve_triangular, triangular_inverse
-from ._vectors import column_norms, nonzero_or_one, plain_namespace, select
+from ._vectors import column_norms, known_ones, multiply_add, nonzero_or_one, plain_namespace, select
 
 __all__ = [
     "Checks",
@@ -67,10 +67,12 @@ __all__ = [
     "device_scope",
     "eigh",
     "is_lazy",
+    "known_ones",
     "is_readable",
     "jit",
     "loop",
     "matmul",
+    "multiply_add",
     "memo",
     "one_pass_qr",
     "over_columns",

@@ -54,11 +54,13 @@ class LinearMap:
     ``squares(U)``, where X's entries are known (a sparse matrix), returns ``(S^T @ U, c)``:
     ``S`` the squares of X's entries divided by ``c_j**2`` (``c`` (n,) the largest magnitude
     in each column, so that no square overflows or underflows), the column sums of squares of
-    a row-weighted X; None for an operator. ``norms()`` returns X's column norms (1, n) (None where unknown)."""
+    a row-weighted X; None for an operator. ``norms()`` returns X's column norms (1, n) (None where unknown).
+    ``fresh``: the products return new arrays, which the caller may write into (a sparse
+    matrix's; not a user's callables, whose results may be held elsewhere)."""
 
     ndim = 2
 
-    def __init__(self, xp, shape, dtype, device, matvec, rmatvec, squares=None, norms=None):
+    def __init__(self, xp, shape, dtype, device, matvec, rmatvec, squares=None, norms=None, fresh=False):
         self.xp: Any = xp
         self.shape = tuple(shape)
         self.dtype = dtype
@@ -66,6 +68,7 @@ class LinearMap:
         self._matvec, self._rmatvec = matvec, rmatvec
         self.squares = squares
         self._norms = norms
+        self.fresh = fresh
 
     def matvec(self, V):
         return self._matvec(V)
@@ -227,13 +230,15 @@ def entry_dtype(X, xp):
     return getattr(xp, name)
 
 
-def finite_entries(X):
+def finite_entries(X, magnitude=None):
     """A 0-d boolean array: X's stored entries are finite (None where they cannot be read: an
-    operator, or a traced JAX array)."""
+    operator, or a traced JAX array). ``magnitude``: :func:`entry_magnitude` of X where the
+    caller has it (a SciPy matrix's test then reads it, not the values again)."""
     if _scipy_sparse(X):
         import numpy as np
 
-        return np.isfinite(X.data).all()
+        # NaN and infinity reach the largest magnitude: no boolean temporary of nnz entries
+        return np.isfinite(entry_magnitude(X) if magnitude is None else magnitude)
     if _torch_sparse(X):
         import torch
 
@@ -257,7 +262,8 @@ def entry_magnitude(X):
     if _scipy_sparse(X):
         import numpy as np
 
-        return np.max(np.abs(X.data), initial=0.0)
+        # the larger of |max| and |min|: two reads of the values, no |X.data| temporary
+        return np.maximum(np.abs(X.data.max(initial=0)), np.abs(X.data.min(initial=0)))
     if _torch_sparse(X):
         import torch
 
@@ -325,7 +331,7 @@ def linear_map(X, xp, dtype, device):
         S, c = _squared(X)  # built when asked (preconditioning): nnz more entries
         return S.T @ U, c
 
-    return LinearMap(xp, (m, n), dtype, device, lambda V: X @ V, lambda U: Xt @ U, squares)
+    return LinearMap(xp, (m, n), dtype, device, lambda V: X @ V, lambda U: Xt @ U, squares, fresh=True)
 
 
 def _squared(X):
@@ -433,6 +439,7 @@ def centered(xp, A, root, x_mean):
             out = out - _compat.matmul(xp, xp.linalg.matrix_transpose(x_mean), xp.sum(U, axis=0, keepdims=True))
         return out
 
-    return LinearMap(
-        xp, A.shape, A.dtype, A.device, matvec, rmatvec, norms=lambda: column_norms_of(xp, A, root, x_mean)
-    )
+    def norms():
+        return column_norms_of(xp, A, root, x_mean)
+
+    return LinearMap(xp, A.shape, A.dtype, A.device, matvec, rmatvec, norms=norms, fresh=A.fresh)

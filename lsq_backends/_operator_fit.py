@@ -173,17 +173,18 @@ def fit(X, y, alpha=None, *, method, fit_intercept, sample_weight, check_finite,
     if fit_intercept and m == 0:
         raise ValueError("fit_intercept=True needs at least one sample (X has 0 rows)")
     y_was_vector = y.ndim == 1
-    Y = xp.astype(y[:, None] if y_was_vector else y, dtype)
+    Y = xp.astype(y[:, None] if y_was_vector else y, dtype, copy=False)  # never written to
     k = Y.shape[-1]
-    w = None if sample_weight is None else xp.astype(sample_weight, dtype)
+    w = None if sample_weight is None else xp.astype(sample_weight, dtype, copy=False)
     checks = _compat.Checks()
     if ridge:
         alpha = validate_alpha(xp, _to_home(alpha, "alpha", xp, dev, same, dtype), k, dtype, dev, per_target, checks)
+    big = entry_magnitude(X)  # X's scale, and for SciPy's its finiteness: one read of its entries
     if check_finite:
         for name, a in (("y", Y), ("sample_weight", w)):
             if a is not None and not _compat.is_lazy(a):
                 check_finite_values(xp, a, name)
-        ok = finite_entries(X)
+        ok = finite_entries(X, big)
         if ok is not None:
             checks.add(ok, failure(ValueError, "X contains NaN or infinity in its stored entries"))
     if w is not None and not _compat.is_lazy(w):
@@ -196,7 +197,6 @@ def fit(X, y, alpha=None, *, method, fit_intercept, sample_weight, check_finite,
     checks.read(xp)
     A = linear_map(X, xp, dtype, dev)
     options = solver_options(method, atol, btol, max_iter, conlim, x0, precondition)
-    big = entry_magnitude(X)
     if big is not None:  # in the products' library: NumPy for SciPy's, the backend's own else
         big = xp.astype(xp.asarray(big) if _aac.is_numpy_namespace(xp) else big, dtype)
     result = _solve(xp, A, Y, w, alpha, method, fit_intercept, options, big)
@@ -237,18 +237,15 @@ def _solve(xp, A, Y, w, alpha, method, fit_intercept, options, big=None):
         n_iter = full_rank(xp, (k,), 0, Y)
         istop = n_iter if record(method).stops else None
         rank = full_rank(xp, (), 0, Y)
-        resid = Y
+        rss = xp.sum(Y * Y, axis=0)
     else:
         As, Ys, alpha_s, options, (back, square) = _scaled(xp, Ac, Y, alpha, options, big, root)
         if alpha_s is not None:  # (1, k) or (1, 1) against Y (m, k), as the dense route's penalty
             alpha_s = _compat.as_rank(xp, alpha_s, 2)
         sol = solvers_fit(xp, As, Ys, alpha_s, method, None, None, None, options)
         rank, n_iter, istop = sol.rank, sol.n_iter, sol.istop
-        resid = Ys - As.matvec(sol.coef)
+        rss = times(xp, _compat.sum_of_squares(xp, Ys - As.matvec(sol.coef), axis=0), square)
         coef = times(xp, sol.coef, back)
-    rss = xp.sum(resid * resid, axis=0)
-    if min(m, n) > 0 and k > 0:
-        rss = times(xp, rss, square)
     if fw is not None:
         rss = times(xp, rss, fw)
     if fit_intercept:
@@ -264,7 +261,7 @@ def _scaled(xp, A, Y, alpha, options, big, root):
     largest weight's root; 0 for an operator, whose entries are unknown), ``Y 2**-ky`` (per
     target), ``alpha 2**-2kx`` and a warm start ``x0 2**(kx - ky)``. Returns ``(map, Y, alpha,
     options, (coef factor, rss factor))``: coef = coef' 2**(ky - kx), rss = rss' 2**(2 ky)."""
-    ly = log2_abs(xp, xp.max(xp.abs(Y), axis=0))  # (k,)
+    ly = log2_abs(xp, xp.maximum(xp.max(Y, axis=0), -xp.min(Y, axis=0)))  # (k,): max |Y|, no |Y| temporary
     lx = xp.zeros_like(ly[:1]) if big is None else xp.reshape(log2_abs(xp, big), (1,))
     if big is not None and root is not None:
         lx = lx + xp.reshape(log2_abs(xp, xp.max(root)), (1,))
@@ -272,13 +269,16 @@ def _scaled(xp, A, Y, alpha, options, big, root):
     fx, fy, back, square, fa, f0 = powers(
         xp, [(-kx, 1), (-ky, 1), (ky - kx, 2), (2 * ky, 4), (-2 * kx, 4), (kx - ky, 2)]
     )
-    As = LinearMap(
+    # Data within the safe range (the common case) has kx = ky = 0: on NumPy, where that is
+    # read for free, the products and Y are left as they are (a pass over an m- or n-vector
+    # per product saved); elsewhere the factors of 1 are applied.
+    As = A if _compat.known_ones(xp, fx) else LinearMap(
         xp, A.shape, A.dtype, A.device,
         lambda V: times(xp, A.matvec(V), fx), lambda U: times(xp, A.rmatvec(U), fx),
-        norms=lambda: times(xp, A.norms(), fx),
+        norms=lambda: times(xp, A.norms(), fx), fresh=True,
     )  # fmt: skip
     if alpha is not None:
         alpha = penalty_times(xp, alpha, fa)
     if options.get("x0") is not None:
         options = {**options, "x0": times(xp, options["x0"], f0)}
-    return As, times(xp, Y, fy), alpha, options, (back, square)
+    return As, Y if _compat.known_ones(xp, fy) else times(xp, Y, fy), alpha, options, (back, square)

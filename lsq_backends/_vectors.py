@@ -3,13 +3,18 @@ layer (re-exported by :mod:`lsq_backends._compat`).
 
 An iteration of LSMR or LSQR on a sparse X is a pair of sparse products and a dozen passes
 over vectors of length m and n; on NumPy, where nothing fuses, each pass is memory traffic, and
-at 10^6 x 10^5 with 5 non-zeros a row the passes cost as much as the products. Two NumPy
-quirks, both about reading values, which costs nothing in host memory:
+at 10^6 x 10^5 with 5 non-zeros a row the passes cost as much as the products. Three NumPy
+quirks, all about reading values, which costs nothing in host memory:
 
 - a column norm scaled against underflow (max, divide, square, sum: four passes and two
   temporaries) is needed only when the plain sum of squares leaves the normal range;
 - a masked update (``where`` over the whole state, a copy of every vector) is needed only
-  while some columns have stopped and others run.
+  while some columns have stopped and others run;
+- a scale of the products by a power of two (the problem put at unit scale) is applied only
+  where it is not 1.
+
+And one about memory traffic: the updates ``a * c + b`` of long vectors are formed block by
+block (:func:`multiply_add`), the product ``a * c`` never written out whole.
 
 Elsewhere (traced JAX, GPUs, Dask) nothing is read: the scaled norm and ``where`` always.
 """
@@ -18,7 +23,7 @@ from __future__ import annotations
 
 import array_api_compat as _aac
 
-__all__ = ["column_norms", "nonzero_or_one", "plain_namespace", "select"]
+__all__ = ["column_norms", "known_ones", "multiply_add", "nonzero_or_one", "plain_namespace", "select"]
 
 
 def _scaled_norms(xp, a):
@@ -61,6 +66,50 @@ def select(xp, pick, a, b):
     if isinstance(a, tuple):
         return type(a)(*(xp.where(pick, x, y) for x, y in zip(a, b, strict=True)))
     return xp.where(pick, a, b)
+
+
+def known_ones(xp, factor):
+    """True where every entry of ``factor`` (a scale, e.g. a power of two) is known to be 1,
+    so that the multiplication by it may be skipped; False where that is not known. Quirk: on
+    NumPy the read is free, and a multiplication of a long vector by 1 (a scale that data
+    within the safe range does not need) is a pass over it, and an allocation, for nothing;
+    elsewhere a read would wait for the device or break tracing, and fusion makes the
+    multiplication cheap: False, the factor is applied."""
+    return _aac.is_numpy_namespace(xp) and bool((factor == 1).all())
+
+
+_BLOCK = 1 << 15  # elements of a block of rows in multiply_add: 256 KiB of float64, in cache
+
+
+def multiply_add(xp, a, c, b, fresh=False):
+    """``a * c + b`` for ``a``, ``b`` (..., p, k) and ``c`` (..., 1, k) (one factor per column),
+    rounded as written: the product, then the sum (so ``b - c * a`` is ``multiply_add(a, -c,
+    b)`` bit for bit). ``fresh``: ``b`` is a temporary the caller made (a product ``X @ V``)
+    and holds no other reference to.
+
+    Quirk: NumPy writes ``a * c`` whole into a new array and reads it back, and the sum into
+    another: on the Krylov solvers' vectors of length m, passes over memory (and writes to
+    memory not in cache) that the update does not need. On NumPy a 2-D ``a`` is multiplied
+    block of rows by block into a small buffer that stays in cache, and each block added into
+    the result: ``b`` itself where it is fresh. Elsewhere the expression (XLA fuses it)."""
+    shape = tuple(getattr(c, "shape", ()))
+    if not (
+        _aac.is_numpy_namespace(xp) and a.ndim == 2 and a.shape == b.shape and a.size > _BLOCK
+        and (len(shape) < 2 or (len(shape) == 2 and shape[0] == 1))
+    ):  # fmt: skip
+        return a * c + b  # (short vectors: the expression costs less to call)
+    import numpy as np
+
+    dtype = np.result_type(a, c, b)
+    own = fresh and b.dtype == dtype and b.flags.writeable and not np.may_share_memory(a, b)
+    out = b if own else np.empty(a.shape, dtype=dtype)
+    p, k = a.shape
+    rows = max(1, _BLOCK // k)
+    scratch = np.empty((min(rows, p), k), dtype=dtype)
+    for i in range(0, p, rows):
+        j = min(i + rows, p)
+        np.add(np.multiply(a[i:j], c, out=scratch[: j - i]), b[i:j], out=out[i:j])
+    return out
 
 
 def nonzero_or_one(xp, d):

@@ -90,3 +90,45 @@ def test_intercept_elimination_needs_one_copy(numpy_reference, weighted):
     ref = np.linalg.lstsq(np.sqrt(w)[:, None] * Xc, np.sqrt(w) * yc, rcond=None)[0]
     kappa = np.linalg.cond(Xc)
     assert np.linalg.norm(r.coef - ref) <= 100 * EPS * kappa**2 * np.linalg.norm(ref) * 1e3
+
+
+def test_multiply_add_blocks_round_as_written(numpy_reference):
+    """The Krylov updates formed block by block (``_compat.multiply_add``, long vectors and a
+    ragged last block, one factor per column): bit for bit ``b - c * a`` as NumPy writes it;
+    a fresh ``b`` receives the result, any other is left as it was."""
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((2, 100_003, 3))
+    c = rng.standard_normal((1, 3))
+    want = b - c * a
+    kept = b.copy()
+    got = _compat.multiply_add(np, a, -c, b)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(b, kept)
+    assert not np.shares_memory(got, b)
+    fresh = _compat.multiply_add(np, a, -c, b, fresh=True)
+    np.testing.assert_array_equal(fresh, want)
+    assert fresh is b
+
+
+def test_operator_results_never_written(numpy_reference):
+    """The results of a user's products are the user's (they may be held elsewhere): only
+    those of a sparse matrix, new arrays, are written into by the Krylov updates."""
+    import scipy.sparse as sp
+
+    A = sp.random(50_000, 8, density=0.2, format="csr", random_state=1) + sp.eye(50_000, 8)
+    y = np.random.default_rng(2).standard_normal(50_000)
+    held = []
+
+    def product(M):
+        def apply(V):
+            out = M @ V
+            held.append((out, out.copy()))
+            return out
+
+        return apply
+
+    X = lsq.operator(product(A), product(A.T), A.shape, blocks=True)
+    for method in ("lsmr", "lsqr"):
+        got = lsq.lstsq(X, y, method=method, atol=1e-10, btol=1e-10)
+        np.testing.assert_allclose(got.coef, lsq.lstsq(A, y, method=method, atol=1e-10, btol=1e-10).coef, rtol=1e-12)
+    assert held and all(np.array_equal(out, copy) for out, copy in held)

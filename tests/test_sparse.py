@@ -208,9 +208,10 @@ def test_bad_input(numpy_reference):
     with pytest.raises(ValueError, match="y contains NaN"):
         lsq.lstsq(A, np.full(300, np.nan))
     bad = A.copy()
-    bad.data[3] = np.inf
-    with pytest.raises(ValueError, match="X contains NaN or infinity"):
-        lsq.lstsq(bad, Y)
+    for value in (np.inf, -np.inf, np.nan):  # read from X's largest magnitude: each must reach it
+        bad.data[3] = value
+        with pytest.raises(ValueError, match="X contains NaN or infinity"):
+            lsq.lstsq(bad, Y)
     with pytest.raises(ValueError, match="sample_weight must be non-negative"):
         lsq.lstsq(A, Y, sample_weight=-sw)
     with pytest.raises(TypeError, match="X is complex"):
@@ -391,6 +392,21 @@ def test_sparse_column_norms_without_densifying(numpy_reference):
     np.testing.assert_allclose(norms[0, :3], want[:3], rtol=1e-12)
     assert norms[0, 3] == 0 and norms[0, 4] == 0
     np.testing.assert_array_equal(X.data, before)
+
+
+def test_inputs_untouched(numpy_reference):
+    """X's entries, y and the weights are read, never written, though a float64 y is used
+    without a copy: with and without the scaling (y at 2**700), centering, weights,
+    preconditioning and a penalty, 1-D and 2-D y."""
+    A, Y, sw = _problem(seed=9)
+    for y in (Y, Y[:, 0], Y * 2.0**700):
+        for method in ("lsmr", "lsqr"):
+            for kw in ({}, {"fit_intercept": True, "sample_weight": sw}, {"precondition": "columns"}):
+                before = [a.copy() for a in (A.data, y, sw)]
+                lsq.lstsq(A, y, method=method, **kw)
+                lsq.ridge(A, y, 0.5, method=method, **kw)
+                for a, b in zip((A.data, y, sw), before, strict=True):
+                    np.testing.assert_array_equal(a, b)
 
 
 def test_precondition_refused(numpy_reference):

@@ -55,6 +55,12 @@ def adjoint(xp, X, U):
     return dot(xp, mT(xp, X), U)
 
 
+def fresh_products(X):
+    """Whether X's products return new arrays that the solver may write into (``multiply_add``'s
+    ``fresh``): a dense array's (a matrix product), a ``LinearMap``'s where it says so."""
+    return not isinstance(X, LinearMap) or X.fresh
+
+
 def column_norm(xp, a):
     """Column norms (..., 1, k), safe from underflow and overflow (``_compat.column_norms``):
     a norm of 0, from squares that underflowed, would stop the iteration at once."""
@@ -138,5 +144,7 @@ def preconditioned(xp, solve, X, Y, alpha, *, x0=None, **options):
         Y = xp.concat([Y, xp.zeros((*Y.shape[:-2], n, Y.shape[-1]), dtype=Y.dtype, device=_compat.device(Y))], axis=-2)
     if x0 is not None:
         options["x0"] = x0 * d
-    sol = solve(xp, LinearMap(xp, shape, X.dtype, dev, fwd, adj), Y, None, **options)
+    # fwd returns X's product (or, with a penalty, a new concatenation); adj a new quotient
+    sol = solve(xp, LinearMap(xp, shape, X.dtype, dev, fwd, adj, fresh=alpha is not None or fresh_products(X)), Y,
+                None, **options)  # fmt: skip
     return sol._replace(coef=sol.coef / d, rank=rank_of(xp, batch, n, alpha, Y))

@@ -47,6 +47,7 @@ from ._krylov import (
     default_max_iter,
     default_tol,
     forward,
+    fresh_products,
     rank_of,
     safe,
     sym_ortho,
@@ -112,6 +113,7 @@ def solve(xp, X, Y, alpha, *, atol=None, btol=None, max_iter=None, conlim=None, 
         )
 
     fwd, adj = products(X)
+    fresh = augmented or fresh_products(X)  # the products' results may be written into
     if augmented:
         Y = xp.concat([Y, xp.zeros((*Y.shape[:-2], n, Y.shape[-1]), dtype=Y.dtype, device=_compat.device(Y))], axis=-2)
         damp = zero
@@ -140,12 +142,14 @@ def solve(xp, X, Y, alpha, *, atol=None, btol=None, max_iter=None, conlim=None, 
         fwd, adj = products(X)
         n_iter = s.n_iter + 1
         # Golub-Kahan bidiagonalization: beta u = X v - alpha u, alpha v = X^T u - beta v.
-        # (On NumPy the fresh temporaries are updated in place: two passes over u fewer.)
-        u = _compat.minus_fresh(xp, fwd(s.v), s.alpha * s.u)
+        # (On NumPy the updates a * c + b are formed block by block, into the products' new
+        # arrays, and their norms taken as they are made: _compat.multiply_add_norms, the same
+        # roundings but for the order of the sums of squares; passes over u and v fewer.)
+        u = _compat.multiply_add(xp, s.u, -s.alpha, fwd(s.v), fresh)
         beta = column_norm(xp, u)
         more = beta > 0  # beta = 0: the Krylov space is exhausted, v and alpha stay
         u = _compat.update_fresh(xp, u, "multiply", 1 / safe(xp, beta))
-        v = _compat.minus_fresh(xp, adj(u), beta * s.v)
+        v = _compat.multiply_add(xp, s.v, -beta, adj(u), fresh)
         alpha = column_norm(xp, v)
         v = _compat.select(xp, more, _compat.update_fresh(xp, v, "multiply", 1 / safe(xp, alpha)), s.v)
         alpha = _compat.select(xp, more, alpha, s.alpha)
@@ -160,9 +164,9 @@ def solve(xp, X, Y, alpha, *, atol=None, btol=None, max_iter=None, conlim=None, 
         zeta = cbar * s.zetabar
         zetabar = -sbar * s.zetabar
         # Update h, hbar and x.
-        hbar = s.hbar * -(thetabar * rho / safe(xp, s.rho * s.rhobar)) + s.h
-        x = s.x + (zeta / safe(xp, rho * rhobar)) * hbar
-        h = s.h * -(thetanew / safe(xp, rho)) + v
+        hbar = _compat.multiply_add(xp, s.hbar, -(thetabar * rho / safe(xp, s.rho * s.rhobar)), s.h)
+        x = _compat.multiply_add(xp, hbar, zeta / safe(xp, rho * rhobar), s.x)
+        h = _compat.multiply_add(xp, s.h, -(thetanew / safe(xp, rho)), v)
         # Estimate ||r|| (rotations on the right of the lower bidiagonal, as SciPy).
         betaacute = chat * s.betadd
         betacheck = -shat * s.betadd

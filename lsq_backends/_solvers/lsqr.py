@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from .. import _compat
-from ._krylov import CAPABILITIES, OPTIONS, adjoint, default_max_iter, default_tol, forward, rank_of
+from ._krylov import CAPABILITIES, OPTIONS, adjoint, default_max_iter, default_tol, forward, fresh_products, rank_of
 from ._krylov import column_norm as _norm
 from ._krylov import safe as _safe
 from ._record import Record, Solution
@@ -93,6 +93,7 @@ def solve(xp, X, Y, alpha, *, atol=None, btol=None, max_iter=None):
     rank: it is ``n`` for ridge with every ``alpha > 0`` (the damped system has full column
     rank), else -1.
     """
+    xp = _compat.plain_namespace(xp)  # NumPy's own functions on NumPy: ~70 tiny operations a step
     m, n = X.shape[-2:]
     atol = default_tol(xp, X.dtype) if atol is None else atol
     btol = default_tol(xp, X.dtype) if btol is None else btol
@@ -117,17 +118,20 @@ def solve(xp, X, Y, alpha, *, atol=None, btol=None, max_iter=None):
         # its test alfa * beta == 0 also stops where that product underflows)
     )  # fmt: skip
     tiny = float(xp.finfo(X.dtype).smallest_normal)
+    fresh = fresh_products(X)  # the products' results may be written into
 
     def step(s, X):
         # Golub-Kahan bidiagonalization: beta u = X v - alfa u, alfa v = X^T u - beta v.
-        u = forward(xp, X, s.v) - s.alfa * s.u
+        # (On NumPy the updates formed block by block, into the products' new arrays, and their
+        # norms with them, as in LSMR: _compat.multiply_add_norms.)
+        u = _compat.multiply_add(xp, s.u, -s.alfa, forward(xp, X, s.v), fresh)
         beta = _norm(xp, u)
         more = beta > 0  # beta = 0: the Krylov space is exhausted, u and v stay
-        u = u / _safe(xp, beta)
+        u = _compat.update_fresh(xp, u, "divide", _safe(xp, beta))
         anorm = xp.where(more, xp.sqrt(s.anorm**2 + s.alfa**2 + beta**2 + dampsq), s.anorm)
-        v = adjoint(xp, X, u) - beta * s.v
+        v = _compat.multiply_add(xp, s.v, -beta, adjoint(xp, X, u), fresh)
         alfa = _norm(xp, v)
-        v = xp.where(more, v / _safe(xp, alfa), s.v)
+        v = _compat.select(xp, more, _compat.update_fresh(xp, v, "divide", _safe(xp, alfa)), s.v)
         alfa = xp.where(more, alfa, s.alfa)
         # Rotate the damping away (undamped columns: cs1 = 1, as SciPy; the rotation would
         # give cs1 = sign(rhobar), the same x but other signs in the ||x|| estimate).
@@ -142,8 +146,8 @@ def solve(xp, X, Y, alpha, *, atol=None, btol=None, max_iter=None):
         theta, rhobar = sn * alfa, -cs * alfa
         phi, phibar = cs * phibar, sn * phibar
         tau = sn * phi
-        x = s.x + (phi / _safe(xp, rho)) * s.w
-        w = v - (theta / _safe(xp, rho)) * s.w
+        x = _compat.multiply_add(xp, s.w, phi / _safe(xp, rho), s.x)
+        w = _compat.multiply_add(xp, s.w, -(theta / _safe(xp, rho)), v)
         # Estimate ||x|| (a rotation on the right of the upper bidiagonal).
         rhs = phi - s.sn2 * rho * s.z
         gambar = -s.cs2 * rho
@@ -161,8 +165,8 @@ def solve(xp, X, Y, alpha, *, atol=None, btol=None, max_iter=None):
         test2 = arnorm / (anorm * rnorm + tiny)
         stop = (test1 <= btol + atol * ax) | (test2 <= atol) | (1 + test2 <= 1) | (1 + test1 / (1 + ax) <= 1)
         new = _State(x, u, v, w, alfa, rhobar, phibar, anorm, res2, xxnorm, z, cs2, sn2, s.n_iter + 1, stop)
-        run = ~s.done
-        return _State(*(xp.where(run, a, b) for a, b in zip(new, s, strict=False)))
+        run = ~s.done  # finished columns keep their state (no copy on NumPy while all run)
+        return _compat.select(xp, run, new, s)
 
     state = _compat.loop(xp, step, state, max_iter, lambda s: xp.all(s.done), (X,))
     return Solution(state.x, rank_of(xp, tuple(X.shape[:-2]), n, alpha, X), n_iter=state.n_iter[..., 0, :])
