@@ -30,12 +30,31 @@ from __future__ import annotations
 import array_api_compat as _aac
 
 from . import _compat
-from ._center import eliminate_intercept
+from ._center import eliminate_intercept, sample_means, weighted_means
 
 # Rows per block on NumPy: ~1 MB of float64, read from cache by every product of the block
 # (the residual pass measured 0.39x a bare Gram product at 512 KB, 0.31x at 1 MB, 200000 x 50).
 BLOCK_ELEMENTS = 1 << 17
 MIN_ROWS = 256  # wide blocks: the Gram product of a thinner one runs well below BLAS speed
+
+
+def _block_rows(xp, X):
+    """Rows per block where the products run by row blocks (NumPy, 2-D X of at least four
+    blocks), else None (whole-array products)."""
+    m, n = X.shape[-2:]
+    rows = max(BLOCK_ELEMENTS // max(n, 1), MIN_ROWS)
+    return rows if _aac.is_numpy_namespace(xp) and X.ndim == 2 and m >= 4 * rows else None
+
+
+def shifts(xp, X, Y, root):
+    """The shifts ``(x_shift, y_shift)`` of a :class:`TallGram` with an intercept: where its
+    products run by row blocks, the means of a strided sample of rows (no pass over X; each
+    block is shifted again by the exact means for the residual); elsewhere the weighted means
+    (one product, which sharded X reduces in place), so that the one shifted copy of X that
+    every product reads is centered to rounding."""
+    if _block_rows(xp, X) is not None:
+        return sample_means(xp, X, Y)
+    return weighted_means(xp, X, Y, root)[:2]
 
 
 class TallGram:
@@ -47,9 +66,9 @@ class TallGram:
         self.root, self.x_shift, self.y_shift = root, x_shift, y_shift
         self.s = self.t = self.total = self.offset_sq = None
         self.x_mean, self.y_mean = x_shift, y_shift  # exact after ``products``
-        m, n = X.shape[-2:]
-        rows = max(BLOCK_ELEMENTS // max(n, 1), MIN_ROWS)
-        self.rows = rows if _aac.is_numpy_namespace(xp) and X.ndim == 2 and m >= 4 * rows else None
+        self.rows = _block_rows(xp, X)
+        self.kept = None  # (Z, V): the one shifted copy, made by ``products`` (whole arrays)
+        m = X.shape[-2]
         if self.centered:
             ones = _compat.align_rows(xp, xp.ones((m, 1), dtype=X.dtype, device=_compat.device(X)), X)
             self.weights = ones if root is None else root  # root of the weights, (..., m, 1)
@@ -88,10 +107,15 @@ class TallGram:
         if not self.centered:
             return _compat.gram(xp, X, Y)  # blocked on NumPy where that pays (narrow X)
         if self.rows is None:
-            Z, V = self._shifted(X, Y)
+            # One shifted copy, kept for the residual: two passes over it (the Gram product, and
+            # the cross product with Y and the weights' roots side by side), where shifting
+            # again and a product of its own for the sums made four and a second copy.
+            Z, V = self.kept = self._shifted(X, Y)
             Zt = _compat.matrix_transpose(xp, Z)
-            A, B = _compat.matmul(xp, Zt, Z), _compat.cross(xp, Z, V)
-            self.s = _compat.cross(xp, Z, self.weights)  # (..., n, 1)
+            k = V.shape[-1]
+            roots = xp.broadcast_to(_compat.as_rank(xp, self.weights, V.ndim), (*V.shape[:-1], 1))
+            Bs = _compat.cross(xp, Z, xp.concat([V, roots], axis=-1))
+            A, B, self.s = _compat.matmul(xp, Zt, Z), Bs[..., :k], Bs[..., k:]  # s: (..., n, 1)
             self.t = _compat.matmul(xp, _compat.matrix_transpose(xp, V), self.weights)  # (..., k, 1)
         else:
             A = B = s = t = None
@@ -111,7 +135,8 @@ class TallGram:
         self.x_mean = self.x_shift + st(self.s) / self.total
         self.y_mean = self.y_shift + st(self.t) / self.total
         self.offset_sq = (self.total * self.x_mean * self.x_mean)[..., 0, :]
-        self.x_shift, self.y_shift = self.x_mean, self.y_mean
+        if self.kept is None:  # the blocks are shifted again, by the exact means
+            self.x_shift, self.y_shift = self.x_mean, self.y_mean
         return A, B
 
     def residual(self, X, Y, W):
@@ -119,13 +144,9 @@ class TallGram:
         (..., n, k) and rss = ||r||^2 per target (..., k). Needs :meth:`products` first."""
         xp = self.xp
         if self.rows is None:
-            if self.centered:
-                X, Y = self._shifted(X, Y)
-            R = _compat.minus_fresh(xp, Y, _compat.matmul(xp, X, W))
+            X, R, c = self._residual(X, Y, W)
             h = _compat.cross(xp, X, R)
-            if self.centered:
-                c = _compat.matmul(xp, _compat.matrix_transpose(xp, self.weights), R) / self.total  # (..., 1, k)
-                s = _compat.cross(xp, X, self.weights)  # the sums about the exact means: ~0
+            s = self.s  # the sums of the kept copy (X^T r about the means: h - s c)
             rss = _compat.sum_of_squares(xp, R, axis=-2)  # R is not used after this
         else:
             h = rss = c = s = None
@@ -142,6 +163,45 @@ class TallGram:
             h = h - s * c
             rss = rss - (self.total * c * c)[..., 0, :]
         return h, rss
+
+    def _residual(self, X, Y, W):
+        """(Z, r', c): the data as the products read them (the kept shifted copy when
+        centered), the residual r' = V - Z W and, centered, its weighted mean c (..., 1, k)."""
+        xp = self.xp
+        if self.centered:
+            X, Y = self.kept
+        R = _compat.minus_fresh(xp, Y, _compat.matmul(xp, X, W))
+        c = None
+        if self.centered:
+            c = _compat.matmul(xp, _compat.matrix_transpose(xp, self.weights), R) / self.total
+        return X, R, c
+
+    def rss(self, X, Y, W):
+        """||r||^2 per target (..., k) for the residual r = Y - X W of the (centered) problem:
+        one pass over X (:meth:`products` first)."""
+        if self.rows is not None:
+            return self.residual(X, Y, W)[1]
+        _, R, c = self._residual(X, Y, W)
+        rss = _compat.sum_of_squares(self.xp, R, axis=-2)
+        return rss if c is None else rss - (self.total * c * c)[..., 0, :]
+
+    def basis_products(self, X, Y, M):
+        """``(Q^T Q, Q^T Y)`` of ``Q = X M`` (M (..., n, n)), X and Y centered when this data
+        is (:meth:`products` first): CholeskyQR2's second pass. Centered, Q is formed from the
+        kept shifted copy Z (``Z M``, the centered data's Q plus ``root u^T``, ``u = M^T s /
+        total``) and corrected on the n x n side, as :meth:`products` corrects the Gram
+        matrix: ``Q^T Q = P - q q^T / total``, ``Q^T Y_c = (Z M)^T V - q t^T / total`` with
+        ``P = (Z M)^T (Z M)``, ``q = M^T s``: three passes, as without an intercept."""
+        xp = self.xp
+        if self.centered:
+            X, Y = self.kept
+        Q = _compat.matmul(xp, X, M)
+        G, C = _compat.matmul(xp, _compat.matrix_transpose(xp, Q), Q), _compat.cross(xp, Q, Y)
+        if not self.centered:
+            return G, C
+        q = _compat.matmul(xp, _compat.matrix_transpose(xp, M), self.s)  # (..., n, 1)
+        qt = _compat.matrix_transpose(xp, q) / self.total
+        return G - q * qt, C - q * (_compat.matrix_transpose(xp, self.t) / self.total)
 
     def arrays(self, X, Y):
         """The data as the other solvers take it (``eliminate_intercept``'s when centered: an
