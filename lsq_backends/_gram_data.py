@@ -179,7 +179,7 @@ class TallGram:
     def rss(self, X, Y, W):
         """||r||^2 per target (..., k) for the residual r = Y - X W of the (centered) problem:
         one pass over X (:meth:`products` first)."""
-        if self.rows is not None:
+        if self.rows is not None and self.centered:
             return self.residual(X, Y, W)[1]
         _, R, c = self._residual(X, Y, W)
         rss = _compat.sum_of_squares(self.xp, R, axis=-2)
@@ -203,10 +203,24 @@ class TallGram:
         qt = _compat.matrix_transpose(xp, q) / self.total
         return G - q * qt, C - q * (_compat.matrix_transpose(xp, self.t) / self.total)
 
+    def whole(self, X, Y):
+        """This data with its products on whole arrays (centered: from the one kept shifted
+        copy, which :meth:`basis_products` reads too), shifted by the weighted means where the
+        row blocks would have taken a sample's (the kept copy is not shifted again). Returns
+        itself (changed in place: the caller's reference sees the exact means)."""
+        if self.centered and self.rows is not None:
+            self.x_shift, self.y_shift = weighted_means(self.xp, X, Y, self.root)[:2]
+            self.x_mean, self.y_mean = self.x_shift, self.y_shift
+        self.rows = None
+        return self
+
     def arrays(self, X, Y):
         """The data as the other solvers take it (``eliminate_intercept``'s when centered: an
-        X-sized copy, made only on a fallback route)."""
+        X-sized copy, made only on a fallback route, or on a route that forms no Gram matrix,
+        whose means and offsets, with no products before, are then the fit's)."""
         if not self.centered:
             return X, Y
-        Xe, Ye = eliminate_intercept(self.xp, X, Y, self.root)[:2]
+        Xe, Ye, x_mean, y_mean, offset_sq = eliminate_intercept(self.xp, X, Y, self.root)
+        if self.offset_sq is None:
+            self.x_mean, self.y_mean, self.offset_sq = x_mean, y_mean, offset_sq
         return Xe, Ye
