@@ -1,10 +1,12 @@
-"""The data of a tall Gram-route fit (``normal``, ``auto``): its Gram products, and the residual
-products that refine a solution, with the intercept handled on the n x n side.
+"""The data of a tall Gram-route fit (``normal``, ``auto``, and ``qr``/``svd``'s CholeskyQR2):
+its Gram products, and the residual products that refine a solution, with the intercept
+handled on the n x n side.
 
 Without an intercept the products are those of X itself. With one, X and Y arrive uncentered
 (weighted by ``root`` = sqrt(weights) row by row) with shifts ``x_shift``, ``y_shift`` near
-their means (on NumPy ``_center.sample_means``, of ~1000 rows spread over X, read without a
-pass; elsewhere the weighted means, which sharded X reduces in place): with ``Z = root (X - x_shift)``, ``V = root (Y - y_shift)``,
+their means (:func:`shifts`: where the products run by row blocks, ``_center.sample_means``
+of ~1000 rows spread over X, read without a pass; elsewhere the weighted means, which sharded
+X reduces in place): with ``Z = root (X - x_shift)``, ``V = root (Y - y_shift)``,
 ``s = Z^T root``, ``t = V^T root`` and ``total`` the sum of the weights,
 
     A = Z^T Z - s s^T / total,     B = Z^T V - s t^T / total
@@ -15,15 +17,19 @@ distance to the means, whose exact values ``shift + s / total`` follow. The shif
 the data, so the subtractions ``X - x_shift`` are exact or nearly so for columns offset by
 1e8, and no product sees the offsets; a shift off the mean by d costs the Gram matrix a
 factor ~(1 + d**2 / var) of its rounding (negligible for a sample mean), which the
-refinement step removes: its residual pass shifts by the exact means. The residual of the centered problem is ``r = r' - root c`` with
-``r' = V - Z W`` and ``c = root^T r' / total``, so ``X_c^T r = Z^T r' - s c`` and
-``||r||^2 = ||r'||^2 - total c^2``.
+refinement step removes: its residual pass shifts by means exact to rounding. The residual of
+the centered problem is ``r = r' - root c`` with ``r' = V - Z W`` and ``c = root^T r' / total``,
+so ``X_c^T r = Z^T r' - s c`` and ``||r||^2 = ||r'||^2 - total c^2``.
 
-On NumPy (2-D X) each product is one pass over X in row blocks that stay in cache: the block is
-shifted and weighted into a small buffer, and the Gram product, the cross product with Y and the
-sums read it from there. No X-sized array is made. Elsewhere the same formulas run on whole
-arrays (XLA fuses; GPUs are not memory-bound the same way).
-"""
+On NumPy (2-D X of many rows) each product is one pass over X in row blocks that stay in
+cache: the block is shifted (again by the exact means for the residual) and weighted into a
+small buffer, and the Gram product, the cross product with Y and the sums read it from there.
+No X-sized array is made. Elsewhere the same formulas run on whole arrays, from one shifted
+copy ``Z`` kept for the fit (its shifts the weighted means, so it needs no second shift): the
+Gram product, ``Z^T [V root]`` (``B`` and ``s`` in one product), the residual ``V - Z W`` and
+``Z^T r'``; CholeskyQR2's ``Q1 = X_c M`` is ``Z M`` corrected on the n x n side
+(:meth:`TallGram.basis_products`). One sweep over X for the means and one for the copy beyond
+the products without an intercept."""
 
 from __future__ import annotations
 
