@@ -44,21 +44,13 @@ BLOCK_ELEMENTS = 1 << 17
 MIN_ROWS = 256  # wide blocks: the Gram product of a thinner one runs well below BLAS speed
 
 
-def _block_rows(xp, X):
-    """Rows per block where the products run by row blocks (NumPy, 2-D X of at least four
-    blocks), else None (whole-array products)."""
-    m, n = X.shape[-2:]
-    rows = max(BLOCK_ELEMENTS // max(n, 1), MIN_ROWS)
-    return rows if _aac.is_numpy_namespace(xp) and X.ndim == 2 and m >= 4 * rows else None
-
-
 def shifts(xp, X, Y, root):
     """The shifts ``(x_shift, y_shift)`` of a :class:`TallGram` with an intercept: where its
     products run by row blocks, the means of a strided sample of rows (no pass over X; each
     block is shifted again by the exact means for the residual); elsewhere the weighted means
     (one product, which sharded X reduces in place), so that the one shifted copy of X that
     every product reads is centered to rounding."""
-    if _block_rows(xp, X) is not None:
+    if TallGram(xp, X, Y).rows is not None:  # (uncentered: nothing is computed)
         return sample_means(xp, X, Y)
     return weighted_means(xp, X, Y, root)[:2]
 
@@ -72,9 +64,10 @@ class TallGram:
         self.root, self.x_shift, self.y_shift = root, x_shift, y_shift
         self.s = self.t = self.total = self.offset_sq = None
         self.x_mean, self.y_mean = x_shift, y_shift  # exact after ``products``
-        self.rows = _block_rows(xp, X)
         self.kept = None  # (Z, V): the one shifted copy, made by ``products`` (whole arrays)
-        m = X.shape[-2]
+        m, n = X.shape[-2:]
+        rows = max(BLOCK_ELEMENTS // max(n, 1), MIN_ROWS)  # row blocks where X is 2-D and long
+        self.rows = rows if _aac.is_numpy_namespace(xp) and X.ndim == 2 and m >= 4 * rows else None
         if self.centered:
             ones = _compat.align_rows(xp, xp.ones((m, 1), dtype=X.dtype, device=_compat.device(X)), X)
             self.weights = ones if root is None else root  # root of the weights, (..., m, 1)
@@ -145,14 +138,19 @@ class TallGram:
             self.x_shift, self.y_shift = self.x_mean, self.y_mean
         return A, B
 
-    def residual(self, X, Y, W):
+    def residual(self, X, Y, W, cross=True):
         """``(h, rss)`` for the residual r = Y - X W of the (centered) problem: h = X^T r
-        (..., n, k) and rss = ||r||^2 per target (..., k). Needs :meth:`products` first."""
+        (..., n, k) and rss = ||r||^2 per target (..., k). Needs :meth:`products` first. With
+        ``cross=False`` (whole arrays) h is None: rss alone, one pass over X."""
         xp = self.xp
         if self.rows is None:
-            X, R, c = self._residual(X, Y, W)
-            h = _compat.cross(xp, X, R)
-            s = self.s  # the sums of the kept copy (X^T r about the means: h - s c)
+            if self.centered:
+                X, Y = self.kept
+            R = _compat.minus_fresh(xp, Y, _compat.matmul(xp, X, W))
+            h = _compat.cross(xp, X, R) if cross else None
+            if self.centered:
+                c = _compat.matmul(xp, _compat.matrix_transpose(xp, self.weights), R) / self.total  # (..., 1, k)
+                s = self.s  # the kept copy's sums: X_c^T r = h - s c
             rss = _compat.sum_of_squares(xp, R, axis=-2)  # R is not used after this
         else:
             h = rss = c = s = None
@@ -166,30 +164,9 @@ class TallGram:
             if self.centered:
                 c = c / self.total
         if self.centered:
-            h = h - s * c
+            h = None if h is None else h - s * c
             rss = rss - (self.total * c * c)[..., 0, :]
         return h, rss
-
-    def _residual(self, X, Y, W):
-        """(Z, r', c): the data as the products read them (the kept shifted copy when
-        centered), the residual r' = V - Z W and, centered, its weighted mean c (..., 1, k)."""
-        xp = self.xp
-        if self.centered:
-            X, Y = self.kept
-        R = _compat.minus_fresh(xp, Y, _compat.matmul(xp, X, W))
-        c = None
-        if self.centered:
-            c = _compat.matmul(xp, _compat.matrix_transpose(xp, self.weights), R) / self.total
-        return X, R, c
-
-    def rss(self, X, Y, W):
-        """||r||^2 per target (..., k) for the residual r = Y - X W of the (centered) problem:
-        one pass over X (:meth:`products` first)."""
-        if self.rows is not None and self.centered:
-            return self.residual(X, Y, W)[1]
-        _, R, c = self._residual(X, Y, W)
-        rss = _compat.sum_of_squares(self.xp, R, axis=-2)
-        return rss if c is None else rss - (self.total * c * c)[..., 0, :]
 
     def basis_products(self, X, Y, M):
         """``(Q^T Q, Q^T Y)`` of ``Q = X M`` (M (..., n, n)), X and Y centered when this data

@@ -15,7 +15,7 @@ import lsq_backends as lsq
 from benchmarks.route import Route, routes
 
 # (modules, functions, calls, depth) measured by ``python -m benchmarks.route``.
-CEILING = {"lstsq": Route(22, 118, 269, 18), "ridge": Route(23, 128, 309, 18)}
+CEILING = {"lstsq": Route(22, 118, 269, 18), "ridge": Route(23, 129, 311, 18)}  # ridge: +1 function (_gram_data.shifts)
 TARGET = Route(10, 45, 10**9, 10)  # calls: no target
 
 

@@ -90,7 +90,7 @@ def minimum_norm(xp, X, Y, alpha, rcond, offset_sq=None, *, factor=False, check=
         u, s, vh = _compat.svd(xp, R)
         scale = uncentered_scale(xp, xp.sum(R * R, axis=-2), offset_sq)
         coef, rank, *fac = filtered_solve(xp, u, s, vh, Z, alpha, cutoff, n, scale, "vectors" if factor else None)
-        rss = None if data is None else data.rss(X, Y, coef)
+        rss = None if data is None else data.residual(X, Y, coef, cross=False)[1]
         return Solution(coef, rank, s, rss=rss, factor=fac[0] if factor else None)
     else:
         # X^T = Q R, so X = R^T Q^T; with R^T = U S V^T, X = U S (Q V)^T: the SVD of an m x m

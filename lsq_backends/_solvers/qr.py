@@ -72,7 +72,7 @@ def solve(xp, X, Y, alpha, rcond, offset_sq=None, *, check=None, data=None, fact
 
     gate = cholqr.cholqr2_gate(xp, X, rcond, offset_sq, fac)
     coef, rank, *factors = gated(xp, gate, attempt, shifted_or_householder, (X, Y))
-    rss = None if data is None else fac.data.rss(X, Y, coef)
+    rss = None if data is None else fac.data.residual(X, Y, coef, cross=False)[1]
     return Solution(coef, rank, rss=rss, factor=factors[0] if factor else None)
 
 
