@@ -19,8 +19,9 @@ import numpy as np
 
 from . import _compat
 from ._alpha import failure, validate_alpha
-from ._center import eliminate_intercept, sample_means, weighted_means
+from ._center import eliminate_intercept
 from ._frames import from_pandas
+from ._gram_data import shifts
 from ._kinds import check_kind, check_known_shape
 from ._scaling import certifiable, flushed, gram_certificate, scale_problem
 from ._solvers import METHODS, record
@@ -419,13 +420,7 @@ def prepare(
     original = (X, Y, root) if keep_original else None
     x_offset = y_offset = offset_sq = centered = None
     if fit_intercept and gram_route and eliminate:
-        # Shifts near the means (TallGram finds the exact ones): on NumPy from a strided sample
-        # of rows (no pass over X); elsewhere the weighted means, a product that sharded X
-        # reduces in place (a strided slice of row-sharded X made XLA gather it).
-        if _aac.is_numpy_namespace(xp):
-            x_offset, y_offset = sample_means(xp, X, Y)
-        else:
-            x_offset, y_offset, _ = weighted_means(xp, X, Y, root)
+        x_offset, y_offset = shifts(xp, X, Y, root)  # near the means: TallGram finds the exact ones
         offset_sq = None
         centered = (root,)
     elif fit_intercept:

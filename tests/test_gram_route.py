@@ -56,13 +56,14 @@ def _bound(cond, tan):
     return C * EPS * cond * (1 + cond * tan) + (C * EPS * cond**2) ** 2
 
 
-@pytest.mark.parametrize("method", ["normal", "auto"])
+@pytest.mark.parametrize("method", ["normal", "auto", "qr", "svd"])
 @pytest.mark.parametrize("offset", [0.0, 1e8])
 @pytest.mark.parametrize("weighted", [False, True])
 def test_refined_error_is_qr_level(be, method, offset, weighted):
     """cond 1e3, tiny residual, with an intercept and columns offset by 0 or 1e8 (weighted or
     not): the refined bound holds (the unrefined error, ~eps cond**2, would not), and rss is
-    the residual of the coefficients returned."""
+    the residual of the coefficients returned. ``qr`` and ``svd`` (CholeskyQR2 centered on the
+    n x n side) are held to the same QR-level bound."""
     m, n, cond = 3000, 8, 1e3
     X, y = _problem(m, n, cond, 1e-8, seed=1, offset=offset)
     w = np.linspace(0.5, 2.0, m) if weighted else None
@@ -139,21 +140,47 @@ def test_intercept_route_makes_no_copy_of_x(numpy_reference, weighted):
         assert peak <= X.nbytes / 4  # 12.8 MB of X
 
 
-def test_scale_certified_by_the_gram_matrix(numpy_reference, monkeypatch):
-    """NumPy's Gram route reads X's scale off its Gram matrix: ordinary data never take the
-    max |X| passes; data at 1e200 (not certified) do, and get the same fit, scaled."""
+@pytest.mark.parametrize("ridge", [False, True])
+def test_scale_certified_by_the_gram_matrix(numpy_reference, monkeypatch, ridge):
+    """Every direct method reads X's scale off a Gram matrix (its own, CholeskyQR2's first
+    product, or one formed for the test where the route has none: ridge by QR): ordinary data
+    never take the max |X| passes; data at 1e200 (not certified) do, and least squares gets
+    the same fit, scaled."""
     from lsq_backends import _scaling
 
     seen = []
     magnitude = _scaling._magnitude
     monkeypatch.setattr(_scaling, "_magnitude", lambda xp, A, axis: seen.append(A.shape) or magnitude(xp, A, axis))
     X, y = _problem(2000, 8, 10.0, 1e-2, seed=7)
-    for method in ("normal", "auto"):
+
+    def fit(X, y, **kw):
+        return lsq.ridge(X, y, 1e-3, **kw) if ridge else lsq.lstsq(X, y, **kw)
+
+    for method in ("normal", "auto", "qr", "svd"):
         for fit_intercept in (False, True):
             seen.clear()
-            r = lsq.lstsq(X, y, method=method, fit_intercept=fit_intercept)
-            assert X.shape not in seen
+            r = fit(X, y, method=method, fit_intercept=fit_intercept)
+            assert X.shape not in seen, method
             seen.clear()
-            big = lsq.lstsq(X * 2.0**700, y, method=method, fit_intercept=fit_intercept)
+            big = fit(X * 2.0**700, y, method=method, fit_intercept=fit_intercept)
             assert X.shape in seen
-            np.testing.assert_array_equal(big.coef * 2.0**700, r.coef)
+            if not ridge:  # (ridge: alpha would have to scale with X**2)
+                np.testing.assert_array_equal(big.coef * 2.0**700, r.coef)
+
+
+@pytest.mark.parametrize("method", ["qr", "svd"])
+def test_qr_intercept_on_row_blocked_data(numpy_reference, method):
+    """qr and svd with an intercept on NumPy X tall enough for the Gram route's row blocks
+    (whose shifts are a sample's): CholeskyQR2 centers on whole arrays with the exact means,
+    and columns offset by 1e8 keep the QR-level error; intercept and rss as in
+    ``test_refined_error_is_qr_level``."""
+    m, n, cond, offset = 40000, 8, 1e3, 1e8
+    X, y = _problem(m, n, cond, 1e-8, seed=5, offset=offset)
+    ref, ref_b = _reference(X, y, None, offset)
+    r = lsq.lstsq(X, y, method=method, fit_intercept=True)
+    bound = _bound(cond, 2e-8)
+    assert np.linalg.norm(r.coef - ref) <= bound * np.linalg.norm(ref)
+    assert abs(float(r.intercept) - ref_b) <= bound * np.linalg.norm(ref) * (offset + 1) * n + 1e-12 * abs(ref_b)
+    rc = (y - offset) - (X - offset) @ r.coef
+    band = 8 * m * EPS * (np.linalg.norm(y - offset) + np.linalg.norm(X - offset) * np.linalg.norm(r.coef))
+    assert abs(math.sqrt(float(r.rss)) - np.linalg.norm(rc - rc.mean())) <= band

@@ -48,9 +48,12 @@ class Record(NamedTuple):
     - ``solve``: the module's ``solve``. Direct methods:
       ``solve(xp, X, Y, alpha, rcond, offset_sq, *, factor=False, [check=, data=])``;
       iterative ones: ``solve(xp, X, Y, alpha, **options)``. Both return a :class:`Solution`.
-    - ``forms_gram``: always forms X's Gram matrix: takes ``check=`` (X's finiteness test run
-      on the Gram matrix, deferred) and ``data=`` (``_gram_data.TallGram``: centering on the
-      n x n side), so the entry points defer the X check and center on the Gram route.
+    - ``forms_gram``: forms X's Gram matrix on its common route (``qr`` and ``svd``:
+      CholeskyQR2's first product; a route without one forms it for the test): takes
+      ``check=`` (X's finiteness test and scale certificate run on the Gram matrix, deferred)
+      and ``data=`` (``_gram_data.TallGram``: centering on the n x n side, the solver then
+      returning the centered problem's rss), so the entry points defer the X check and center
+      on the Gram route.
     - ``iterative``: touches X only through products (sparse and operator X, warm starts): no
       ``rcond`` (no rank estimate), no ``refine``, no penalty path; its factor for the
       derivative rules is LSQR's operators.

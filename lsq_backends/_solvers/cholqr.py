@@ -45,20 +45,23 @@ def uses_cholqr2(xp, X, alpha):
     return m >= n and alpha is None and n > 0 and not _compat.one_pass_qr(xp)
 
 
-def r_factor(xp, X, Y, rcond, offset_sq=None):
+def r_factor(xp, X, Y, rcond, offset_sq=None, check=None, data=None):
     """``(R, Q^T Y)`` of tall X (m >= n, n > 0): CholeskyQR2 where ``qr`` would use it (its
     R = L2^T L^T, a backward-stable factor in that range), else Householder with Q applied
-    implicitly. The ``svd`` method takes the SVD of this R."""
+    implicitly. The ``svd`` method takes the SVD of this R. ``check`` and ``data`` as
+    ``qr.solve`` takes them (``data`` then holds the centered problem's exact means, offsets
+    and rss, see ``_gram_data.TallGram``)."""
     if not uses_cholqr2(xp, X, None):
         return _compat.qr_apply(xp, X, Y)
-    fac = gram.Factored(xp, X, Y, None)
+    fac = gram.Factored(xp, X, Y, None, check, None if data is None else data.whole(X, Y))
+    offset_sq = gram.centered_offsets(fac, offset_sq)
 
     def attempt(X, Y):
         M, L2, Z, good = cholqr2_factors(xp, X, Y, fac)
         return (dot(xp, mT(xp, L2), mT(xp, fac.L)), Z), good
 
     gate = cholqr2_gate(xp, X, rcond, offset_sq, fac)
-    return gated(xp, gate, attempt, lambda X, Y: _compat.qr_apply(xp, X, Y), (X, Y))
+    return gated(xp, gate, attempt, lambda X, Y: _compat.qr_apply(xp, *fac.data.arrays(X, Y)), (X, Y))
 
 
 def cholqr2_factors(xp, X, Y, fac):
@@ -70,16 +73,17 @@ def cholqr2_factors(xp, X, Y, fac):
     ``auto`` uses Householder QR instead). Then Q1 = Q R2 with R2 = L2^T (the second pass repairs Q1's loss of orthogonality, ~eps *
     cond**2), so X = Q L2^T L^T. Returns (M, L2, Q^T Y = L2^{-1} Q1^T Y, good): ``good`` is
     False where a pivot of L2 is far from 1 (Q1^T Q1 is I up to eps * cond**2, so the
-    condition estimate was fooled)."""
+    condition estimate was fooled). With an intercept (``fac.data`` centered), of the
+    centered X and Y, corrected on the n x n side (``TallGram.basis_products``)."""
     n = X.shape[-1]
     d = diagonal(xp, fac.A)
     dinv = 1 / xp.sqrt(xp.where(d > 0, d, xp.ones_like(d)))
     R1 = mT(xp, dinv[..., :, None] * fac.L)
     eye = xp.broadcast_to(eye_like(xp, R1, n), tuple(R1.shape))  # some solvers do not broadcast
     M = dinv[..., :, None] * _compat.solve_triangular(xp, R1, eye, lower=False)
-    Q1 = dot(xp, X, M)
-    L2 = _compat.cholesky(xp, dot(xp, mT(xp, Q1), Q1))
-    Z = _compat.solve_triangular(xp, L2, dot(xp, mT(xp, Q1), Y), lower=True)  # Q^T y
+    G2, C = fac.data.basis_products(X, Y, M)  # Q1 = X M (centered on the n x n side): Q1^T Q1, Q1^T Y
+    L2 = _compat.cholesky(xp, G2)
+    Z = _compat.solve_triangular(xp, L2, C, lower=True)  # Q^T y
     good = all_true(xp, xp.abs(diagonal(xp, L2) - 1) < 0.5)
     return M, L2, Z, good
 

@@ -223,10 +223,31 @@ def refined(xp, fac, X, Y, W):
     return xp.where(conv_w, W + dW, W), xp.where(conv_r, new, rss)
 
 
+def without_gram(xp, solver, X, Y, alpha, rcond, offset_sq, check, data, factor=False):
+    """``solver``'s ``Solution`` (a route of ``qr`` or ``svd`` that forms no Gram matrix of X:
+    Householder QR, ridge, Dask's one-pass QR) for a method that takes ``check`` and ``data``:
+    the data as the solver takes them (``TallGram.arrays``: centered, an X-sized copy), X's
+    deferred test (finiteness, and the scale certificate) run on a Gram matrix formed for it,
+    one product where the test it stands in for took four passes, and with ``data`` the rss
+    of the centered problem (the entry point holds only the uncentered data)."""
+    if data is not None:
+        X, Y = data.arrays(X, Y)
+        offset_sq = centered_offsets(data, offset_sq)
+    if check is not None:
+        wide = X.shape[-2] < X.shape[-1]
+        check(dot(xp, X, mT(xp, X)) if wide else dot(xp, mT(xp, X), X), offset_sq)
+    sol = solver(xp, X, Y, alpha, rcond, offset_sq, factor=factor)
+    if data is None:
+        return sol
+    return sol._replace(rss=_compat.sum_of_squares(xp, _compat.minus_fresh(xp, Y, dot(xp, X, sol.coef)), axis=-2))
+
+
 def centered_offsets(fac, offset_sq):
-    """``offset_sq`` for the rank tests: the Gram route's own where it centered X."""
-    if fac.data is not None and fac.data.offset_sq is not None:
-        return fac.data.offset_sq
+    """``offset_sq`` for the rank tests: the Gram route's own where it centered X (``fac`` a
+    ``Factored`` or its ``TallGram``)."""
+    data = fac if isinstance(fac, TallGram) else fac.data
+    if data is not None and data.offset_sq is not None:
+        return data.offset_sq
     return offset_sq
 
 

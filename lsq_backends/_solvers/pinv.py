@@ -66,7 +66,7 @@ def filtered_solve(xp, u, s, vh, y, alpha, cutoff, n, scale=None, factor=None, w
     return coef, rank
 
 
-def minimum_norm(xp, X, Y, alpha, rcond, offset_sq=None, *, factor=False):
+def minimum_norm(xp, X, Y, alpha, rcond, offset_sq=None, *, factor=False, check=None, data=None):
     """Minimum-norm solution of X @ W = Y (or ridge): a ``Solution`` with the singular values,
     and with ``factor`` (tall X, one penalty or none) the ``_factor.Factor`` of the SVD.
     The cutoff is relative to the largest singular value, as NumPy's, or with an intercept to
@@ -74,21 +74,24 @@ def minimum_norm(xp, X, Y, alpha, rcond, offset_sq=None, *, factor=False):
 
     Tall X is reduced to its n x n triangular factor first (X = QR, Q applied implicitly where
     the library can), whose SVD has the same singular values: cheaper than the SVD of X.
+    ``check`` and ``data`` (tall X, no penalty): as ``cholqr.r_factor`` takes them; with
+    ``data``, the rss of the centered problem too.
     """
     m, n = X.shape[-2:]
     cutoff = default_cutoff(xp, X, m, n, rcond)
     if m >= n:
         if alpha is None and n > 0:
-            R, Z = cholqr.r_factor(xp, X, Y, rcond, offset_sq)  # CholeskyQR2 where qr would use it
+            R, Z = cholqr.r_factor(xp, X, Y, rcond, offset_sq, check, data)  # CholeskyQR2 where qr would use it
+            if data is not None and data.offset_sq is not None:
+                offset_sq = data.offset_sq  # centered on the n x n side: the offsets found there
         else:
             R, Z = _compat.qr_apply(xp, X, Y)
         _compat.flush_checks(xp)  # LAPACK's SVD raises on NaN: the value checks come first
         u, s, vh = _compat.svd(xp, R)
         scale = uncentered_scale(xp, xp.sum(R * R, axis=-2), offset_sq)
-        if factor:
-            coef, rank, fac = filtered_solve(xp, u, s, vh, Z, alpha, cutoff, n, scale, "vectors")
-            return Solution(coef, rank, s, factor=fac)
-        coef, rank = filtered_solve(xp, u, s, vh, Z, alpha, cutoff, n, scale)
+        coef, rank, *fac = filtered_solve(xp, u, s, vh, Z, alpha, cutoff, n, scale, "vectors" if factor else None)
+        rss = None if data is None else data.residual(X, Y, coef, cross=False)[1]
+        return Solution(coef, rank, s, rss=rss, factor=fac[0] if factor else None)
     else:
         # X^T = Q R, so X = R^T Q^T; with R^T = U S V^T, X = U S (Q V)^T: the SVD of an m x m
         # factor, Q applied to the m x k solution (0.6x numpy.linalg.lstsq at 200 x 5000,

@@ -38,39 +38,48 @@ from ._shared import (
 )
 
 
-def solve(xp, X, Y, alpha, rcond, offset_sq=None, *, factor=False):
+def solve(xp, X, Y, alpha, rcond, offset_sq=None, *, check=None, data=None, factor=False):
     """QR solution (CholeskyQR2 where safe, else shifted CholeskyQR3, else Householder), falling
     back to the SVD of R on a numerically singular factor: a ``Solution``. ``factor``: with
-    the ``_factor.Factor`` solved with (of ``X^T X``, or for wide X of ``X X^T``)."""
+    the ``_factor.Factor`` solved with (of ``X^T X``, or for wide X of ``X X^T``). ``check``
+    and ``data`` as the normal equations take them (``_solvers.fit``): CholeskyQR2's first
+    Gram product tests X (finiteness, scale) as the normal equations' does, and with an
+    intercept centers on the n x n side (``TallGram``); the other routes take the data
+    as Householder QR does (``gram.without_gram``). rss where ``data`` is given."""
     if not cholqr.uses_cholqr2(xp, X, alpha):
-        return householder.solve(xp, X, Y, alpha, rcond, offset_sq, factor)
-    fac = gram.Factored(xp, X, Y, None)
+        return gram.without_gram(xp, householder.solve, X, Y, alpha, rcond, offset_sq, check, data, factor)
+    fac = gram.Factored(xp, X, Y, None, check, None if data is None else data.whole(X, Y))
+    offset_sq = gram.centered_offsets(fac, offset_sq)
     n = X.shape[-1]
 
     def attempt(X, Y):
         M, L2, Z, good = cholqr.cholqr2_factors(xp, X, Y, fac)
         W = dot(xp, M, _compat.solve_triangular(xp, mT(xp, L2), Z, lower=False))
+        rank = full_rank(xp, X.shape[:-2], n, X)
         if factor:  # X = Q L2^T L^T with Q = X M L2^-T: R^-1 = M L2^-T
             Rinv = dot(xp, M, triangular_inverse(xp, mT(xp, L2), False))
-            return (W, full_rank(xp, X.shape[:-2], n, X), inverse_factor(xp, Rinv)), good
-        return (W, full_rank(xp, X.shape[:-2], n, X)), good
+            return (W, rank, inverse_factor(xp, Rinv)), good
+        return (W, rank), good
 
     def householder_solved(X, Y):
         sol = householder.solve(xp, X, Y, None, rcond, offset_sq, factor)
         return (sol.coef, sol.rank, sol.factor) if factor else (sol.coef, sol.rank)
 
     def shifted_or_householder(X, Y):
+        X, Y = fac.data.arrays(X, Y)  # centered (an X-sized copy) where fac.data is
         solved, good = cholqr.shifted_cholqr3(xp, X, Y, fac, rcond, offset_sq, factor)
         return _compat.cond(xp, good, lambda *_: solved, householder_solved, (X, Y))
 
     gate = cholqr.cholqr2_gate(xp, X, rcond, offset_sq, fac)
     coef, rank, *factors = gated(xp, gate, attempt, shifted_or_householder, (X, Y))
-    return Solution(coef, rank, factor=factors[0] if factor else None)
+    rss = None if data is None else fac.data.residual(X, Y, coef, cross=False)[1]
+    return Solution(coef, rank, rss=rss, factor=factors[0] if factor else None)
 
 
 RECORD = Record(
     "qr",
     solve,
+    forms_gram=True,
     path_route="svd",
     capabilities={
         **DIRECT_FEATURES,

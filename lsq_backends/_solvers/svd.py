@@ -14,20 +14,24 @@ BLAS-2 panels), Householder otherwise.
 
 from __future__ import annotations
 
-from . import pinv
+from . import cholqr, gram, pinv
 from ._record import DIRECT_FEATURES, Record
 
 
-def solve(xp, X, Y, alpha, rcond, offset_sq=None, *, factor=False):
+def solve(xp, X, Y, alpha, rcond, offset_sq=None, *, check=None, data=None, factor=False):
     """Minimum-norm solution of X @ W = Y (or ridge): a ``Solution`` with the singular values,
     and with ``factor`` (tall X, one penalty or none) the ``_factor.Factor`` of the SVD
-    (``pinv.minimum_norm``)."""
-    return pinv.minimum_norm(xp, X, Y, alpha, rcond, offset_sq, factor=factor)
+    (``pinv.minimum_norm``). ``check`` and ``data`` as ``qr`` takes them: on CholeskyQR2's
+    Gram product, else on the data as Householder QR takes them (``gram.without_gram``)."""
+    if alpha is not None or not cholqr.uses_cholqr2(xp, X, None):
+        return gram.without_gram(xp, pinv.minimum_norm, X, Y, alpha, rcond, offset_sq, check, data, factor)
+    return pinv.minimum_norm(xp, X, Y, None, rcond, offset_sq, factor=factor, check=check, data=data)
 
 
 RECORD = Record(
     "svd",
     solve,
+    forms_gram=True,
     singular_values=True,
     path_route="svd",
     capabilities={
