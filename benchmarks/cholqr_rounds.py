@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 import lsq_backends as lsq
-from lsq_backends._solvers import cholqr
+from lsq_backends._solvers.linalg import cholqr
 
 from .gram_speed import make_problem
 

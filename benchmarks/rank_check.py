@@ -1,5 +1,5 @@
 """NumPy float64 cost of the rank certificate of ``normal``, ``qr`` and ``auto``
-(``lsq_backends._solvers.rank``), against the fits it is part of, in the same run.
+(``lsq_backends._solvers.linalg.rank``), against the fits it is part of, in the same run.
 
 ``python -m benchmarks.rank_check [--rows ROW,...] [--repeat N]`` (one BLAS thread). The
 certificate is timed alone, on the Cholesky factor of the fit's own Gram matrix (the inverse
@@ -25,7 +25,7 @@ from .gram_speed import _rounds, make_problem, run
 
 def _certificate(X):
     """The call the Gram route makes (``gram.full_rank_test``) on X's Cholesky factor."""
-    from lsq_backends._solvers import rank
+    from lsq_backends._solvers.linalg import rank
 
     m, n = X.shape[-2:]
     L = np.linalg.cholesky(np.swapaxes(X, -1, -2) @ X)

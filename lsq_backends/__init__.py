@@ -4,12 +4,12 @@ The same code runs on NumPy, CuPy, JAX (also under ``jax.jit``, ``vmap`` and ``g
 PyTorch, Dask and array-api-strict; results stay in the caller's namespace, device and dtype.
 """
 
-from ._accumulators import NormalAccumulator, QRAccumulator
 from ._api import lstsq, ridge
-from ._cv import RidgeCVResult, ridge_cv
 from ._nnls import NNLSResult, nnls
-from ._operator import operator
 from ._result import LstsqResult
+from ._ridge._cv import RidgeCVResult, ridge_cv
+from ._solvers.linalg._operator import operator
+from ._streaming._accumulators import NormalAccumulator, QRAccumulator
 from .diagnostics import Diagnostics, diagnostics
 
 __all__ = [

@@ -5,19 +5,20 @@ from __future__ import annotations
 import contextlib
 from typing import Any, NamedTuple
 
-from . import _compat, _derivatives
-from ._empty import pad_empty_batch
-from ._gram_data import TallGram
-from ._input import Penalty, check_bool, check_method, compiled_fit, intercept_of, prepare, validate
+from ._autodiff import _derivatives
+from ._backend import _compat
 from ._iterative import solver_options, start_of
 from ._operator_fit import fit_lstsq, fit_ridge, operator_route
-from ._path import fit_path, rule_of
+from ._problem._empty import pad_empty_batch
+from ._problem._input import Penalty, check_bool, check_method, compiled_fit, intercept_of, prepare, validate
+from ._problem._scaling import Rescale, uncertified, unscale
 from ._refine import refine as _refine
 from ._result import LstsqResult
-from ._scaling import Rescale, uncertified, unscale
+from ._ridge._path import fit_path, rule_of
 from ._solvers import check_options, record
 from ._solvers import fit as solvers_fit
-from ._solvers._shared import check_count, dot, full_rank
+from ._solvers.linalg._gram_data import TallGram
+from ._solvers.linalg._shared import check_count, dot, full_rank
 from ._solvers.lsqr import drop_centering_noise
 from ._types import Array, Method
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import math
 
-from . import _compat
-from ._input import as_array, check_dtype, check_finite_values
+from ._backend import _compat
+from ._problem._input import as_array, check_dtype, check_finite_values
 from ._solvers import record
 
 __all__ = ["solver_options", "start_of"]

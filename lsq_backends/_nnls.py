@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from . import _compat
-from ._empty import pad_empty_batch
-from ._input import Penalty, check_bool, compiled_fit, intercept_of, prepare, validate
+from ._backend import _compat
+from ._problem._empty import pad_empty_batch
+from ._problem._input import Penalty, check_bool, compiled_fit, intercept_of, prepare, validate
+from ._problem._scaling import unscale
 from ._result import LstsqResult
-from ._scaling import unscale
 from ._solvers import nnls as _solver
-from ._solvers._shared import check_count, check_fraction, dot, full_rank
+from ._solvers.linalg._shared import check_count, check_fraction, dot, full_rank
 from ._types import Array
 
 NNLS_STATIC = ("fit_intercept", "check_finite", "max_iter", "tol")

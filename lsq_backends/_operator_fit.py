@@ -15,12 +15,16 @@ import inspect
 import array_api_compat as _aac
 import numpy as np
 
-from . import _compat
-from ._alpha import failure, validate_alpha
-from ._input import as_array, check_bool, check_dtype, check_finite_values, check_method, namespace_of
+from ._backend import _compat
 from ._iterative import check_start, solver_options
-from ._kinds import check_kind
-from ._operator import (
+from ._problem._alpha import failure, validate_alpha
+from ._problem._input import as_array, check_bool, check_dtype, check_finite_values, check_method, namespace_of
+from ._problem._kinds import check_kind
+from ._problem._scaling import exponent, log2_abs, penalty_times, powers, times
+from ._result import LstsqResult
+from ._solvers import check_options, record
+from ._solvers import fit as solvers_fit
+from ._solvers.linalg._operator import (
     LinearMap,
     centered,
     describe,
@@ -34,11 +38,7 @@ from ._operator import (
     on_host,
     to_numpy,
 )
-from ._result import LstsqResult
-from ._scaling import exponent, log2_abs, penalty_times, powers, times
-from ._solvers import check_options, record
-from ._solvers import fit as solvers_fit
-from ._solvers._shared import full_rank
+from ._solvers.linalg._shared import full_rank
 
 __all__ = ["caller_of", "fit", "fit_lstsq", "fit_ridge", "operator_route"]
 

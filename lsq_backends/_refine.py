@@ -24,8 +24,8 @@ unchanged (selected with ``where``, so it traces under ``jax.jit``).
 
 from __future__ import annotations
 
-from . import _compat
-from ._solvers._shared import dot, mT
+from ._backend import _compat
+from ._solvers.linalg._shared import dot, mT
 
 
 def _split(xp, x):

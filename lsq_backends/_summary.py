@@ -14,8 +14,8 @@ from __future__ import annotations
 import html
 import math
 
-from . import _compat
-from ._solvers._shared import as_real
+from ._backend import _compat
+from ._solvers.linalg._shared import as_real
 
 _WIDTH = 78
 

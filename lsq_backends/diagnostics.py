@@ -3,7 +3,7 @@ t statistics, R², residual standard deviation, condition number and the
 heteroskedasticity-robust (sandwich) covariances HC0-HC3, as statsmodels' OLS/WLS report them.
 
 Everything comes from one Householder QR of the centered, weighted X that
-:func:`lsq_backends._input.prepare` builds (intercept eliminated), never from the Gram matrix:
+:func:`lsq_backends._problem._input.prepare` builds (intercept eliminated), never from the Gram matrix:
 ``(X^T W X)^{-1} = R^{-1} R^{-T}``, so a standard error is a scaled row norm of ``R^{-1}``
 (error ~ eps * cond, not eps * cond**2).
 
@@ -22,12 +22,12 @@ from __future__ import annotations
 import warnings
 from typing import Any, NamedTuple
 
-from . import _compat
 from ._api import check_refine, refined_solution
-from ._input import check_bool, intercept_of, prepare, validate
-from ._scaling import powers, times
-from ._solvers._shared import all_true, default_cutoff, dot, eps, eye_like, full_rank, mT
-from ._solvers.pinv import filtered_solve, uncentered_scale
+from ._backend import _compat
+from ._problem._input import check_bool, intercept_of, prepare, validate
+from ._problem._scaling import powers, times
+from ._solvers.linalg._shared import all_true, default_cutoff, dot, eps, eye_like, full_rank, mT
+from ._solvers.linalg.pinv import filtered_solve, uncentered_scale
 from ._types import Array, CovType
 
 COV_TYPES = ("nonrobust", "HC0", "HC1", "HC2", "HC3")

@@ -13,14 +13,14 @@ import warnings
 
 import array_api_compat as _aac
 
-from . import _compat
-from ._alpha import check_alpha_type
 from ._api import lstsq, ridge
-from ._cv import ridge_cv
-from ._estimator_base import LinearModelBase
-from ._input import check_bool, check_method
+from ._backend import _compat
 from ._nnls import nnls
-from ._scoring import sklearn_callable
+from ._problem._alpha import check_alpha_type
+from ._problem._input import check_bool, check_method
+from ._ridge._cv import ridge_cv
+from ._ridge._scoring import sklearn_callable
+from ._sklearn._estimator_base import LinearModelBase
 from ._solvers import DEFAULT, record
 
 __all__ = ["LinearRegression", "Ridge", "RidgeCV"]

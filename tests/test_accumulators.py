@@ -7,6 +7,7 @@ import pytest
 from problems import cond, design, reference, rel_err, tolerance
 
 import lsq_backends as lsq
+from lsq_backends._backend import _compat
 
 ACCUMULATORS = {"normal": lsq.NormalAccumulator, "qr": lsq.QRAccumulator}
 
@@ -260,7 +261,7 @@ def test_no_features_and_errors(be):
         acc.merge(lsq.NormalAccumulator())
     with pytest.raises(ValueError, match="rcond"):
         acc.solve(rcond=2.0)
-    if not lsq._compat.is_lazy(be.asarray(np.ones(1))):  # values are read on eager arrays only
+    if not _compat.is_lazy(be.asarray(np.ones(1))):  # values are read on eager arrays only
         with pytest.raises(ValueError, match="alpha"):
             acc.solve(-1.0)
         with pytest.raises(ValueError, match="NaN"):

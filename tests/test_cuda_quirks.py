@@ -12,7 +12,7 @@ import pytest
 import scipy.linalg
 
 import lsq_backends as lsq
-from lsq_backends import _compat, _devices, _factorizations
+from lsq_backends._backend import _compat, _devices, _factorizations
 
 
 def _partial_factor(a):
@@ -55,7 +55,7 @@ def test_checked_cholesky_keeps_true_factors(numpy_reference):
 
 def test_retry_on_cpu_after_a_convergence_failure(numpy_reference):
     torch = pytest.importorskip("torch")
-    from lsq_backends._factorizations import retry_on_cpu
+    from lsq_backends._backend._factorizations import retry_on_cpu
 
     calls = []
 
@@ -174,7 +174,7 @@ def test_small_stack_condition_estimate_is_a_few_operations_off_numpy(p, numpy_r
     torch = pytest.importorskip("torch")
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    from lsq_backends._solvers.condest import condition_estimate
+    from lsq_backends._solvers.linalg.condest import condition_estimate
 
     class Count(TorchDispatchMode):
         n = 0
@@ -211,7 +211,7 @@ def test_traced_loop_trips_of_ten_on_accelerators(monkeypatch, request, target):
     jax = _jax_session(request)
     import jax.numpy as jnp
 
-    from lsq_backends import _control
+    from lsq_backends._backend import _control
 
     def run(per_trip):
         monkeypatch.setattr(_control, "steps_per_trip", lambda jax: per_trip)
@@ -239,7 +239,7 @@ def test_traced_lsqr_and_nnls_agree_with_trips_of_ten(monkeypatch, request):
     """The solvers' loops leave a finished state unchanged: trips of 10 give the same answer,
     iteration counts included."""
     jax = _jax_session(request)
-    from lsq_backends import _control
+    from lsq_backends._backend import _control
 
     rng = np.random.default_rng(6)
     X, y = rng.standard_normal((60, 5)), rng.standard_normal(60)

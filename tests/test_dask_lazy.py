@@ -15,7 +15,7 @@ import pytest
 from problems import cond, design, tolerance
 
 import lsq_backends as lsq
-from lsq_backends import _dask_blocks
+from lsq_backends._backend import _dask_blocks
 
 da = pytest.importorskip("dask.array")
 dask = pytest.importorskip("dask")

@@ -15,7 +15,7 @@ import pytest
 from problems import cond, design, reference, rel_err, tolerance
 
 import lsq_backends as lsq
-from lsq_backends._estimator_base import NotFittedError
+from lsq_backends._sklearn._estimator_base import NotFittedError
 
 
 def _problem(m=40, n=4, k=None, weighted=False, seed=0):

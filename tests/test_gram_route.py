@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import lsq_backends as lsq
-from lsq_backends._solvers import householder
+from lsq_backends._solvers.linalg import householder
 
 EPS = np.finfo(np.float64).eps
 C = 20.0
@@ -146,7 +146,7 @@ def test_scale_certified_by_the_gram_matrix(numpy_reference, monkeypatch, ridge)
     product, or one formed for the test where the route has none: ridge by QR): ordinary data
     never take the max |X| passes; data at 1e200 (not certified) do, and least squares gets
     the same fit, scaled."""
-    from lsq_backends import _scaling
+    from lsq_backends._problem import _scaling
 
     seen = []
     magnitude = _scaling._magnitude

@@ -1,4 +1,4 @@
-"""Homogeneity from 1e-300 to 1e300 at every entry point (``lsq_backends._scaling``).
+"""Homogeneity from 1e-300 to 1e300 at every entry point (``lsq_backends._problem._scaling``).
 
 Least squares, ridge, cross-validation, NNLS, the diagnostics, the accumulators and the
 estimators are homogeneous: with X times 2**a, y times 2**b, sample_weight times 2**(2c) and

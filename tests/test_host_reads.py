@@ -207,7 +207,7 @@ def test_the_host_tensor_counter_sees_host_data(numpy_reference):
 def test_constants_made_on_the_device_are_exact(lib, dtype, numpy_reference):
     """The scaling's powers of two (from a running product on the device) and filled-in
     penalties equal the host values exactly."""
-    from lsq_backends import _compat
+    from lsq_backends._backend import _compat
 
     put, _ = _backend(lib)
     like = put(np.zeros(1, dtype=dtype))
@@ -255,7 +255,7 @@ def test_xla_gpu_syncs_match_the_capability_table(entry, request, monkeypatch):
     jax = pytest.importorskip("jax")
     import jax.numpy as jnp
 
-    from lsq_backends import _control
+    from lsq_backends._backend import _control
     from lsq_backends.capabilities import CAPABILITIES
 
     evaluated = []

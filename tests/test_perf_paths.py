@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import lsq_backends as lsq
-from lsq_backends import _compat
+from lsq_backends._backend import _compat
 
 EPS = np.finfo(np.float64).eps
 
@@ -32,7 +32,7 @@ def test_blocked_gram_matches_plain(numpy_reference):
     X, y = _problem((32000, 20))
     rows = _compat.GRAM_BLOCK_ELEMENTS // 20
     assert X.shape[0] >= 4 * rows  # the blocked branch runs
-    xp = lsq._compat.array_namespace(X)
+    xp = _compat.array_namespace(X)
     A, B = _compat.gram(xp, X, y[:, None])
     scale = np.abs(X).T @ np.abs(X)
     assert np.all(np.abs(A - X.T @ X) <= 32000 * EPS * scale)
@@ -57,7 +57,7 @@ def test_small_stacks_by_substitution(be, method):
 
 
 def test_stacked_inverse_norm_is_the_frobenius_norm(be):
-    from lsq_backends._solvers.condest import _stacked_inverse_norm
+    from lsq_backends._solvers.linalg.condest import _stacked_inverse_norm
 
     A = np.stack([a.T @ a for a in _problem((50, 20, 7), seed=2)[0]])
     L = np.linalg.cholesky(A)

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 import lsq_backends as lsq
-from lsq_backends import _precision
+from lsq_backends._backend import _precision
 
 TORCH_DEVICES = {"cpu": "torch", "cuda": "torch-cuda"}  # device -> the session that tests it
 

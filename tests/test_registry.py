@@ -12,7 +12,9 @@ import numpy as np
 import pytest
 
 import lsq_backends as lsq
-from lsq_backends import _compat, _input, _types
+from lsq_backends import _types
+from lsq_backends._backend import _compat
+from lsq_backends._problem import _input
 from lsq_backends._solvers import DEFAULT, METHODS, RECORDS, Solution, record
 from lsq_backends.capabilities import CAPABILITIES, FEATURES, NOTES
 from lsq_backends.check.problems import LSTSQ_METHODS, PATH_METHODS

@@ -58,7 +58,7 @@ def test_float32_matches_float64_reference(be, shape, cv, mode):
 def test_float32_beats_float32_arithmetic(monkeypatch):
     """The bound above is not met by float32 arithmetic: the same fit computed in float32
     (the route a device without float64 takes) misses it, so the test can fail."""
-    from lsq_backends import _compat
+    from lsq_backends._backend import _compat
 
     X, y, sw = _data(2000, 50)
     ref = lsq.ridge_cv(X.astype(np.float64), y.astype(np.float64), ALPHAS, sample_weight=sw.astype(np.float64))

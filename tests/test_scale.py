@@ -1,4 +1,4 @@
-"""Fits at every scale from 1e-300 to 1e300 (``lsq_backends._scaling``).
+"""Fits at every scale from 1e-300 to 1e300 (``lsq_backends._problem._scaling``).
 
 X (or y) is multiplied by ``c`` and the answer mapped back to unit scale (coef * c / t,
 intercept / t, rss / t**2, singular values / c) is compared with the float64 NumPy reference of

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import lsq_backends as lsq
-from lsq_backends._solvers import householder
+from lsq_backends._solvers.linalg import householder
 
 EPS = np.finfo(np.float64).eps
 
@@ -60,7 +60,7 @@ def test_third_round_only_where_q1_is_ill_conditioned(numpy_reference, monkeypat
     """The third round repairs Q2's orthogonality, ~eps cond(Q1)**2: skipped at cond 1e8
     (cond(Q1) ~ 1e2: two Gram passes after the first), taken at cond 1e13 (cond(Q1) ~ 1e6:
     three), both within the Householder bound of the accuracy test above."""
-    from lsq_backends._solvers import cholqr
+    from lsq_backends._solvers.linalg import cholqr
 
     rounds = []
     after = cholqr._gram_after

@@ -40,7 +40,7 @@ warnings.simplefilter("ignore")
 import numpy as np  # noqa: E402
 
 import lsq_backends as lsq  # noqa: E402
-from lsq_backends import _compat, _products  # noqa: E402
+from lsq_backends._backend import _compat, _products  # noqa: E402
 
 RNG = np.random.default_rng(0)
 

@@ -24,9 +24,9 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any, Literal, get_args
 
-from ._krylov import PRECONDITIONERS, preconditioned
 from ._record import Record, Solution
-from ._shared import check_count, check_fraction
+from .linalg._krylov import PRECONDITIONERS, preconditioned
+from .linalg._shared import check_count, check_fraction
 
 __all__ = ["DEFAULT", "METHODS", "RECORDS", "Method", "Record", "Solution", "check_options", "fit", "record"]
 

@@ -23,16 +23,10 @@ the safer path.
 
 from __future__ import annotations
 
-from .. import _compat
-from . import gram, householder
+from .._backend import _compat
 from ._record import DIRECT_FEATURES, SVD_SYNC, Record, Solution
-from ._shared import (
-    all_true,
-    diagonal,
-    eps,
-    gated,
-    merge_targets,
-)
+from .linalg import gram, householder
+from .linalg._shared import all_true, diagonal, eps, gated, merge_targets
 
 RESIDUAL_LIMIT = 1e4  # cond**2 * tan(theta) up to which the refined error stays QR-level
 

@@ -38,8 +38,9 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from .. import _compat
-from ._krylov import (
+from .._backend import _compat
+from ._record import Record, Solution
+from .linalg._krylov import (
     CAPABILITIES,
     OPTIONS,
     adjoint,
@@ -52,7 +53,6 @@ from ._krylov import (
     safe,
     sym_ortho,
 )
-from ._record import Record, Solution
 
 
 class _State(NamedTuple):

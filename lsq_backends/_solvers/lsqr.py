@@ -29,12 +29,21 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from .. import _compat
-from ._krylov import CAPABILITIES, OPTIONS, adjoint, default_max_iter, default_tol, forward, fresh_products, rank_of
-from ._krylov import column_norm as _norm
-from ._krylov import safe as _safe
+from .._backend import _compat
 from ._record import Record, Solution
-from ._shared import default_cutoff, pivot_ratios
+from .linalg._krylov import (
+    CAPABILITIES,
+    OPTIONS,
+    adjoint,
+    default_max_iter,
+    default_tol,
+    forward,
+    fresh_products,
+    rank_of,
+)
+from .linalg._krylov import column_norm as _norm
+from .linalg._krylov import safe as _safe
+from .linalg._shared import default_cutoff, pivot_ratios
 
 
 def drop_centering_noise(xp, X, alpha, offset_sq, rule=None):

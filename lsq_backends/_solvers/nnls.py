@@ -26,8 +26,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from .. import _compat
-from ._shared import dot, eye_like, mT
+from .._backend import _compat
+from .linalg._shared import dot, eye_like, mT
 
 
 def default_max_iter(n):

@@ -19,10 +19,10 @@ device) would be paid by every fit.
 
 from __future__ import annotations
 
-from .. import _compat
-from . import gram, pinv
+from .._backend import _compat
 from ._record import DIRECT_FEATURES, SVD_SYNC, Record
-from ._shared import all_true
+from .linalg import gram, pinv
+from .linalg._shared import all_true
 
 
 def solve(xp, X, Y, alpha, rcond, offset_sq=None, *, check=None, data=None, factor=False):

@@ -26,16 +26,11 @@ minimum-norm solution, at O(p^3) extra.
 
 from __future__ import annotations
 
-from .. import _compat
-from . import cholqr, gram, householder
-from ._factor import inverse_factor, triangular_inverse
+from .._backend import _compat
 from ._record import DIRECT_FEATURES, SVD_SYNC, Record, Solution
-from ._shared import (
-    dot,
-    full_rank,
-    gated,
-    mT,
-)
+from .linalg import cholqr, gram, householder
+from .linalg._factor import inverse_factor, triangular_inverse
+from .linalg._shared import dot, full_rank, gated, mT
 
 
 def solve(xp, X, Y, alpha, rcond, offset_sq=None, *, check=None, data=None, factor=False):

@@ -26,9 +26,9 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from .. import _compat
-from ._factor import path_factor
-from ._shared import count, default_cutoff, dot, full_rank, gram_noise, mT
+from .._backend import _compat
+from .linalg._factor import path_factor
+from .linalg._shared import count, default_cutoff, dot, full_rank, gram_noise, mT
 
 
 class Spectrum(NamedTuple):
@@ -169,7 +169,7 @@ def auto_ok(xp, spec, alpha, X):
     eps * cond with cond = (lam_max + alpha) / (lam_min + alpha), worst at the smallest
     penalty; accepted up to ``auto``'s limit for the normal equations (squared, as cond is that
     of the Gram matrix: float64 1.0e6, error <~ 2e-10; float32 45). NaN compares False."""
-    from .gram import kappa_limit
+    from .linalg.gram import kappa_limit
 
     amin = xp.min(alpha)
     lam_max = xp.max(spec.lam, axis=-1)

@@ -14,8 +14,8 @@ BLAS-2 panels), Householder otherwise.
 
 from __future__ import annotations
 
-from . import cholqr, gram, pinv
 from ._record import DIRECT_FEATURES, Record
+from .linalg import cholqr, gram, pinv
 
 
 def solve(xp, X, Y, alpha, rcond, offset_sq=None, *, check=None, data=None, factor=False):

@@ -1,0 +1,1 @@
+"""Derivatives of the solution: one rule, wired into JAX and PyTorch."""

@@ -1,0 +1,306 @@
+"""Control flow that survives tracing: value-dependent branches, loops, compilation.
+
+Part of the backend-quirk layer (re-exported by :mod:`lsq_backends._backend._compat`, through which
+solvers call it): a robust solver must branch on values it computed (Cholesky failed, R is
+singular) and iterate until converged, and each array library needs its own way to do that
+without breaking ``jax.jit`` or computing a Dask graph early.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+
+import array_api_compat as _aac
+
+from ._dask_blocks import dask_gate
+
+__all__ = ["Checks", "cond", "deferred", "flush_checks", "is_lazy", "jit", "loop", "over_columns", "read_now"]
+
+
+def _eager_types():
+    import numpy as np
+
+    return frozenset({np.ndarray, np.bool_, np.float64, np.float32, np.int64, np.int32})
+
+
+_EAGER_TYPES = _eager_types()
+
+
+def is_lazy(x) -> bool:
+    """True for arrays whose values cannot be read now: JAX tracers (under ``jax.jit``,
+    ``vmap``, ``grad``) and Dask graphs. Concrete JAX arrays outside a trace are readable.
+
+    Quirk: array-api-compat calls every JAX array lazy, since any may be traced."""
+    if type(x) in _EAGER_TYPES:  # NumPy arrays and scalars: the common case, decided at once
+        return False
+    if _aac.is_jax_array(x):
+        import jax
+
+        return isinstance(x, jax.core.Tracer)
+    if type(x).__module__.startswith("array_api_strict"):
+        return False  # array-api-compat would find out by reading a value (a host read)
+    return _aac.is_lazy_array(x)
+
+
+class Checks:
+    """Value checks of a fit, answered together with its next host read.
+
+    Every ``bool()`` of a device value is a device synchronization on CuPy and CUDA PyTorch.
+    Validation records each check as a 0-d boolean array (``ok``) and a callable ``on_fail``
+    that raises the error (or, for a fast test that can give false alarms, runs the exact
+    test); :meth:`read` packs all of them and the solver's route decision into one integer,
+    read once. Checks of lazy arrays are never recorded (nothing can be read there).
+    """
+
+    def __init__(self):
+        self.items = []
+
+    def add(self, ok, on_fail):
+        # A concrete JAX array used inside a caller's ``jax.jit`` gives traced results
+        # (every operation is staged out): such a check cannot be read and is dropped.
+        if not is_lazy(ok):
+            self.items.append((ok, on_fail))
+
+    def read(self, xp, pred=None):
+        """Read the pending checks (raising the first that fails) and ``pred``, in one read."""
+        items, self.items = self.items, []
+        if not items:
+            return None if pred is None else bool(pred)
+        if _aac.is_numpy_namespace(xp):
+            # Host memory: each flag is read as it is (free), no packed word of ~3 operations
+            # per flag (a tenth of a small fit's time).
+            for ok, on_fail in items:
+                if not ok.all():
+                    on_fail()
+            return None if pred is None else bool(pred)
+        if len(items) > 30:
+            msg = f"{len(items)} value checks do not fit one int32 read"
+            raise RuntimeError(msg)
+        flags = [ok for ok, _ in items] + ([] if pred is None else [pred])
+        # int32: in every array-API library (JAX without x64 included); a fit has few checks.
+        word = xp.zeros((), dtype=xp.int32, device=_aac.device(flags[0]))
+        for i, ok in enumerate(flags):
+            word = word + xp.astype(xp.all(ok), xp.int32) * (1 << i)
+        bits = int(word)  # the one host read
+        for i, (_, on_fail) in enumerate(items):
+            if not bits >> i & 1:
+                on_fail()
+        return None if pred is None else bool(bits >> len(items) & 1)
+
+
+_PENDING = contextvars.ContextVar("lsq_backends_pending_checks", default=None)
+
+
+@contextlib.contextmanager
+def deferred(checks):
+    """Within this block, :func:`cond` and :func:`loop` answer ``checks`` with their first
+    host read; what is still pending at the end is read then (one read)."""
+    token = _PENDING.set(checks)
+    try:
+        yield checks
+    finally:
+        _PENDING.reset(token)
+
+
+def flush_checks(xp):
+    """Read the pending checks now (one host read, none if there are none): before work that
+    would fail on bad values with a library's own error (an SVD of NaN raises in LAPACK)."""
+    checks = _PENDING.get()
+    if checks is not None and checks.items:
+        checks.read(xp)
+
+
+def read_now(xp, pred):
+    """``bool(pred)``, read together with the value checks still pending (:func:`deferred`):
+    the host read of an eager route decision."""
+    checks = _PENDING.get()
+    if checks is not None and checks.items:
+        return checks.read(xp, pred)
+    return bool(pred)
+
+
+def jit(xp, fn):
+    """``fn`` compiled on JAX (once per input shape), unchanged elsewhere.
+
+    Quirk: eager JAX compiles every operation for each new shape; a function of many small
+    operations called on chunks (streaming updates) is far faster as one compiled call.
+    Inside a caller's ``jax.jit`` the inner one is simply inlined.
+    """
+    if _aac.is_jax_namespace(xp):
+        import jax
+
+        return jax.jit(fn)
+    return fn
+
+
+def cond(xp, pred, true_fn, false_fn, operands):
+    """``true_fn(*operands)`` if the scalar boolean ``pred`` holds, else ``false_fn(*operands)``.
+
+    The value-dependent branch every robust solver needs (Cholesky failed, R is singular, X is
+    ill conditioned), made so that it never breaks tracing:
+
+    - JAX, traced: ``lax.cond``, a traced branch; under ``jax.jit`` nothing leaves the device,
+      under ``vmap`` it becomes a select. A concrete (eager) JAX predicate is read like the
+      eager libraries' below: a ``lax.cond`` outside ``jit`` is traced and compiled anew on
+      every call.
+    - Dask: both branches are built into the graph and selected with ``where``, so nothing is
+      computed before the user asks. The operands of each branch are gated by ``pred``, so
+      the pass over X that a fallback needs (the tree QR of ``qr_apply``) is skipped at
+      compute time when the branch is not taken; only its O(n^3) small-factor work runs.
+    - Eager libraries (NumPy, CuPy, PyTorch, array-api-strict): one scalar is read to choose the
+      branch (together with the value checks still pending, see :class:`Checks`); only one
+      branch runs.
+    """
+    if _aac.is_jax_namespace(xp) and is_lazy(pred):
+        import jax
+
+        return jax.lax.cond(pred, true_fn, false_fn, *operands)
+    if _aac.is_dask_namespace(xp) and is_lazy(pred):
+        # Both branches go into the graph, each on operands gated by ``pred``: at compute time
+        # the blocks of the branch not taken become zero-stride constants (no memory, no
+        # copy), on which the one-pass QR below (the only pass over X inside a branch of a
+        # 2-D problem) costs O(n^2) per chunk. The small-factor work of both branches runs.
+        ops_t = tuple(dask_gate(a, pred) for a in operands)
+        ops_f = tuple(dask_gate(a, ~pred) for a in operands)
+        a, b = true_fn(*ops_t), false_fn(*ops_f)
+        return tuple(None if x is None else xp.where(pred, x, y) for x, y in zip(a, b, strict=False))
+    if is_lazy(pred):
+        a, b = true_fn(*operands), false_fn(*operands)
+        return tuple(None if x is None else xp.where(pred, x, y) for x, y in zip(a, b, strict=False))
+    return true_fn(*operands) if read_now(xp, pred) else false_fn(*operands)
+
+
+def _is_tracer(x):
+    import jax
+
+    return isinstance(x, jax.core.Tracer)
+
+
+def _in_host_memory(xp, x):
+    """Whether reading a value of ``x`` costs nothing (no device to wait for)."""
+    if _aac.is_numpy_namespace(xp) or _aac.is_array_api_strict_namespace(xp):
+        return True
+    if _aac.is_jax_namespace(xp):
+        return all(d.platform == "cpu" for d in x.devices())
+    if _aac.is_torch_namespace(xp):
+        return x.device.type == "cpu"
+    return False
+
+
+def steps_per_trip(jax):
+    """Iterations per trip of a traced :func:`loop`: 1 where JAX compiles for the CPU (a
+    predicate read there is free), 10 on accelerators."""
+    return 1 if jax.default_backend() == "cpu" else 10
+
+
+def loop(xp, body, state, max_iter, done, operands=()):
+    """``state = body(state, *operands)`` up to ``max_iter`` times, stopping once the scalar
+    ``done(state)`` holds; ``state`` is a tuple of arrays (a NamedTuple) whose shapes ``body``
+    keeps, ``operands`` the arrays every iteration reads (X).
+
+    ``body`` must leave a finished state unchanged (mask its updates with ``where``): the loop
+    may run it a few more times, so when it stops is not a result, only a saving.
+
+    - JAX, traced (under ``jax.jit``, ``vmap``): ``lax.while_loop`` (under ``vmap`` it runs
+      until every problem is done). XLA:GPU reads the loop's predicate on the host every trip:
+      on accelerators each trip runs 10 iterations (a ``fori_loop``, whose known trip count
+      needs no read), then ``max_iter % 10`` more. Not reverse-mode differentiable.
+      Eager JAX takes the Python loop below: a ``while_loop`` outside ``jit`` is traced and
+      compiled anew on every call (seconds), each eager operation only once.
+    - Eager libraries: a Python loop that reads ``done`` (one boolean) every few iterations:
+      every one where arrays live in host memory (NumPy, array-api-strict, PyTorch on the CPU;
+      the read is free), every 10th on a GPU, where each read waits for the queued kernels.
+    - Dask: a lazy loop would grow the graph by one iteration's tasks each time round and only
+      ever be computed whole, so every 10 iterations the state is persisted (computed, kept in
+      memory, the graph cut) and ``done`` read: the fit computes, and its results are Dask
+      arrays backed by persisted chunks. ``operands`` are persisted once, first: otherwise
+      every block of iterations would recompute them (X centered and weighted) from their
+      graph. Building each iteration's graph costs ~10 ms per array operation here (hundreds
+      per LSQR iteration): worth it when a product with X takes longer than that.
+    """
+    if _aac.is_jax_namespace(xp) and any(_is_tracer(a) for a in (*state, *operands)):
+        import jax
+
+        def step(s):
+            return body(s, *operands)
+
+        def below(k):  # room for k more iterations, and not done
+            return lambda c: (c[0] + k <= max_iter) & ~done(c[1])
+
+        k = steps_per_trip(jax)
+        if k == 1:
+            return jax.lax.while_loop(below(1), lambda c: (c[0] + 1, step(c[1])), (0, state))[1]
+
+        # Quirk: XLA:GPU copies a while_loop's predicate to the host on every trip (a
+        # synchronization). Trips of k steps, as the eager loop below reads every 10th test:
+        # an inner loop of known trip count reads no predicate. The loop stops done (the
+        # remaining steps then change nothing) or at the last whole trip before max_iter,
+        # which leaves max_iter % k steps, a static count.
+        def trip(c):
+            return c[0] + k, jax.lax.fori_loop(0, k, lambda _, s: step(s), c[1])
+
+        state = jax.lax.while_loop(below(k), trip, (0, state))[1]
+        return jax.lax.fori_loop(0, max_iter % k, lambda _, s: step(s), state)
+    lazy = _aac.is_dask_namespace(xp)
+    if lazy:
+        import dask
+
+        operands = dask.persist(*operands)
+    every = 1 if _in_host_memory(xp, state[0]) else 10
+    i = 0
+    while i < max_iter:
+        if lazy:
+            state = type(state)(*dask.persist(*state))
+        if read_now(xp, done(state)):
+            break
+        for _ in range(min(every, max_iter - i)):
+            state = body(state, *operands)
+        i += every
+    return state
+
+
+def kept(xp, a):
+    """``a``, computed and kept in memory on Dask (persisted: a product that every iteration
+    reads, inside a closure the loop cannot persist for it), else as it is."""
+    if _aac.is_dask_namespace(xp):
+        return a.persist()
+    return a
+
+
+def over_columns(xp, fn, arrays, batch):
+    """``fn`` on consecutive blocks of ``batch`` columns (the last axis) of every array of
+    ``arrays`` (all with the same number of columns); its outputs (a tuple of arrays whose last
+    axis runs over the block's columns) joined along that axis. Peak memory is one block's.
+
+    - JAX, traced: ``lax.map`` over the blocks (each cut with ``dynamic_slice``; the columns
+      padded with zeros to a whole number of blocks, the padding cut from the outputs): one
+      compiled body, whatever the number of blocks, and one block live at a time.
+    - Elsewhere: a Python loop over slices (views on NumPy; lazy slices on Dask).
+    """
+    k = arrays[0].shape[-1]
+    batch = max(1, min(batch, k))
+    if _aac.is_jax_namespace(xp) and any(_is_tracer(a) for a in arrays):
+        import jax
+
+        blocks = -(-k // batch)
+        pad = blocks * batch - k
+
+        def padded(a):
+            if not pad:
+                return a
+            return xp.concat([a, xp.zeros((*a.shape[:-1], pad), dtype=a.dtype)], axis=-1)
+
+        full = [padded(a) for a in arrays]
+
+        def one(j):
+            return fn(*(jax.lax.dynamic_slice_in_dim(a, j * batch, batch, axis=a.ndim - 1) for a in full))
+
+        outs = jax.lax.map(one, xp.arange(blocks))  # each (blocks, ..., batch)
+        joined = []
+        for o in outs:
+            o = xp.moveaxis(o, 0, -2)  # (..., blocks, batch)
+            joined.append(xp.reshape(o, (*o.shape[:-2], blocks * batch))[..., :k])
+        return tuple(joined)
+    parts = [fn(*(a[..., j : min(j + batch, k)] for a in arrays)) for j in range(0, k, batch)]
+    return tuple(xp.concat(list(p), axis=-1) for p in zip(*parts, strict=False))

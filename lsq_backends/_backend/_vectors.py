@@ -1,0 +1,134 @@
+"""Column-wise vector kernels of the Krylov solvers (``lsmr``, ``lsqr``): part of the backend
+layer (re-exported by :mod:`lsq_backends._backend._compat`).
+
+An iteration of LSMR or LSQR on a sparse X is a pair of sparse products and a dozen passes
+over vectors of length m and n; on NumPy, where nothing fuses, each pass is memory traffic, and
+at 10^6 x 10^5 with 5 non-zeros a row the passes cost as much as the products. Three NumPy
+quirks, all about reading values, which costs nothing in host memory:
+
+- a column norm scaled against underflow (max, divide, square, sum: four passes and two
+  temporaries) is needed only when the plain sum of squares leaves the normal range;
+- a masked update (``where`` over the whole state, a copy of every vector) is needed only
+  while some columns have stopped and others run;
+- a scale of the products by a power of two (the problem put at unit scale) is applied only
+  where it is not 1.
+
+And one about memory traffic: the updates ``a * c + b`` of long vectors are formed block by
+block (:func:`multiply_add`), the product ``a * c`` never written out whole.
+
+Elsewhere (traced JAX, GPUs, Dask) nothing is read: the scaled norm and ``where`` always.
+"""
+
+from __future__ import annotations
+
+import array_api_compat as _aac
+
+__all__ = ["column_norms", "known_ones", "multiply_add", "nonzero_or_one", "plain_namespace", "select"]
+
+
+def _scaled_norms(xp, a):
+    """Column norms (..., 1, k), scaled by the largest entry: the squares of a vector near the
+    underflow threshold (X^T u for ridge on X ~ 1e-200 next to sqrt(alpha) ~ 1, which the
+    problem's scaling leaves tiny) summed to 0, and a norm of 0 stops the iteration at once."""
+    big = xp.maximum(xp.max(a, axis=-2, keepdims=True), -xp.min(a, axis=-2, keepdims=True))
+    c = xp.where(big != 0, big, xp.ones_like(big))
+    b = a / c
+    return c * xp.sqrt(xp.sum(b * b, axis=-2, keepdims=True))
+
+
+def column_norms(xp, a):
+    """The 2-norms of the columns of ``a`` (..., p, k), as (..., 1, k), safe from underflow and
+    overflow (see :func:`_scaled_norms`).
+
+    Quirk: on NumPy the plain sum of squares (one pass, ``einsum``: no temporary, no BLAS
+    threads) is kept where every column's lies in ``[p * tiny / eps, max]``, where the squares
+    that underflow can lose at most eps of it and none overflows; else the scaled norm."""
+    if _aac.is_numpy_namespace(xp) and a.shape[-2] > 0:
+        import numpy as np
+
+        ss = np.einsum("...ij,...ij->...j", a, a)[..., None, :]
+        info = np.finfo(a.dtype)
+        low = a.shape[-2] * float(info.smallest_normal) / float(info.eps)
+        if bool(np.all((ss >= low) & (ss <= info.max))):
+            return np.sqrt(ss)
+    return _scaled_norms(xp, a)
+
+
+def select(xp, pick, a, b):
+    """``where(pick, a, b)``, or field by field for two NamedTuples of arrays (a solver's
+    state). Quirk: on NumPy ``a`` or ``b`` itself where ``pick`` is all True or all False (no
+    copy of either, and one test for all fields)."""
+    if _aac.is_numpy_namespace(xp):
+        if pick.all():
+            return a
+        if not pick.any():
+            return b
+    if isinstance(a, tuple):
+        return type(a)(*(xp.where(pick, x, y) for x, y in zip(a, b, strict=True)))
+    return xp.where(pick, a, b)
+
+
+def known_ones(xp, factor):
+    """True where every entry of ``factor`` (a scale, e.g. a power of two) is known to be 1,
+    so that the multiplication by it may be skipped; False where that is not known. Quirk: on
+    NumPy the read is free, and a multiplication of a long vector by 1 (a scale that data
+    within the safe range does not need) is a pass over it, and an allocation, for nothing;
+    elsewhere a read would wait for the device or break tracing, and fusion makes the
+    multiplication cheap: False, the factor is applied."""
+    return _aac.is_numpy_namespace(xp) and bool((factor == 1).all())
+
+
+_BLOCK = 1 << 15  # elements of a block of rows in multiply_add: 256 KiB of float64, in cache
+
+
+def multiply_add(xp, a, c, b, fresh=False):
+    """``a * c + b`` for ``a``, ``b`` (..., p, k) and ``c`` (..., 1, k) (one factor per column),
+    rounded as written: the product, then the sum (so ``b - c * a`` is ``multiply_add(a, -c,
+    b)`` bit for bit). ``fresh``: ``b`` is a temporary the caller made (a product ``X @ V``)
+    and holds no other reference to.
+
+    Quirk: NumPy writes ``a * c`` whole into a new array and reads it back, and the sum into
+    another: on the Krylov solvers' vectors of length m, passes over memory (and writes to
+    memory not in cache) that the update does not need. On NumPy a 2-D ``a`` is multiplied
+    block of rows by block into a small buffer that stays in cache, and each block added into
+    the result: ``b`` itself where it is fresh. Elsewhere the expression (XLA fuses it)."""
+    shape = tuple(getattr(c, "shape", ()))
+    if not (
+        _aac.is_numpy_namespace(xp) and a.ndim == 2 and a.shape == b.shape and a.size > _BLOCK
+        and (len(shape) < 2 or (len(shape) == 2 and shape[0] == 1))
+    ):  # fmt: skip
+        return a * c + b  # (short vectors: the expression costs less to call)
+    import numpy as np
+
+    dtype = np.result_type(a, c, b)
+    own = fresh and b.dtype == dtype and b.flags.writeable and not np.may_share_memory(a, b)
+    out = b if own else np.empty(a.shape, dtype=dtype)
+    p, k = a.shape
+    rows = max(1, _BLOCK // k)
+    scratch = np.empty((min(rows, p), k), dtype=dtype)
+    for i in range(0, p, rows):
+        j = min(i + rows, p)
+        np.add(np.multiply(a[i:j], c, out=scratch[: j - i]), b[i:j], out=out[i:j])
+    return out
+
+
+def nonzero_or_one(xp, d):
+    """``d`` where nonzero, else 1: a safe divisor. NumPy: a Python 1.0 in ``where`` keeps the
+    dtype (NEP 50) without a ``ones_like`` array (the recurrences' scalars take a dozen a step)."""
+    if _aac.is_numpy_namespace(xp):
+        import numpy as np
+
+        return np.where(d != 0, d, 1.0)
+    return xp.where(d != 0, d, xp.ones_like(d))
+
+
+def plain_namespace(xp):
+    """The namespace for a recurrence of many operations on tiny arrays (the Krylov solvers'
+    per-column scalars, a hundred operations an iteration). Quirk: on NumPy the NumPy module
+    itself: array-api-compat's wrappers of ``sign``, ``where`` and ``full_like`` cost 2-8x
+    the operation on a (1, k) array; the functions the solvers use behave the same."""
+    if _aac.is_numpy_namespace(xp):
+        import numpy as np
+
+        return np
+    return xp

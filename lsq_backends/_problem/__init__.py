@@ -1,0 +1,1 @@
+"""The problem as the solvers take it: validation, penalties, scaling, empty batches."""

@@ -1,0 +1,435 @@
+"""Input validation and preprocessing shared by every fit.
+
+Validation looks at shapes, dtypes and devices first, then (when ``check_finite``) at values.
+Value checks are recorded as small device arrays (``_compat.Checks``) and read together, in one
+host read: at the end of :func:`prepare`, or, for a fit (``defer_checks``), with the solver's
+first route decision, so that a well-conditioned fit on a GPU waits for the device once. Value
+checks are skipped for lazy arrays (JAX tracers under ``jax.jit``, Dask graphs), where reading a
+value would force a computation or fail; concrete JAX arrays are checked.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from typing import Any, NamedTuple
+
+import array_api_compat as _aac
+import numpy as np
+
+from .._backend import _compat
+from .._solvers import METHODS, record
+from .._solvers.linalg._center import eliminate_intercept
+from .._solvers.linalg._gram_data import shifts
+from .._solvers.linalg._shared import check_fraction
+from ._alpha import failure, validate_alpha
+from ._frames import from_pandas
+from ._kinds import check_kind, check_known_shape
+from ._scaling import certifiable, flushed, gram_certificate, scale_problem
+
+
+class Problem(NamedTuple):
+    """A validated problem, centered and weighted, ready for a solver."""
+
+    xp: Any
+    X: Any  # (..., m', n) scaled by sqrt(sample_weight), intercept eliminated (m' = m - 1 for wide X;
+    #   tall X keeps m rows, the first one zero: see _center.eliminate_intercept; m with eliminate=False)
+    Y: Any  # (..., m', k), same treatment
+    alpha: Any  # None (least squares) or array (kα,) with kα in {1, k}
+    x_offset: Any  # (..., 1, n) or None (with ``centered``: shifts near the means, see TallGram)
+    y_offset: Any  # (..., 1, k) or None
+    y_was_vector: bool
+    offset_sq: Any  # (..., n) what centering removed from the squared column norms, or None
+    original: Any  # (X, Y, root): validated, uncentered, unweighted (root = sqrt(weights) or
+    # None), kept for ``refine`` only; else None (with a cast input it would hold a copy of X)
+    check: Any = None  # X's finiteness test deferred to the Gram matrix (``gram_check``), or None
+    checks: Any = None  # the value checks not yet read (``_compat.Checks``), with ``defer_checks``
+    scale: Any = None  # ``_scaling.Scale``: X, Y, sqrt(w) (and alpha) were divided by powers of two, or None
+    centered: Any = None  # with ``gram_center``: (root,), X and Y left uncentered and unweighted
+    #   (x_offset, y_offset their weighted means): the Gram route centers on the n x n side
+
+
+def as_array(xp, a, name, dev, like=None):
+    """``a`` as an array of ``xp`` on ``dev``; a list or scalar takes the float dtype ``like``
+    of the array arguments where there is one (torch would make float32 of a list of floats
+    next to float64 X). A pandas DataFrame or Series is read column by column (``_frames``)."""
+    if _aac.is_array_api_obj(a):
+        return a
+    a = from_pandas(a, name)
+    try:
+        arr = xp.asarray(a, device=dev)
+        if like is not None and _compat.isdtype(xp, arr.dtype, "real floating") and arr.dtype != like:
+            arr = xp.asarray(a, dtype=like, device=dev)
+        return arr
+    except Exception as exc:
+        msg = f"{name} must be an array or convertible to one; got {type(a).__name__}"
+        raise TypeError(msg) from exc
+
+
+def namespace_of(X, y, sample_weight):
+    named = {"X": X, "y": y, "sample_weight": sample_weight}
+    arrays = {k: v for k, v in named.items() if _aac.is_array_api_obj(v)}
+    if not arrays:
+        import numpy as np
+
+        return _compat.array_namespace(np.empty(0))
+    try:
+        return _compat.array_namespace(*arrays.values())
+    except TypeError as exc:
+        kinds = ", ".join(f"{k}: {type(v).__module__}.{type(v).__name__}" for k, v in arrays.items())
+        msg = f"X, y and sample_weight must come from one array library; got {kinds}"
+        raise TypeError(msg) from exc
+
+
+SUPPORTED = "float32 or float64 (integers are cast to the default float dtype)"
+
+
+def check_dtype(xp, a, name):
+    """Raise ``TypeError`` naming ``name`` unless ``a`` has a supported dtype: float32,
+    float64, or an integer dtype. float16, bfloat16 and NumPy's longdouble are refused: no
+    library factors in half precision, and longdouble would silently come back as float64."""
+    dt = a.dtype
+    if dt == xp.bool:
+        msg = f"{name} has a boolean dtype; least squares needs real numbers (cast it first)"
+        raise TypeError(msg)
+    if _compat.isdtype(xp, dt, "complex floating"):
+        msg = f"{name} is complex ({dt}); complex least squares is not supported"
+        raise TypeError(msg)
+    floating = _compat.isdtype(xp, dt, "real floating")
+    if floating and dt != xp.float32 and dt != xp.float64:
+        msg = (
+            f"{name} has dtype {dt}; the supported dtypes are {SUPPORTED}: cast it first, e.g. "
+            f"xp.astype({name}, xp.float32) ({name}.astype(np.float32), {name}.float() in PyTorch)"
+        )
+        raise TypeError(msg)
+    if not floating and not _compat.isdtype(xp, dt, "integral"):
+        msg = f"{name} must have a real numeric dtype, {SUPPORTED}; got {dt}"
+        raise TypeError(msg)
+
+
+def _check_finite(xp, a, name, checks):
+    if a is None or _compat.is_lazy(a) or math.prod(a.shape) == 0:
+        return
+    # Fast path: NaN and infinity propagate through a product with a vector of ones (one
+    # matrix-vector pass, no boolean temporary of the size of ``a``); only a non-finite sum,
+    # which overflow of huge finite values could also give, needs the exact test.
+    if _aac.is_numpy_namespace(xp):
+        # The same test as a sum over the rows (a read of ``a``, no vector of ones, a result of
+        # one row): the product's ones and its m-long result cost more than the test on a
+        # long y (7-8 ms of a sparse fit's per-call work at a million rows).
+        flat = a.reshape(-1, a.shape[-1]) if a.ndim > 1 else a.reshape(-1, 1)
+        ok = np.isfinite(flat.sum(axis=0)).all()
+        checks.add(ok, lambda: _exact_finite(xp, a, name))
+        return
+    flat = xp.reshape(a, (-1, a.shape[-1])) if a.ndim > 1 else xp.reshape(a, (1, -1))
+    ones = xp.ones((flat.shape[-1],), dtype=flat.dtype, device=_compat.device(a))
+    checks.add(xp.all(xp.isfinite(_compat.matmul(xp, flat, ones))), lambda: _exact_finite(xp, a, name))
+
+
+def check_finite_values(xp, a, name):
+    """Raise ``ValueError`` naming ``name`` if the eager array ``a`` holds NaN or infinity (one
+    host read; nothing is read from a lazy array)."""
+    checks = _compat.Checks()
+    _check_finite(xp, a, name, checks)
+    checks.read(xp)
+
+
+def gram_check(xp, X, check_finite, checks):
+    """The finiteness test of X deferred to its Gram matrix (``normal`` and ``auto``), or None.
+
+    The diagonal of the Gram matrix of the prepared X (centered, weighted, intercept
+    eliminated: NaN and infinity propagate through all of it) holds each column's (or, for
+    wide X, row's) sum of squares, non-finite exactly when that column holds NaN or infinity
+    (a non-finite entry is never zero, so no BLAS can skip it), or when huge finite values
+    overflow; only then is X itself tested. That saves the separate pass over X, and the
+    error is raised, with the other value checks in ``checks``, before the solution is.
+    The returned ``check(A)`` records the test (nothing is read).
+    """
+    if not check_finite or _compat.is_lazy(X) or math.prod(X.shape) == 0:
+        return None
+
+    def check(A, offset_sq=None):
+        checks.add(_compat.reduce_all(xp, xp.isfinite(_compat.diagonal(xp, A))), lambda: _exact_finite(xp, X, "X"))
+
+    return check
+
+
+def _exact_finite(xp, a, name):
+    if not bool(xp.all(xp.isfinite(a))):
+        msg = (
+            f"{name} contains NaN or infinity; remove those rows or pass check_finite=False "
+            "to skip this check (the result is then undefined)"
+        )
+        raise ValueError(msg)
+
+
+def check_devices(arrays):
+    devs = {name: _compat.device(a) for name, a in arrays.items() if a is not None}
+    # JAX tracers (under grad/vmap) report no device: nothing to compare.
+    devs = {name: d for name, d in devs.items() if d is not None}
+    if len({repr(d) for d in devs.values()}) > 1:
+        where = ", ".join(f"{k} on {d!r}" for k, d in devs.items())
+        msg = f"X, y and sample_weight must be on one device; got {where}"
+        raise ValueError(msg)
+
+
+def check_method(method, rcond):
+    """Validate ``method`` and ``rcond``; returns ``rcond`` as a Python float (or None).
+
+    ``rcond`` is a cutoff on singular values, which only the direct methods resolve: with
+    ``method="lsmr"`` or ``"lsqr"`` (no singular values, no rank estimate) an explicit one is
+    refused rather than ignored."""
+    if method not in METHODS:
+        msg = f"method must be one of {', '.join(map(repr, METHODS))}; got {method!r}"
+        raise ValueError(msg)
+    rcond = check_fraction(rcond, "rcond")
+    if rcond is not None and record(method).iterative:
+        msg = (
+            f"rcond applies to the direct methods (a singular-value cutoff); method={method!r} estimates no "
+            f"singular values: leave rcond=None and set its accuracy with atol/btol; got rcond={rcond!r}"
+        )
+        raise ValueError(msg)
+    return rcond
+
+
+def check_bool(value, name):
+    """A flag as a Python bool (static under ``jax.jit``, hashable): Python and NumPy bools are
+    accepted, anything else (``1``, ``"False"``, an array) is refused with a ``TypeError``."""
+    if isinstance(value, bool):
+        return value
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(value, np.bool_):
+        return bool(value)
+    msg = f"{name} must be a bool (True or False); got {value!r} ({type(value).__name__})"
+    raise TypeError(msg)
+
+
+def _converted(X, y, sample_weight):
+    """The namespace, the device and the inputs as arrays of that namespace, after the checks
+    of kind, known shape and device."""
+    for name, a in (("X", X), ("y", y), ("sample_weight", sample_weight)):
+        check_kind(a, name)
+    xp = namespace_of(X, y, sample_weight)
+    dev = None
+    like = None  # a float dtype given by an array argument: lists are converted to it
+    for a in (X, y, sample_weight):
+        if _aac.is_array_api_obj(a):
+            dev = _compat.device(a) if dev is None else dev
+            if like is None and _compat.isdtype(xp, a.dtype, "real floating"):
+                like = a.dtype
+    X = as_array(xp, X, "X", dev, like)
+    y = as_array(xp, y, "y", dev, like)
+    if sample_weight is not None:
+        sample_weight = as_array(xp, sample_weight, "sample_weight", dev, like)
+    for name, a in (("X", X), ("y", y), ("sample_weight", sample_weight)):
+        check_known_shape(a, name)
+    check_devices({"X": X, "y": y, "sample_weight": sample_weight})
+    return xp, dev, X, y, sample_weight
+
+
+class Validated(NamedTuple):
+    """Inputs that passed the shape, dtype and device checks, cast to one float dtype; their
+    value checks recorded in ``checks``, not yet read."""
+
+    xp: Any
+    X: Any  # (..., m, n)
+    Y: Any  # (..., m, k)
+    sample_weight: Any  # (m,) or (..., m), or None
+    alpha: Any  # validated alpha array, or None
+    y_was_vector: bool
+    checks: Any  # _compat.Checks
+    fit_intercept: bool = False
+    check_finite: bool = True
+    x_check_deferred: bool = False  # X's finiteness left to its Gram matrix (:func:`gram_check`)
+
+
+class Penalty(NamedTuple):
+    """The penalty of a penalized fit, as the entry point took it: ``alpha`` (a number or an
+    array, checked by ``_alpha.validate_alpha``), one per target or not, and the name errors
+    call it by (``alphas`` for ``ridge_cv``)."""
+
+    alpha: Any
+    per_target: bool = False
+    name: str = "alpha"
+
+
+def validate(X, y, sample_weight, *, fit_intercept, check_finite, penalty=None, defer_x_check=False):
+    """Step 1 of every fit: convert and check the inputs (kinds, shapes, dtypes, devices, and
+    ``penalty``, a :class:`Penalty` or None); value checks are recorded in the returned
+    ``checks`` (read them with ``checks.read(xp)``). With ``defer_x_check`` X's finiteness is
+    left to its Gram matrix (:func:`gram_check`)."""
+    ridge = penalty is not None
+    alpha, per_target, alpha_name = penalty if ridge else (None, False, "alpha")
+    if _compat.plain_numpy(X, y, sample_weight):
+        # Plain NumPy arrays (not subclasses: no masked array) pass the checks of kind, known
+        # shape and device by construction, and need no conversion.
+        xp = _compat.memo("numpy namespace", lambda: _compat.array_namespace(X))
+        dev = _compat.device(X)
+    else:
+        xp, dev, X, y, sample_weight = _converted(X, y, sample_weight)
+
+    if X.ndim < 2:
+        msg = f"X must have shape (m, n) or (..., m, n); got shape {tuple(X.shape)}"
+        raise ValueError(msg)
+    batch, m = tuple(X.shape[:-2]), X.shape[-2]
+    if y.ndim == X.ndim - 1:
+        y_was_vector = True
+    elif y.ndim == X.ndim:
+        y_was_vector = False
+    else:
+        msg = f"y must have shape {batch + (m,)} or {batch + (m, 'k')} to match X of shape {tuple(X.shape)}; got shape {tuple(y.shape)}"
+        raise ValueError(msg)
+    if tuple(y.shape[: len(batch)]) != batch or y.shape[len(batch)] != m:
+        msg = f"y must have {m} rows (and batch shape {batch}) to match X of shape {tuple(X.shape)}; got shape {tuple(y.shape)}"
+        raise ValueError(msg)
+    if sample_weight is not None and tuple(sample_weight.shape) not in ((m,), batch + (m,)):
+        msg = f"sample_weight must have shape ({m},) or {batch + (m,)}; got shape {tuple(sample_weight.shape)}"
+        raise ValueError(msg)
+    for name, a in (("X", X), ("y", y), ("sample_weight", sample_weight)):
+        if a is not None:
+            check_dtype(xp, a, name)
+
+    float_default, _ = _compat.default_dtypes(xp, dev)
+    floats = [a.dtype for a in (X, y) if _compat.isdtype(xp, a.dtype, "real floating")]
+    dtype = xp.result_type(*floats) if floats else float_default
+    X = xp.astype(X, dtype, copy=False) if X.dtype != dtype else X
+    y = xp.astype(y, dtype, copy=False) if y.dtype != dtype else y
+    if sample_weight is not None and sample_weight.dtype != dtype:
+        sample_weight = xp.astype(sample_weight, dtype, copy=False)
+    Y = _compat.align_rows(xp, y[..., None] if y_was_vector else y, X)
+
+    checks = _compat.Checks()
+    if ridge:
+        alpha = validate_alpha(xp, alpha, Y.shape[-1], dtype, dev, per_target, checks, alpha_name)
+    if fit_intercept and m == 0:
+        msg = "fit_intercept=True needs at least one sample (X has 0 rows)"
+        raise ValueError(msg)
+    if check_finite:
+        if not defer_x_check:
+            _check_finite(xp, X, "X", checks)
+        _check_finite(xp, y, "y", checks)
+        _check_finite(xp, sample_weight, "sample_weight", checks)
+        for name, a in (("X", X), ("y", y), ("sample_weight", sample_weight), (alpha_name, alpha if ridge else None)):
+            ok, msg = flushed(xp, a, name, each=name == alpha_name)  # subnormals read as zero (JAX): refused
+            if ok is not None:
+                checks.add(ok, failure(ValueError, msg))
+    if sample_weight is not None and not _compat.is_lazy(sample_weight) and m > 0:
+        checks.add(xp.logical_not(xp.any(sample_weight < 0)), failure(ValueError, "sample_weight must be non-negative"))
+        if fit_intercept:
+            msg = "sample_weight must have a positive sum to fit an intercept"
+            checks.add(xp.all(xp.sum(sample_weight, axis=-1) > 0), failure(ValueError, msg))
+    return Validated(
+        xp, X, Y, sample_weight, alpha if ridge else None, y_was_vector, checks, fit_intercept, check_finite,
+        defer_x_check and check_finite,
+    )  # fmt: skip
+
+
+def validated_now(X, y, sample_weight, **kwargs):
+    """:func:`validate` with its value checks read at once (one host read), and ``y`` in the
+    caller's layout (a vector stays a vector): the checked arguments of an eager JAX call, which
+    then runs compiled with ``check_finite=False``. Returns ``(Validated, y)``."""
+    v = validate(X, y, sample_weight, **kwargs)
+    v.checks.read(v.xp)
+    return v, v.Y[..., 0] if v.y_was_vector else v.Y
+
+
+def compiled_fit(fn, static, X, y, sample_weight, kwargs, check_finite, penalty=None):
+    """The eager-JAX route of an entry point ``fn`` (``lstsq``, ``ridge``, ``nnls``): the inputs
+    validated and their value checks read now (one host read), then ``fn`` as one compiled call
+    (``_compat.compiled``, ``static`` its static arguments) on the validated arrays, with
+    ``check_finite=False``. ``kwargs``: ``fn``'s other keyword arguments (``fit_intercept``
+    among them); ``penalty``:
+    ``(alpha, per_target, whole)`` for a penalized fit, ``whole`` to pass the validated penalty
+    (kα,) as it is (per target, or a path), else its one value."""
+    v, y = validated_now(
+        X, y, sample_weight, fit_intercept=kwargs["fit_intercept"], check_finite=check_finite,
+        penalty=None if penalty is None else Penalty(penalty[0], penalty[1]),
+    )  # fmt: skip
+    if penalty is not None:
+        kwargs = {**kwargs, "alpha": v.alpha if penalty[2] else v.alpha[0]}
+    return _compat.compiled(fn, static)(v.X, y, sample_weight=v.sample_weight, check_finite=False, **kwargs)
+
+
+def intercept_of(xp, problem, coef, fit_intercept):
+    """The intercept of a fit of the prepared ``problem``: ``y_offset - x_offset @ coef`` with
+    an intercept, else zeros; coef (..., n, k) gives (..., k). One place for every entry point
+    (fits, paths, ``ridge_cv``, ``nnls``, ``diagnostics``)."""
+    if fit_intercept:
+        shift = _compat.matmul(xp, problem.x_offset, coef)  # a path's coef has a leading alpha axis
+        return (_compat.as_rank(xp, problem.y_offset, shift.ndim) - shift)[..., 0, :]
+    shape = (*coef.shape[:-2], coef.shape[-1])
+    return _compat.full(xp, shape, 0, coef.dtype, coef)
+
+
+def _both(first, second):
+    """Two Gram-matrix checks as one (either may be None)."""
+    if first is None:
+        return second
+
+    def check(A, offset_sq=None):
+        second(A, offset_sq)
+        first(A, offset_sq)
+
+    return check
+
+
+def prepare(
+    v, *, scale=None, eliminate=True, keep_original=False, defer_checks=False, gram_center=False, scale_x_by_gram=True
+) -> Problem:
+    """Step 2 of every fit: the validated inputs ``v`` (:func:`validate`) scaled, weighted and
+    centered for a solver. Raises before any heavy work.
+
+    ``eliminate=False`` keeps the centered, weighted rows (m of them, one per sample) instead of
+    reflecting the intercept direction away: leave-one-out needs per-sample rows.
+    ``keep_original`` keeps the validated inputs (for ``refine`` and leave-one-out). The value
+    checks are read before this returns, or, with ``defer_checks``, left in ``Problem.checks``
+    for the fit to read with its first route decision (see ``_compat.deferred``): one host read
+    for the whole fit (NumPy, where reading is free, reads them here all the same). ``scale``
+    ("per_target" or "shared", see ``_scaling``) solves at unit scale: X, Y, the square roots
+    of the weights and alpha divided by powers of two, recorded in ``Problem.scale`` for
+    ``_scaling.unscale``. With ``gram_center`` a tall problem with an intercept (m - 1 >= n >= 1)
+    is not centered here: only its means are taken (``Problem.centered``, for the Gram route's
+    ``TallGram``); without weights, where the fit reads its checks (``_scaling.certifiable``),
+    X's scale is then certified by the Gram matrix (``_scaling.gram_certificate``, which raises
+    ``Rescale``: prepare again with ``scale_x_by_gram=False``). X's finiteness test goes with
+    the Gram matrix where ``v`` left it there (``Problem.check``, see :func:`gram_check`)."""
+    xp, X, Y, sample_weight, alpha, y_was_vector, checks, fit_intercept, check_finite, defer_x_check = v
+    if not defer_checks or _aac.is_numpy_namespace(xp):
+        # NumPy reads for free: a bad value raises here, before centering or scaling meets
+        # it (NaN and infinity there print NumPy's RuntimeWarnings ahead of the error).
+        checks.read(xp)
+
+    m, n = X.shape[-2:]
+    gram_route = gram_center and m - int(fit_intercept) >= n >= 1
+    # The Gram route certifies X's scale on the Gram matrix (``_scaling.gram_certificate``)
+    # where the fit can read it: no passes over X for its scale
+    skip_x = (
+        gram_route
+        and scale_x_by_gram
+        and sample_weight is None
+        and certifiable(xp)
+        and (defer_checks or _aac.is_numpy_namespace(xp))
+    )
+    root = None  # sqrt(w) (..., m, 1), of X's rank (JAX with strict rank promotion)
+    if sample_weight is not None:
+        root = _compat.as_rank(xp, _compat.align_rows(xp, xp.sqrt(sample_weight[..., None]), X), X.ndim)
+    scaling = None
+    if scale is not None:
+        X, Y, root, alpha, scaling = scale_problem(xp, X, Y, root, alpha, shared_y=scale == "shared", skip_x=skip_x)
+    check = gram_check(xp, X, check_finite, checks) if defer_x_check else None
+    original = (X, Y, root) if keep_original else None
+    x_offset = y_offset = offset_sq = centered = None
+    if fit_intercept and gram_route and eliminate:
+        x_offset, y_offset = shifts(xp, X, Y, root)  # near the means: TallGram finds the exact ones
+        offset_sq = None
+        centered = (root,)
+    elif fit_intercept:
+        X, Y, x_offset, y_offset, offset_sq = eliminate_intercept(xp, X, Y, root, eliminate)
+    elif root is not None:
+        X, Y = root * X, root * Y
+    if skip_x and scale is not None:
+        check = _both(check, gram_certificate(xp, X, alpha, checks))
+    return Problem(
+        xp, X, Y, alpha, x_offset, y_offset, y_was_vector, offset_sq, original, check,
+        checks if defer_checks else None, scaling, centered,
+    )  # fmt: skip

@@ -1,0 +1,373 @@
+"""Scaling by powers of two: every fit is solved at unit scale, whatever the scale of X, y,
+sample_weight and alpha.
+
+The solvers form squares (Gram matrices, column norms, LSQR's norms, weighted means): X with
+entries around 1e200 overflowed them (ridge returned exactly 0, LSQR NaN), entries around
+1e-200 underflowed (LSQR returned 0 after 0 iterations), and so did ordinary X next to weights
+near 1e+-300 (``sqrt(w) X`` and the weighted means). Least squares and ridge are homogeneous.
+With the weighted data ``A = sqrt(w) X`` and ``B = sqrt(w) Y``, dividing
+
+    X by 2**kx,  column j of Y by 2**ky_j,  sqrt(w) by 2**kr,  alpha by 2**(2 kA),
+
+(``kA = kr + kx``, ``kB = kr + ky``) gives a problem whose fit maps back exactly:
+
+    coef = coef' 2**(ky - kx),  intercept = intercept' 2**ky,  rss = rss' 2**(2 kB),
+    singular values = s' 2**kA,  weighted means of squared errors = ' 2**(2 ky),
+
+rank and iteration counts unchanged (the weighted means of X and Y do not change when all
+weights are multiplied by one factor). With powers of two every one of these products is exact
+(short of overflow or underflow): scaling changes no rounding, it only keeps the squares in
+range, so a scaled fit returns the unscaled fit's answer multiplied out.
+
+The exponents are chosen on the device, without a host read, from magnitudes taken in log2
+(so that no product of two magnitudes can overflow): ``kr`` from ``max sqrt(w)``, ``kA`` from
+``max sqrt(w) * max |X|`` (for ridge the larger of that and ``sqrt(min alpha)``), ``kB`` per
+target from ``max sqrt(w) * max |Y_j|``; then ``kx = kA - kr``, ``ky = kB - kr``. (That bounds
+the weighted data from above: they reach unit scale unless the rows holding X's largest
+entries carry weights below ``2**(-2 safe)`` of the largest, 1e-154 in float64.) Each is 0
+while its magnitude lies within ``2**(+-emax/4)`` (1e77 in float64, 4e9 in float32), where the
+solvers' squares cannot overflow or lose bits to the subnormal range, so data at ordinary
+scales are not touched (bitwise the unscaled fit), else ``floor(log2(magnitude))``. ``kx`` is
+one exponent for the whole of X (a penalty is shared by the columns and by a stack), ``ky`` one
+per column of y (one per problem with ``shared_y``: leave-one-out compares targets' errors).
+On NumPy the choice is read (free in host memory) and nothing is copied when every exponent is
+0. Elsewhere X is multiplied by its (exact) factor, one elementwise pass; the factors cost a
+few dozen operations on arrays of k + 3 numbers.
+
+The same exponents and factors serve every entry point: :func:`scale_problem` for the fits
+that ``_input.prepare`` builds, :func:`unscale` / :func:`unscale_cv` for their results,
+:func:`make_scale` and :func:`powers` for the diagnostics and the accumulators' running
+scales (``_stream``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from typing import Any, NamedTuple
+
+import array_api_compat as _aac
+
+from .._backend import _compat
+from .._result import LstsqResult
+
+
+class Scale(NamedTuple):
+    """What X, Y and sqrt(w) were divided by (exponents), and the exact factors that map results
+    back (tuples of factors where the exponent may exceed the exponent range; see :func:`times`)."""
+
+    alpha: Any  # the penalty as validated, before scaling (None for least squares)
+    kx: Any  # exponents, float arrays: kx (), ky (k,) or (), kr ()
+    ky: Any
+    kr: Any
+    coef: Any  # 2**(ky - kx)
+    target: Any  # 2**ky: intercepts
+    square: Any  # 2**(2 (kr + ky)): weighted sums of squares (rss, leave-one-out errors)
+    mean_square: Any  # 2**(2 ky): weighted means of squares (held-out errors)
+    x: Any  # 2**(kr + kx): singular values
+
+
+def limits(xp, dtype):
+    """(safe, limit): magnitudes within 2**(+-safe) are solved as given; an exponent applied to
+    data stays within +-limit (2**limit and 2**-limit are normal numbers)."""
+    info = _compat.finfo(xp, dtype)
+    return _compat.memo(("scaling limits", float(info.max)), lambda: _limits_of(info))
+
+
+def _limits_of(dtype_info):
+    emax = round(math.log2(float(dtype_info.max)))
+    return emax // 4, emax - 2
+
+
+def empty_exponent(xp, dtype):
+    """The exponent of "no data yet" (an all-zero column, no weight): below every exponent
+    that data can have, so that a running maximum ignores it (``_stream``)."""
+    return -4.0 * limits(xp, dtype)[1]
+
+
+def _magnitude(xp, A, axis):
+    """max |A| over ``axis`` (no |A| temporary)."""
+    if _aac.is_numpy_namespace(xp):
+        return xp.maximum(A.max(axis=axis), -A.min(axis=axis))  # methods: no Python wrapper
+    return xp.maximum(xp.max(A, axis=axis), -xp.min(A, axis=axis))
+
+
+def log2_abs(xp, a):
+    """log2 |a|, and -inf (no magnitude) where ``a`` is zero, NaN or infinite: those are left
+    to the value checks and the solvers."""
+    a = xp.abs(a)
+    ok = (a > 0) & xp.isfinite(a)
+    return xp.where(ok, xp.log2(xp.where(ok, a, xp.ones_like(a))), xp.full_like(a, -math.inf))
+
+
+def exponent(xp, log2_big, empty=0.0):
+    """The exponent k of the scale 2**k of a magnitude whose log2 is ``log2_big`` (an array):
+    floor(log2_big) where that lies outside the safe range, else 0; ``empty`` where there is no
+    magnitude (-inf). Kept within +-limit."""
+    safe, limit = limits(xp, log2_big.dtype)
+    has = xp.isfinite(log2_big)
+    k = xp.floor(xp.where(has, log2_big, xp.zeros_like(log2_big)))
+    k = _clip(xp, xp.where(xp.abs(k) > safe, k, xp.zeros_like(k)), limit)
+    return xp.where(has, k, xp.full_like(k, empty))
+
+
+def flushed(xp, a, name, each=False):
+    """``(ok, message)``: ``ok`` a 0-d bool array, False where ``a`` holds subnormal numbers
+    that the library computes with as zeros and that matter (the largest magnitude of ``a`` is
+    below ``smallest_normal / eps``, so zeroing them changes ``a`` by more than a rounding; with
+    ``each``, penalties, any one); None where nothing is flushed (every library but JAX, whose XLA flushes subnormals to zero
+    on CPUs and GPUs) or nothing can be read. Found from the bits, which flushing leaves alone:
+    no scaling can rescue what the device reads as zero, so such input is refused."""
+    if a is None or not _aac.is_jax_namespace(xp) or _compat.is_lazy(a) or math.prod(a.shape) == 0:
+        return None, None
+    import jax
+
+    info = _compat.finfo(xp, a.dtype)
+    wide = info.bits >= 64
+    bits = jax.lax.bitcast_convert_type(a, xp.int64 if wide else xp.int32) & (2 ** (info.bits - 1) - 1)
+    subnormal = (bits > 0) & (bits < 2 ** (52 if wide else 23))
+    ok = ~xp.any(subnormal) if each else ~(xp.any(subnormal) & (xp.max(xp.abs(a)) < info.smallest_normal / info.eps))
+    where = "" if each else f", and no entry of {name} is large enough for that not to matter"
+    msg = (
+        f"{name} holds subnormal numbers (nonzero, below {info.smallest_normal:.3g}), which JAX computes with "
+        f"as zeros{where}: multiply {name} by a power of two first (the fit scales back exactly: coef by 1/c "
+        "for X times c, coef and intercept by c for y, nothing for sample_weight; alpha goes with "
+        "sample_weight and X**2)"
+    )
+    return ok, msg
+
+
+def _clip(xp, k, bound):
+    return xp.minimum(xp.maximum(k, xp.full_like(k, -bound)), xp.full_like(k, bound))
+
+
+def powers(xp, requests):
+    """``2**k`` for each ``(k, parts)`` of ``requests`` (integer-valued float arrays), exactly:
+    products of the exact constants 2**(+-2**b) that the bits of |k| select (the standard has
+    no ``ldexp``, and ``pow`` is not promised exact), all in one small array. ``parts`` > 1
+    gives a tuple of that many factors, each within the exponent range (|k| up to ``parts``
+    times the range; beyond, the result over- or underflows, and so would the true one)."""
+    like = requests[0][0]
+    _, limit = limits(xp, like.dtype)
+    flat, layout = [], []
+    for k, parts in requests:
+        shape = tuple(k.shape)
+        k = _clip(xp, xp.reshape(k, (-1,)), float(parts * limit))
+        done = xp.zeros_like(k)
+        for i in range(1, parts + 1):
+            upto = xp.trunc(k * i / parts)  # exact: |k i| < 2**53, and trunc of an exact quotient
+            flat.append(upto - done)
+            done = upto
+        layout.append((shape, math.prod(shape), parts))
+    k = xp.concat(flat)[:, None]  # (r, 1)
+    nbits = limit.bit_length()
+    # 2**b, 2**(2**b) and 2**-(2**b) made on the device (no host-to-device copy), as rows: the
+    # exponents are a column (JAX with strict rank promotion broadcasts only equal ranks).
+    step, up, down = (xp.reshape(v, (1, nbits)) for v in _compat.powers_of_two(xp, nbits, like))
+    bit = xp.remainder(xp.floor(xp.abs(k) / step), 2) == 1  # (r, nbits)
+    p = xp.prod(xp.where(bit, xp.where(k < 0, down, up), xp.ones_like(up)), axis=-1)
+    out, i = [], 0
+    for shape, size, parts in layout:
+        pieces = tuple(xp.reshape(p[i + j * size : i + (j + 1) * size], shape) for j in range(parts))
+        out.append(pieces[0] if parts == 1 else pieces)
+        i += size * parts
+    return out
+
+
+def times(xp, a, factor):
+    """``a * 2**k``, ``factor`` as :func:`powers` gave it (a tuple: exact steps of one sign, so
+    no partial product leaves the range that ``a`` and the result span); a factor of fewer
+    dimensions is aligned with the trailing axes of ``a``, a factor of another float dtype cast
+    to ``a``'s (exactly: float32 ``ridge_cv`` maps float64 results back with float32 factors)."""
+    for f in factor if isinstance(factor, tuple) else (factor,):
+        if 0 < f.ndim < a.ndim:
+            f = xp.reshape(f, (1,) * (a.ndim - f.ndim) + tuple(f.shape))
+        a = a * (f if f.dtype == a.dtype else xp.astype(f, a.dtype))
+    return a
+
+
+class Rescale(Exception):  # noqa: N818 (a signal to prepare again, not an error)
+    """Raised by :func:`gram_certificate`'s check: X's scale is not certified by its Gram
+    matrix; the fit is prepared again with the ``max |X|`` passes."""
+
+
+def certifiable(xp):
+    """Can X's scale wait for its Gram matrix (:func:`gram_certificate`)? Where a fit reads its
+    checks while it solves: NumPy (free), and eagerly PyTorch, CuPy and array-api-strict, with
+    the route decision's one read. Not JAX (a fit runs compiled: no read inside it) nor Dask
+    (nothing is read before the graph runs): there the ``max |X|`` passes choose the scale."""
+    return not (_aac.is_jax_namespace(xp) or _aac.is_dask_namespace(xp))
+
+
+def _rescale():
+    raise Rescale
+
+
+def gram_certificate(xp, X, alpha, checks):
+    """With ``scale_problem(..., skip_x=True)`` (:func:`certifiable` namespaces, no weights):
+    ``certify(A, offset_sq)``, run on the Gram matrix A = X^T X of tall X (centered when
+    ``offset_sq``, what centering removed, is given) before it is factorized: unless X's factor
+    is certainly 1, :class:`Rescale` is raised, at once on NumPy, elsewhere from ``checks``
+    when the fit reads its route decision (no read of its own).
+
+    Column j's sum of squares d_j (A_jj + offset_sq_j) bounds max |X|**2 within
+    [max d / m, max d]: when both ends lie within 2**(+-2 safe) (and, for ridge, sqrt(min
+    alpha) <= 2**safe), the ``max |X|`` passes would have chosen 1 too. Ordinary data never
+    pay those two read-only passes over X (a quarter of ``normal``'s time at 100000 x 20);
+    the rest (NaN, overflow, extreme scales) takes them, as before, and decides the same."""
+    safe, _ = limits(xp, X.dtype)
+    m = X.shape[-2]
+
+    def certify(A, offset_sq=None):
+        d = xp.linalg.diagonal(A)
+        if offset_sq is not None:
+            d = d + offset_sq
+        if _aac.is_numpy_namespace(xp):
+            big = float(d.max())  # free to read
+            ok = m * 2.0 ** (-2 * safe) <= big <= 2.0 ** (2 * safe)
+            if alpha is not None and alpha.shape[0] > 0:
+                ok = ok and float(xp.min(alpha)) <= 2.0 ** (2 * safe)
+            if not ok:
+                raise Rescale
+            return
+        big = xp.max(d)  # NaN (a non-finite X) fails both comparisons
+        ok = (big >= m * 2.0 ** (-2 * safe)) & (big <= 2.0 ** (2 * safe))
+        if alpha is not None and alpha.shape[0] > 0:
+            ok = ok & (xp.min(alpha) <= 2.0 ** (2 * safe))
+        checks.add(ok, _rescale)
+
+    return certify
+
+
+def uncertified(X):
+    """Context for a fit whose X scale may await :func:`gram_certificate` (X a NumPy array or
+    a list): a Gram matrix that overflows only sends the fit back to the ``max |X|`` passes,
+    so NumPy's overflow warnings are silenced there (the fit prepared again warns as before)."""
+    if _aac.is_numpy_array(X) or not _aac.is_array_api_obj(X):
+        import numpy as np
+
+        return np.errstate(over="ignore", invalid="ignore")
+    return contextlib.nullcontext()
+
+
+def _choice(xp, X, Y, root, alpha, shared_y):
+    """(kx, ky, kr), see the module docstring; ``root`` (..., m, 1) is sqrt(w) or None."""
+    lx = log2_abs(xp, _magnitude(xp, X, None))
+    ly = log2_abs(xp, _magnitude(xp, Y, None if shared_y else tuple(range(Y.ndim - 1))))
+    kr = None
+    if root is not None:
+        # The weighted data's scale from max sqrt(w) times max |X| (max |y| per target): two
+        # reductions, where max_i sqrt(w_i) max_j |X_ij| took a pass along X's rows (70x one
+        # reduction in NumPy at 100000 x 20).
+        lr = log2_abs(xp, xp.max(root))
+        kr, lx, ly = exponent(xp, lr), lx + lr, ly + lr
+    if alpha is not None:
+        # Ridge factors [A; sqrt(alpha) I]: its scale is the larger of the two blocks (the
+        # smallest penalty's, for a path or per-target penalties). Scaled by X alone, a
+        # penalty far above ||X||**2 (X ~ 1e-200, alpha = 1) overflowed to infinity.
+        lx = xp.maximum(lx, log2_abs(xp, xp.min(alpha)) / 2)
+    ka, kb = exponent(xp, lx), exponent(xp, ly)
+    if kr is None:
+        return ka, kb, xp.zeros_like(ka)
+    _, limit = limits(xp, X.dtype)
+    return _clip(xp, ka - kr, limit), _clip(xp, kb - kr, limit), kr
+
+
+def scale_problem(xp, X, Y, root, alpha, *, shared_y=False, skip_x=False):
+    """``(X', Y', root', alpha', scale)`` at unit scale (see the module docstring); ``root``
+    is sqrt(w) (..., m, 1) or None; ``scale`` None where nothing was scaled (read on NumPy,
+    where reading is free). ``skip_x`` (NumPy, no weights): X and alpha are left as given,
+    their factor 1 to be certified by the Gram matrix (:func:`gram_certificate`)."""
+    if 0 in tuple(X.shape) or 0 in tuple(Y.shape):
+        return X, Y, root, alpha, None
+    y_axes = None if shared_y else tuple(range(Y.ndim - 1))
+    if skip_x:  # Y alone (k columns: no pass over X, and X is not copied)
+        big_y = _magnitude(xp, Y, y_axes)
+        if _aac.is_numpy_namespace(xp) and _ordinary(xp, big_y):
+            return X, Y, root, alpha, None
+        ky = exponent(xp, log2_abs(xp, big_y))
+        zero = xp.zeros_like(xp.reshape(ky, (-1,))[0])
+        return _apply(xp, X, Y, root, alpha, zero, ky, zero, scale_x=False)
+    if root is None and alpha is None and _aac.is_numpy_namespace(xp):
+        big = _magnitude(xp, X, None)
+        if _ordinary(xp, big) and _ordinary(xp, _magnitude(xp, Y, y_axes)):
+            return X, Y, root, alpha, None  # the common case, decided on two reads (free on NumPy)
+    kx, ky, kr = _choice(xp, X, Y, root, alpha, shared_y)
+    if _aac.is_numpy_namespace(xp) and not (bool(kx != 0) or bool(kr != 0) or bool(xp.any(ky != 0))):
+        return X, Y, root, alpha, None  # data at ordinary scales: no copy
+    return _apply(xp, X, Y, root, alpha, kx, ky, kr)
+
+
+def _ordinary(xp, big):
+    """NumPy: every magnitude of ``big`` is within the safe range (its exponent is 0)."""
+    safe, _ = limits(xp, big.dtype)
+    return 2.0**-safe <= float(big.min()) and float(big.max()) < 2.0 ** (safe + 1)
+
+
+def make_scale(xp, alpha, kx, ky, kr, *requests):
+    """The :class:`Scale` of exponents ``kx``, ``ky``, ``kr`` (and ``alpha`` as given), and
+    the factors of ``requests`` (as :func:`powers` takes them), from one :func:`powers` call."""
+    ka, kb = kx + kr, ky + kr
+    factors = powers(xp, [(ky - kx, 2), (ky, 1), (2 * kb, 4), (2 * ky, 2), (ka, 2), *requests])
+    return Scale(alpha, kx, ky, kr, *factors[:5]), factors[5:]
+
+
+def _apply(xp, X, Y, root, alpha, kx, ky, kr, scale_x=True):
+    """The problem divided by the factors of the exponents; ``scale_x=False``: kx is 0 and X is
+    left as it is (no elementwise pass)."""
+    ka = kx + kr
+    scale, (fx, fy, fr, fa) = make_scale(xp, alpha, kx, ky, kr, (-kx, 1), (-ky, 1), (-kr, 1), (-2 * ka, 4))
+    X, Y = (X * fx if scale_x else X), times(xp, Y, fy)
+    root = None if root is None else root * fr
+    return X, Y, root, None if alpha is None else penalty_times(xp, alpha, fa), scale
+
+
+def penalty_times(xp, alpha, factor):
+    """``alpha * 2**k`` (``factor`` as :func:`powers` gave it), a positive penalty kept positive
+    (rank n), however small next to the scaled data's squares."""
+    out = times(xp, alpha, factor)
+    tiny = xp.full_like(alpha, xp.finfo(alpha.dtype).smallest_normal)
+    return xp.where(alpha > 0, xp.maximum(out, tiny), out)
+
+
+def scaled_alpha(xp, scale, alpha):
+    """``alpha`` in the units of a problem scaled by ``scale`` (positive stays positive)."""
+    (fa,) = powers(xp, [(-2 * (scale.kx + scale.kr), 4)])
+    return penalty_times(xp, alpha, fa)
+
+
+def _squeezed(xp, factor):
+    """A factor (1,) of a vector y as 0-d (results of a vector y lost their target axis)."""
+    if isinstance(factor, tuple):
+        return tuple(_squeezed(xp, f) for f in factor)
+    return xp.reshape(factor, ()) if factor.ndim else factor
+
+
+def unscale(xp, result, scale, y_was_vector):
+    """The fit of the unscaled problem from that of the scaled one (exact multiplications)."""
+    if scale is None:
+        return result
+    fc, ft, fs = scale.coef, scale.target, scale.square
+    if y_was_vector:
+        fc, ft, fs = _squeezed(xp, fc), _squeezed(xp, ft), _squeezed(xp, fs)
+    s = result.singular_values
+    return LstsqResult(
+        times(xp, result.coef, fc), times(xp, result.intercept, ft), result.rank, times(xp, result.rss, fs),
+        None if s is None else times(xp, s, scale.x), result.n_iter, result.istop,
+    )  # fmt: skip
+
+
+def unscale_cv(xp, scale, best, coef, intercept, alpha, cv, scores, *, errors="sums"):
+    """``ridge_cv``'s results in the units of the problem given (``scale`` from a "shared"
+    scaling: one factor for all targets, so the choice made on scaled errors is the same);
+    the chosen penalty is taken from the penalties as given, not multiplied back. ``errors``:
+    ``cv`` and ``scores`` are weighted sums of squared errors ("sums": leave-one-out, GCV),
+    weighted means of them ("means": held-out folds), or scale-free (None: R^2, a callable)."""
+    if scale is None:
+        return coef, intercept, alpha, cv, scores
+    alpha = xp.reshape(xp.take(scale.alpha, xp.reshape(best, (-1,)), axis=0), tuple(best.shape))
+    if errors is not None:
+        factor = scale.square if errors == "sums" else scale.mean_square
+        cv = None if cv is None else times(xp, cv, factor)
+        scores = times(xp, scores, factor)
+    return times(xp, coef, scale.coef), times(xp, intercept, scale.target), alpha, cv, scores

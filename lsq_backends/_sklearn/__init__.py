@@ -1,0 +1,1 @@
+"""What the scikit-learn estimators share."""

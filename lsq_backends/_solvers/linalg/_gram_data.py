@@ -1,0 +1,209 @@
+"""The data of a tall Gram-route fit (``normal``, ``auto``, and ``qr``/``svd``'s CholeskyQR2):
+its Gram products, and the residual products that refine a solution, with the intercept
+handled on the n x n side.
+
+Without an intercept the products are those of X itself. With one, X and Y arrive uncentered
+(weighted by ``root`` = sqrt(weights) row by row) with shifts ``x_shift``, ``y_shift`` near
+their means (:func:`shifts`: where the products run by row blocks, ``_center.sample_means``
+of ~1000 rows spread over X, read without a pass; elsewhere the weighted means, which sharded
+X reduces in place): with ``Z = root (X - x_shift)``, ``V = root (Y - y_shift)``,
+``s = Z^T root``, ``t = V^T root`` and ``total`` the sum of the weights,
+
+    A = Z^T Z - s s^T / total,     B = Z^T V - s t^T / total
+
+are exactly the Gram products of the centered (and intercept-eliminated, see
+``_center.eliminate_intercept``) data, whatever the shifts: ``s`` and ``t`` carry their
+distance to the means, whose exact values ``shift + s / total`` follow. The shifts are near
+the data, so the subtractions ``X - x_shift`` are exact or nearly so for columns offset by
+1e8, and no product sees the offsets; a shift off the mean by d costs the Gram matrix a
+factor ~(1 + d**2 / var) of its rounding (negligible for a sample mean), which the
+refinement step removes: its residual pass shifts by means exact to rounding. The residual of
+the centered problem is ``r = r' - root c`` with ``r' = V - Z W`` and ``c = root^T r' / total``,
+so ``X_c^T r = Z^T r' - s c`` and ``||r||^2 = ||r'||^2 - total c^2``.
+
+On NumPy (2-D X of many rows) each product is one pass over X in row blocks that stay in
+cache: the block is shifted (again by the exact means for the residual) and weighted into a
+small buffer, and the Gram product, the cross product with Y and the sums read it from there.
+No X-sized array is made. Elsewhere the same formulas run on whole arrays, from one shifted
+copy ``Z`` kept for the fit (its shifts the weighted means, so it needs no second shift): the
+Gram product, ``Z^T [V root]`` (``B`` and ``s`` in one product), the residual ``V - Z W`` and
+``Z^T r'``; CholeskyQR2's ``Q1 = X_c M`` is ``Z M`` corrected on the n x n side
+(:meth:`TallGram.basis_products`). One sweep over X for the means and one for the copy beyond
+the products without an intercept."""
+
+from __future__ import annotations
+
+import array_api_compat as _aac
+
+from ..._backend import _compat
+from ._center import eliminate_intercept, sample_means, weighted_means
+
+# Rows per block on NumPy: ~1 MB of float64, read from cache by every product of the block
+# (the residual pass measured 0.39x a bare Gram product at 512 KB, 0.31x at 1 MB, 200000 x 50).
+BLOCK_ELEMENTS = 1 << 17
+MIN_ROWS = 256  # wide blocks: the Gram product of a thinner one runs well below BLAS speed
+
+
+def shifts(xp, X, Y, root):
+    """The shifts ``(x_shift, y_shift)`` of a :class:`TallGram` with an intercept: where its
+    products run by row blocks, the means of a strided sample of rows (no pass over X; each
+    block is shifted again by the exact means for the residual); elsewhere the weighted means
+    (one product, which sharded X reduces in place), so that the one shifted copy of X that
+    every product reads is centered to rounding."""
+    if TallGram(xp, X, Y).rows is not None:  # (uncentered: nothing is computed)
+        return sample_means(xp, X, Y)
+    return weighted_means(xp, X, Y, root)[:2]
+
+
+class TallGram:
+    """Products of tall X (..., m, n) and Y (..., m, k), centered when ``x_shift`` is given."""
+
+    def __init__(self, xp, X, Y, root=None, x_shift=None, y_shift=None):
+        self.xp = xp
+        self.centered = x_shift is not None
+        self.root, self.x_shift, self.y_shift = root, x_shift, y_shift
+        self.s = self.t = self.total = self.offset_sq = None
+        self.x_mean, self.y_mean = x_shift, y_shift  # exact after ``products``
+        self.kept = None  # (Z, V): the one shifted copy, made by ``products`` (whole arrays)
+        m, n = X.shape[-2:]
+        rows = max(BLOCK_ELEMENTS // max(n, 1), MIN_ROWS)  # row blocks where X is 2-D and long
+        self.rows = rows if _aac.is_numpy_namespace(xp) and X.ndim == 2 and m >= 4 * rows else None
+        if self.centered:
+            ones = _compat.align_rows(xp, xp.ones((m, 1), dtype=X.dtype, device=_compat.device(X)), X)
+            self.weights = ones if root is None else root  # root of the weights, (..., m, 1)
+            w = ones if root is None else root * root
+            self.total = _compat.reduce_sum(xp, w, axis=-2, keepdims=True)  # (..., 1, 1)
+
+    def _blocks(self, X, Y):
+        """(Zb, Vb, rb) per row block: the shifted, weighted block (in reused buffers) and its
+        weights' roots (None without centering)."""
+        xp = self.xp
+        m, n = X.shape
+        if not self.centered:
+            for i in range(0, m, self.rows):
+                yield X[i : i + self.rows], Y[i : i + self.rows], None
+            return
+        zbuf = xp.empty((self.rows, n), dtype=X.dtype)
+        vbuf = xp.empty((self.rows, Y.shape[-1]), dtype=Y.dtype)
+        for i in range(0, m, self.rows):
+            Xb, Yb, rb = X[i : i + self.rows], Y[i : i + self.rows], self.weights[i : i + self.rows]
+            Z = xp.subtract(Xb, self.x_shift, out=zbuf[: Xb.shape[0]])
+            V = xp.subtract(Yb, self.y_shift, out=vbuf[: Xb.shape[0]])
+            if self.root is not None:
+                xp.multiply(Z, rb, out=Z)
+                xp.multiply(V, rb, out=V)
+            yield Z, V, rb
+
+    def _shifted(self, X, Y):
+        Z, V = X - self.x_shift, Y - self.y_shift
+        if self.root is not None:
+            Z, V = self.root * Z, self.root * V
+        return Z, V
+
+    def products(self, X, Y):
+        """``(A, B)``: the Gram matrix (..., n, n) and the cross product (..., n, k)."""
+        xp = self.xp
+        if not self.centered:
+            return _compat.gram(xp, X, Y)  # blocked on NumPy where that pays (narrow X)
+        if self.rows is None:
+            # One shifted copy, kept for the residual: two passes over it (the Gram product, and
+            # the cross product with Y and the weights' roots side by side), where shifting
+            # again and a product of its own for the sums made four and a second copy.
+            Z, V = self.kept = self._shifted(X, Y)
+            Zt = _compat.matrix_transpose(xp, Z)
+            k = V.shape[-1]
+            roots = xp.broadcast_to(_compat.as_rank(xp, self.weights, V.ndim), (*V.shape[:-1], 1))
+            Bs = _compat.cross(xp, Z, xp.concat([V, roots], axis=-1))
+            A, B, self.s = _compat.matmul(xp, Zt, Z), Bs[..., :k], Bs[..., k:]  # s: (..., n, 1)
+            self.t = _compat.matmul(xp, _compat.matrix_transpose(xp, V), self.weights)  # (..., k, 1)
+        else:
+            A = B = s = t = None
+            for Z, V, rb in self._blocks(X, Y):
+                Zt = Z.T
+                a, b, s_, t_ = Zt @ Z, Zt @ V, Zt @ rb, V.T @ rb
+                A, B, s, t = (a, b, s_, t_) if A is None else (A + a, B + b, s + s_, t + t_)
+            self.s, self.t = s, t
+
+        def st(a):
+            return _compat.matrix_transpose(xp, a)
+
+        # s / total first: s s^T alone under- or overflows where the weights are tiny or huge
+        A, B = A - self.s * (st(self.s) / self.total), B - self.s * (st(self.t) / self.total)
+        # The exact means (the shifts only need to be near them), the shifts of the residual
+        # pass, where they keep X^T r free of the offsets' rounding.
+        self.x_mean = self.x_shift + st(self.s) / self.total
+        self.y_mean = self.y_shift + st(self.t) / self.total
+        self.offset_sq = (self.total * self.x_mean * self.x_mean)[..., 0, :]
+        if self.kept is None:  # the blocks are shifted again, by the exact means
+            self.x_shift, self.y_shift = self.x_mean, self.y_mean
+        return A, B
+
+    def residual(self, X, Y, W, cross=True):
+        """``(h, rss)`` for the residual r = Y - X W of the (centered) problem: h = X^T r
+        (..., n, k) and rss = ||r||^2 per target (..., k). Needs :meth:`products` first. With
+        ``cross=False`` (whole arrays) h is None: rss alone, one pass over X."""
+        xp = self.xp
+        if self.rows is None:
+            if self.centered:
+                X, Y = self.kept
+            R = _compat.minus_fresh(xp, Y, _compat.matmul(xp, X, W))
+            h = _compat.cross(xp, X, R) if cross else None
+            if self.centered:
+                c = _compat.matmul(xp, _compat.matrix_transpose(xp, self.weights), R) / self.total  # (..., 1, k)
+                s = self.s  # the kept copy's sums: X_c^T r = h - s c
+            rss = _compat.sum_of_squares(xp, R, axis=-2)  # R is not used after this
+        else:
+            h = rss = c = s = None
+            for Z, V, rb in self._blocks(X, Y):
+                R = V - Z @ W
+                h_, rss_ = Z.T @ R, xp.sum(R * R, axis=0)
+                h, rss = (h_, rss_) if h is None else (h + h_, rss + rss_)
+                if rb is not None:
+                    c_, s_ = rb.T @ R, Z.T @ rb
+                    c, s = (c_, s_) if c is None else (c + c_, s + s_)
+            if self.centered:
+                c = c / self.total
+        if self.centered:
+            h = None if h is None else h - s * c
+            rss = rss - (self.total * c * c)[..., 0, :]
+        return h, rss
+
+    def basis_products(self, X, Y, M):
+        """``(Q^T Q, Q^T Y)`` of ``Q = X M`` (M (..., n, n)), X and Y centered when this data
+        is (:meth:`products` first): CholeskyQR2's second pass. Centered, Q is formed from the
+        kept shifted copy Z (``Z M``, the centered data's Q plus ``root u^T``, ``u = M^T s /
+        total``) and corrected on the n x n side, as :meth:`products` corrects the Gram
+        matrix: ``Q^T Q = P - q q^T / total``, ``Q^T Y_c = (Z M)^T V - q t^T / total`` with
+        ``P = (Z M)^T (Z M)``, ``q = M^T s``: three passes, as without an intercept."""
+        xp = self.xp
+        if self.centered:
+            X, Y = self.kept
+        Q = _compat.matmul(xp, X, M)
+        G, C = _compat.matmul(xp, _compat.matrix_transpose(xp, Q), Q), _compat.cross(xp, Q, Y)
+        if not self.centered:
+            return G, C
+        q = _compat.matmul(xp, _compat.matrix_transpose(xp, M), self.s)  # (..., n, 1)
+        qt = _compat.matrix_transpose(xp, q) / self.total
+        return G - q * qt, C - q * (_compat.matrix_transpose(xp, self.t) / self.total)
+
+    def whole(self, X, Y):
+        """This data with its products on whole arrays (centered: from the one kept shifted
+        copy, which :meth:`basis_products` reads too), shifted by the weighted means where the
+        row blocks would have taken a sample's (the kept copy is not shifted again). Returns
+        itself (changed in place: the caller's reference sees the exact means)."""
+        if self.centered and self.rows is not None:
+            self.x_shift, self.y_shift = weighted_means(self.xp, X, Y, self.root)[:2]
+            self.x_mean, self.y_mean = self.x_shift, self.y_shift
+        self.rows = None
+        return self
+
+    def arrays(self, X, Y):
+        """The data as the other solvers take it (``eliminate_intercept``'s when centered: an
+        X-sized copy, made only on a fallback route, or on a route that forms no Gram matrix,
+        whose means and offsets, with no products before, are then the fit's)."""
+        if not self.centered:
+            return X, Y
+        Xe, Ye, x_mean, y_mean, offset_sq = eliminate_intercept(self.xp, X, Y, self.root)
+        if self.offset_sq is None:
+            self.x_mean, self.y_mean, self.offset_sq = x_mean, y_mean, offset_sq
+        return Xe, Ye

@@ -1,0 +1,303 @@
+"""The Gram-matrix factorization the ``normal``, ``auto`` and ``qr`` solvers share: Cholesky of
+``X^T X + alpha I`` (tall X) or ``X X^T + alpha I`` (wide X), from the products of
+``_gram_data.TallGram`` (with an intercept, of shifted data, corrected on the n x n side).
+
+- ``Factored``: the factor, its condition estimate (``condest``), its solution (refined once
+  on tall X, see ``refined``) or another method's where a test fails (``solve_or``);
+- ``full_rank_test``: the rank decision (``rank.certified`` on the Cholesky factor, which
+  must also clear the Gram matrix's rounding, ``_shared.gram_noise``); a failed
+  factorization (a non-positive or NaN pivot) fails it too;
+- ``refined_limit``, ``kappa_limit``: the condition numbers up to which one refinement step
+  converges, and up to which the unrefined normal equations are kept on wide X.
+
+A numerically singular Gram matrix is re-solved, so rank-deficient problems get the
+minimum-norm solution, never NaN: by the SVD path (a QR of X, QR-level error), or where both branches of the choice are
+compiled into one program (JAX, ``_compat.branches_share_memory``) by the eigendecomposition
+of the Gram matrix already formed (:meth:`Factored.eigen`): no second pass over X to factorize
+it and no copy of X (sharded X is never gathered), at the normal equations' own accuracy.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..._backend import _compat
+from .._record import Solution
+from ._factor import inverse_factor, spectral_factor, triangular_inverse
+from ._gram_data import TallGram
+from ._shared import (
+    add_penalty,
+    count,
+    default_cutoff,
+    diagonal,
+    dot,
+    eps,
+    full_rank,
+    gram_noise,
+    merge_targets,
+    mT,
+    split_targets,
+)
+from .condest import condition_estimate
+from .rank import certified
+
+
+class Factored:
+    """A factorized Gram system (kept so that ``auto`` can inspect it before solving)."""
+
+    def __init__(self, xp, X, Y, alpha, check=None, data=None):
+        self.m, self.n = X.shape[-2:]
+        self.wide = self.m < self.n
+        self.alpha = alpha
+        self.data = None
+        if self.wide:
+            A, B = dot(xp, X, mT(xp, X)), Y  # (..., m, m)
+        else:
+            self.data = TallGram(xp, X, Y) if data is None else data
+            A, B = self.data.products(X, Y)  # (..., n, n), (..., n, k)
+        if check is not None:
+            # X's deferred finiteness test (``_input.gram_check``), before factorizing; with the
+            # columns' offsets where the Gram route centered (their uncentered norms)
+            check(A, None if self.data is None else self.data.offset_sq)
+        self.G, self.XtY = A, B  # before the penalty (:meth:`eigen`)
+        if alpha is not None:
+            A = add_penalty(xp, A, alpha)
+        self.A, self.B = A, split_targets(xp, B, alpha)
+        self.L = _compat.cholesky(xp, A)
+        self.Lt = None  # _compat.batch_last(L), made once for stacks of small factors
+        self.kappa = None  # the condition estimate, made once (``condition``)
+
+    def condition(self, xp):
+        """Estimate of cond(X) after column equilibration (see ``condest``), made once."""
+        if self.kappa is None:
+            if self.L.ndim > 2 and self.L.shape[-1] <= _compat.SMALL_STACK:
+                self.Lt = _compat.batch_last(xp, self.L)  # shared with the solve
+            self.kappa = condition_estimate(xp, self.L, self.A, self.Lt)
+        return self.kappa
+
+    def solve_or(self, xp, X, Y, ok, fallback, rcond, offset_sq, factor=False):
+        """The refined Cholesky solution where the scalar ``ok`` holds, else ``fallback``'s
+        solution (a traced branch under ``jax.jit``; see ``_compat.cond``); ``fallback`` None:
+        :meth:`eigen`. Returns a ``Solution``: rss (..., k) of tall X, None for wide X; with
+        ``factor`` the ``_factor.Factor`` solved with (for wide X, of ``X X^T``: the Cholesky
+        factor here is that of ``X X^T + alpha I``)."""
+        if fallback is None:
+
+            def other(X, Y):
+                return self.eigen(xp, X, Y, rcond, offset_sq, factor)
+
+        elif self.wide:
+
+            def other(X, Y):
+                return self.other_solve(xp, fallback, X, Y, rcond, offset_sq, factor)
+
+        else:
+            other = self.fallback(xp, fallback, rcond, offset_sq, factor)
+        if self.wide:
+
+            def wide_cholesky(X, Y):
+                coef, rank = self.solve(xp, X)[:2]
+                return (coef, rank, self.factor(xp)) if factor else (coef, rank)
+
+            coef, rank, *fac = _compat.cond(xp, ok, wide_cholesky, other, (X, Y))
+            return Solution(coef, rank, factor=fac[0] if factor else None)
+
+        def cholesky(X, Y):
+            solved = self.solve(xp, X, Y)
+            return (*solved, self.factor(xp)) if factor else solved
+
+        coef, rank, rss, *fac = _compat.cond(xp, ok, cholesky, other, (X, Y))
+        return Solution(coef, rank, rss=rss, factor=fac[0] if factor else None)
+
+    def factor(self, xp):
+        """The ``_factor.Factor`` of the Cholesky factor (full rank)."""
+        return inverse_factor(xp, mT(xp, triangular_inverse(xp, self.L, True)))
+
+    def other_solve(self, xp, solver, X, Y, rcond, offset_sq, factor=False):
+        """``solver``'s (another method's ``Solution``) ``(coef, rank)``, and with ``factor``
+        its ``Factor`` third, without singular vectors (which the Cholesky branch it stands in
+        for lacks)."""
+        if not factor:
+            sol = solver(xp, X, Y, self.alpha, rcond, offset_sq)
+            return sol.coef, sol.rank
+        sol = solver(xp, X, Y, self.alpha, rcond, offset_sq, factor=True)
+        return sol.coef, sol.rank, sol.factor._replace(V=None)
+
+    def fallback(self, xp, solver, rcond, offset_sq, factor=False):
+        """``solver`` (another method's solve) as a branch on tall X: (X, Y) -> (coef, rank,
+        rss), on the data as that method takes it (``TallGram.arrays``); with ``factor``, its
+        ``Factor`` fourth (without singular vectors, which the Cholesky branch lacks)."""
+
+        def other(X, Y):
+            X, Y = self.data.arrays(X, Y)
+            coef, rank, *fac = self.other_solve(xp, solver, X, Y, rcond, offset_sq, factor)
+            rss = _compat.sum_of_squares(xp, _compat.minus_fresh(xp, Y, dot(xp, X, coef)), axis=-2)
+            return (coef, rank, rss, *fac)
+
+        return other
+
+    def eigen(self, xp, X, Y, rcond, offset_sq, factor=False):
+        """The minimum-norm (or ridge) solution from the eigendecomposition ``G = V diag(lam)
+        V^T`` of the Gram matrix already formed (before the penalty): ``w = V diag(f) V^T X^T y``
+        (tall X) or ``w = X^T V diag(f) V^T y`` (wide X), ``f = 1 / (lam + alpha)`` on the kept
+        eigenvalues (:func:`eigen_keep`), 0 on the others; rank: their count (``n`` with every
+        penalty positive, as the SVD filter's). Tall X: ``(coef, rank, rss)``, rss from one
+        pass over X (``TallGram.residual``: no copy of X, centered on the n x n side), and with
+        ``factor`` the ``Factor`` of the kept spectrum (``spectral_factor``, ``s = sqrt(lam)``)
+        fourth; wide X: ``(coef, rank)``.
+
+        No pass over X to factorize it and no X-sized temporary: under ``jax.jit`` XLA reserves
+        the buffers of both branches of the rank test, and on sharded X this branch needs no
+        all-gather. The normal equations' own accuracy class: the Gram matrix's rounding
+        (~gram_noise * lam_max, ``_shared.gram_noise``) moves the kept eigenvectors by
+        ~eps cond**2 (cond of the kept part, at most ``1 / sqrt(gram_noise)`` by the cutoff),
+        so coef errs by ~eps cond**2, as the Cholesky branch's before refinement; the SVD path
+        errs by ~eps cond. Not refined: the kept subspace's own error is of that order."""
+        m, n = X.shape[-2:]
+        lam, V = _compat.eigh(xp, self.G)
+        lam = xp.maximum(lam, xp.zeros_like(lam))  # null directions round to +-eps * lam_max
+        keep = eigen_keep(xp, lam, self.G, X, rcond, offset_sq, self.wide)
+        safe = xp.where(keep, lam, xp.ones_like(lam))[..., None]  # (..., p, 1)
+        f = (
+            1 / safe if self.alpha is None else 1 / (safe + _compat.as_rank(xp, self.alpha, safe.ndim))
+        )  # (..., p, 1 or k)
+        f = xp.where(keep[..., None], f, xp.zeros_like(f))
+        W = dot(xp, V, f * dot(xp, mT(xp, V), self.XtY))
+        rank = count(xp, keep, lam)
+        if self.alpha is not None:
+            rank = xp.where(xp.all(self.alpha > 0), full_rank(xp, rank.shape, n, lam), rank)
+        # of X^T X, or for wide X of X X^T: V holds X's right or left singular vectors
+        fac = spectral_factor(xp, xp.sqrt(lam), mT(xp, V), keep, self.alpha) if factor else None
+        if self.wide:
+            return (dot(xp, mT(xp, X), W), rank, fac) if factor else (dot(xp, mT(xp, X), W), rank)
+        rss = self.data.residual(X, Y, W)[1]
+        return (W, rank, rss, fac) if factor else (W, rank, rss)
+
+    def cho_solve(self, xp, B):
+        return merge_targets(
+            xp, _compat.cho_solve(xp, self.L, split_targets(xp, B, self.alpha), Lt=self.Lt), self.alpha
+        )
+
+    def solve(self, xp, X, Y=None):
+        """``(W, rank, rss)``. Tall X: one step of refinement (see :func:`refined`); rss is
+        None for wide X."""
+        W = merge_targets(xp, _compat.cho_solve(xp, self.L, self.B, Lt=self.Lt), self.alpha)
+        rank = full_rank(xp, X.shape[:-2], self.n if self.alpha is not None else min(self.m, self.n), X)
+        if self.wide:
+            return dot(xp, mT(xp, X), W), rank, None
+        W, rss = refined(xp, self, X, Y, W)
+        return W, rank, rss
+
+
+def refined(xp, fac, X, Y, W):
+    """One step of iterative refinement of the normal-equation solution W, and the rss of the
+    solution returned: ``(W', rss)``.
+
+    The residual r = Y - X W that rss needs anyway gives the normal equations' residual
+    ``g = X^T r - alpha W`` in the same pass (``TallGram.residual``: one pass over X, in cache
+    on NumPy), and ``dW = (X^T X + alpha I)^{-1} g`` from the Cholesky factor already made.
+    The Gram matrix's rounding (~eps cond(X)**2 relative) enters the correction only through
+    the factor, so each step shrinks the error by ~eps cond(X)**2 towards the accuracy of the
+    residual itself, ~eps cond(X) (plus ~eps cond(X)**2 ||r|| / (||X|| ||w||), from the
+    rounding of X^T r): one step reaches QR's error where (eps cond**2)**2 <= eps cond,
+    cond <= eps**(-1/3). The refined residual is not formed:
+    ``||r - X dW||^2 = ||r||^2 - 2 dW.h + dW.g - alpha ||dW||^2`` (h = X^T r, and
+    X^T X dW = g - alpha dW), a correction of second order whose own rounding is
+    ~eps cond**2 times itself. So the step is kept where the condition estimate is within
+    ``REFINED_LIMIT`` (float64 1.0e4, float32 12.6; ``auto`` uses no more); beyond it W and
+    rss stay those of the plain normal equations.
+    """
+    h, rss = fac.data.residual(X, Y, W)
+    alpha = fac.alpha
+    g = h if alpha is None else h - _compat.as_rank(xp, alpha, W.ndim) * W
+    dW = fac.cho_solve(xp, g)
+    corr = 2 * _compat.reduce_sum(xp, dW * h, axis=-2) - _compat.reduce_sum(xp, dW * g, axis=-2)
+    if alpha is not None:
+        corr = corr + _compat.as_rank(xp, alpha, corr.ndim) * _compat.reduce_sum(xp, dW * dW, axis=-2)
+    kappa = fac.condition(xp)
+    conv = kappa <= refined_limit(xp, X)  # (...,) or, per-target penalties, (..., k)
+    conv_r = conv if conv.ndim == rss.ndim else conv[..., None]
+    conv_w = conv_r[..., None, :]
+    new = rss - corr
+    new = _compat.positive_or_zero(xp, new)
+    return xp.where(conv_w, W + dW, W), xp.where(conv_r, new, rss)
+
+
+def without_gram(xp, solver, X, Y, alpha, rcond, offset_sq, check, data, factor=False):
+    """``solver``'s ``Solution`` (a route of ``qr`` or ``svd`` that forms no Gram matrix of X:
+    Householder QR, ridge, Dask's one-pass QR) for a method that takes ``check`` and ``data``:
+    the data as the solver takes them (``TallGram.arrays``: centered, an X-sized copy), X's
+    deferred test (finiteness, and the scale certificate) run on a Gram matrix formed for it,
+    one product where the test it stands in for took four passes, and with ``data`` the rss
+    of the centered problem (the entry point holds only the uncentered data)."""
+    if data is not None:
+        X, Y = data.arrays(X, Y)
+        offset_sq = centered_offsets(data, offset_sq)
+    if check is not None:
+        wide = X.shape[-2] < X.shape[-1]
+        check(dot(xp, X, mT(xp, X)) if wide else dot(xp, mT(xp, X), X), offset_sq)
+    sol = solver(xp, X, Y, alpha, rcond, offset_sq, factor=factor)
+    if data is None:
+        return sol
+    return sol._replace(rss=_compat.sum_of_squares(xp, _compat.minus_fresh(xp, Y, dot(xp, X, sol.coef)), axis=-2))
+
+
+def centered_offsets(fac, offset_sq):
+    """``offset_sq`` for the rank tests: the Gram route's own where it centered X (``fac`` a
+    ``Factored`` or its ``TallGram``)."""
+    data = fac if isinstance(fac, TallGram) else fac.data
+    if data is not None and data.offset_sq is not None:
+        return data.offset_sq
+    return offset_sq
+
+
+def refined_limit(xp, X):
+    """cond(X) up to which one step of refinement converges (see :func:`refined`)."""
+    return eps(xp, X) ** (-1 / 3) / 16
+
+
+def kappa_limit(xp, X):
+    return eps(xp, X) ** -0.25 / 8
+
+
+def eigen_keep(xp, lam, G, X, rcond, offset_sq, wide):
+    """The eigenvalues ``lam`` (..., p) of the Gram matrix ``G`` of X that :meth:`Factored.eigen`
+    keeps: above ``c**2`` times the largest (``c``: ``rcond``, else ``_shared.default_cutoff``,
+    the SVD path's cutoff on singular values, squared) or, with an intercept, times the largest
+    squared column norm before centering (centering leaves noise at that scale), and above the
+    rounding noise of a formed Gram matrix, ``gram_noise * lam_max`` (``_shared.gram_noise``;
+    the threshold the rank test's pivots use too). As ``spectral``'s ``gram`` route of a ridge
+    path. Scale-free: the same in every unit X is measured in."""
+    m, n = X.shape[-2:]
+    c = default_cutoff(xp, X, m, n, rcond)
+    top = xp.max(lam, axis=-1, keepdims=True)
+    ref = top
+    if offset_sq is not None:
+        # Squared column norms of the centered X: the Gram matrix's diagonal (tall X), a pass
+        # over X (wide X: its Gram matrix is of the rows).
+        colsq = xp.sum(X * X, axis=-2) if wide else diagonal(xp, G)
+        ref = xp.maximum(ref, xp.max(colsq + offset_sq, axis=-1, keepdims=True))
+    cut = xp.maximum(c * c * ref, gram_noise(xp, X, m, n) * top)
+    return lam > cut
+
+
+def full_rank_test(xp, fac, X, rcond, offset_sq, *, global_scale=False):
+    """Boolean per problem of the batch: may the Cholesky solution stand, full rank?
+
+    The certificate of ``rank.certified`` on the Cholesky factor: the rank at the cutoff
+    (``rcond``, default ``_shared.default_cutoff``) certified by the inverse of the
+    column-scaled factor, which must also clear the Gram matrix's rounding
+    (``sqrt(gram_noise)``, see ``_shared.gram_noise``: below it the factor's small singular
+    values are noise, and the fallback decides). With ``global_scale``, also no pivot at that rounding against the
+    largest column (a dependence hidden by a small column). A failed factorization leaves a
+    non-positive or NaN pivot, which fails every test.
+    """
+    m, n = X.shape[-2:]
+    tol = math.sqrt(gram_noise(xp, X, m, n))
+    cutoff = default_cutoff(xp, X, m, n, rcond)
+    d = diagonal(xp, fac.A)  # the squared norms of L's rows
+    ok = certified(xp, fac.L, offset_sq, rcond, cutoff, lower=True, resolution=tol, wide=fac.wide, colsq=d)
+    if global_scale and not fac.wide:
+        big = xp.sqrt(_compat.reduce_max(xp, d, axis=-1, keepdims=True))
+        ok = ok & _compat.reduce_all(xp, diagonal(xp, fac.L) / _compat.positive_or_one(xp, big) > tol, axis=-1)
+    return ok

@@ -1,0 +1,148 @@
+"""The rank decision of the triangular-factor methods (``normal``, ``qr``, ``auto`` and the
+streaming accumulators): may the triangular solve stand, or must the SVD of the factor decide?
+
+A pivot of an unpivoted triangular factor bounds the smallest singular value from above and
+does not reveal it: a 3 x 3 X whose first row is at rounding level, or a near-dependence
+spread over several columns, keeps every pivot far from zero. The test here is a certificate
+instead: with T the n x n factor (``T^T T = X^T X``, centered and penalized as solved) and
+D the columns' norms before centering,
+
+    s_min(X D^-1) >= 1 / ||(T D^-1)^-1||_F    and    s_min(X) >= 1 / ||T^-1||_F,
+
+each at most sqrt(n) times too small, against the largest singular value bounded by
+Frobenius norms (``max(||T||_F, max_j D_jj)``, the scale ``pinv.uncentered_scale`` gives the
+SVD's cutoff). One triangular inverse of the column-scaled factor (O(n^3 / 3), the cost of
+the Cholesky factorization; on stacks of small factors by substitution over the stack) gives
+both. Where the certificate fails the caller solves through the SVD of the factor, which
+decides the rank with the cutoff itself: the certificate only decides who decides.
+
+- An explicit ``rcond`` is NumPy's rule: the solve stands where s_min(X) > rcond * scale is
+  certified.
+- The default cutoff c: certified as above, or where the column-scaled X clears it by a
+  factor ``CLEAR`` (``||(T D^-1)^-1||_F`` times the scaled factor's Frobenius norm below
+  1 / (CLEAR c)) and no pivot is below c times the largest column (a negligible column is
+  NumPy's rank deficiency too). Householder QR and the Cholesky factor err relative to each
+  column's norm, so such a factor determines every direction however differently the columns
+  are scaled: graded designs (NIST's Filip, x .. x**10, whose s_min / s_max of 7e-16 is
+  below NumPy's cutoff) keep their digits. Near the cutoff the SVD decides, as NumPy.
+- ``resolution`` (factors of a formed Gram matrix): the column-scaled bound must also clear
+  the Gram matrix's rounding, without which its factor's small singular values are noise.
+"""
+
+from __future__ import annotations
+
+from ..._backend import _compat
+from ._shared import diagonal, eps, eye_like, mT
+
+# Factor by which the column-scaled bound must clear the default cutoff for the scale-free
+# exception: a QR solution's worst-case error bound eps * max(m, n) * cond(X D^-1) is then at
+# most 1%, far from the boundary where NumPy's rule and the column-scaled one disagree.
+CLEAR = 100.0
+# Entries of the inverse are clipped at the dtype's largest number to this power before
+# squaring (a norm that large fails every test, and is not certified): no overflow, no
+# warnings. float32: 5e7, beyond 1 / eps.
+BIG_POWER = 0.2
+
+
+def certified(xp, T, offset_sq, rcond, cutoff, *, lower=False, resolution=None, wide=False, colsq=None):
+    """Boolean (...,) (or (..., k) for a stack per target): is the triangular solve with T
+    certified to keep every direction the cutoff keeps?
+
+    ``T`` (..., p, p): upper (R, ``R^T R`` the matrix factorized) or with ``lower`` a
+    Cholesky factor L (``L L^T``). ``offset_sq`` (..., n): what centering removed from the
+    columns' squared norms (None without an intercept). ``rcond``: the user's (None: the
+    default rule, see the module docstring), ``cutoff`` the cutoff in effect (a number or a
+    0-d array). ``resolution``: the relative rounding of a formed Gram matrix's factor (its
+    column-scaled bound must stay below ``1 / resolution``). ``wide``: T belongs to the rows
+    of a wide X (mixed by centering): no column scaling, one scale for all. ``colsq``: the
+    squared column norms of R (the rows of L: the diagonal of the matrix factorized), if
+    the caller has them."""
+    if colsq is None:
+        colsq = xp.sum(T * T, axis=-1 if lower else -2)
+    own = xp.broadcast_to(xp.sum(colsq, axis=-1, keepdims=True), tuple(colsq.shape)) if wide else colsq
+    usq = own
+    if offset_sq is not None:
+        extra = xp.sum(offset_sq, axis=-1, keepdims=True) if wide else offset_sq
+        usq = usq + (extra[..., None, :] if colsq.ndim > extra.ndim else extra)
+    u = xp.sqrt(_compat.positive_or_one(xp, usq))
+    top = _compat.reduce_max(xp, colsq, axis=-1, keepdims=True)  # largest column of R, squared
+    scale = xp.maximum(
+        xp.sqrt(xp.sum(colsq, axis=-1, keepdims=True)), _compat.reduce_max(xp, u, axis=-1, keepdims=True)
+    )
+    # Column-scaled factor, lower: entries at most 1 in size, the inverse's growth all its own.
+    Ls = T / u[..., :, None] if lower else mT(xp, T / u[..., None, :])
+    d = diagonal(xp, Ls)
+    good = xp.abs(d) > eps(xp, T)  # False for NaN (a failed factorization)
+    big = _compat.finfo(xp, T.dtype).max ** BIG_POWER
+    # ||Ls^-1||_F**2 with Ls^-1's columns weighted: against T (scale / u, at most big) and,
+    # for the resolution, against T scaled by its own columns (after centering: the Gram
+    # matrix's rounding is relative to them, centering's to the columns before it).
+    weights = [scale / xp.maximum(u, scale / big)]
+    if resolution is not None and (wide or offset_sq is not None):
+        weights.append(xp.sqrt(own) / u)
+    # A pivot at rounding level (or NaN) fails every test: taken as 1, so that the inverse
+    # exists on every library (NumPy raises on a singular one).
+    inv_sq, raw_sq, *own_sq = _inverse_norms(xp, Ls, xp.where(good, d, xp.ones_like(d)), weights, big)
+    half_big_sq = big * big / 2  # one clipped entry fails
+    ok = _compat.reduce_all(xp, good, axis=-1) & (raw_sq < half_big_sq) & (inv_sq < half_big_sq)
+    if resolution is not None:
+        ok = ok & ((own_sq[0] if own_sq else inv_sq) * (resolution * resolution) < 1)
+    if rcond is not None:  # NumPy's rule (rcond = 0: every direction the inverse resolves)
+        return ok & _below(xp, raw_sq, rcond)
+    keep = _below(xp, raw_sq, cutoff)
+    if not wide:
+        scaled_sq = xp.maximum(xp.sum(colsq / (u * u), axis=-1), xp.ones_like(inv_sq))  # ||T D^-1||_F^2, >= 1
+        clear = _below(xp, inv_sq * scaled_sq, CLEAR * cutoff)
+        # no pivot negligible next to the largest column (NumPy's deficiency too)
+        pivots = xp.abs(diagonal(xp, T)) / xp.sqrt(_compat.positive_or_one(xp, top))
+        keep = keep | (clear & _compat.reduce_all(xp, pivots > cutoff, axis=-1))
+    return ok & keep
+
+
+def _below(xp, norm_sq, c):
+    """``sqrt(norm_sq) * c < 1`` without squaring large numbers: ``norm_sq * c * c < 1``."""
+    return norm_sq * (c * c) < 1
+
+
+def _inverse_norms(xp, Ls, d, weights, big):
+    """``||F||_F**2`` and ``||F diag(w)||_F**2`` for each ``w`` of ``weights`` ((..., p), at
+    most ``big``), ``F`` the inverse of ``Ls`` (lower, entries at most 1) with its diagonal
+    replaced by ``d`` (above eps in size, or NaN), each (...,), entries clipped at ``big``."""
+    p = Ls.shape[-1]
+    if Ls.ndim > 2 and p <= _compat.SMALL_STACK:
+        return _stacked_inverse_norms(xp, Ls, d, weights, big)
+    eye = eye_like(xp, Ls, p)
+    F = _compat.triangular_inverse(xp, Ls + eye * (d - diagonal(xp, Ls))[..., None, :], lower=True)
+    F = xp.minimum(xp.abs(F), xp.full_like(F, big))
+    sums = [_compat.reduce_sum(xp, F * F, axis=(-2, -1))]
+    for w in weights:
+        Fw = xp.minimum(F * w[..., None, :], xp.full_like(F, big))
+        sums.append(_compat.reduce_sum(xp, Fw * Fw, axis=(-2, -1)))
+    return sums
+
+
+def _stacked_inverse_norms(xp, Ls, d, weights, big):
+    """:func:`_inverse_norms` for a stack of small triangles, by forward substitution
+    vectorized over the stack (the inverse never assembled): NumPy's batched ``inv`` pays a
+    few microseconds per matrix (as ``condest``'s stacked estimate)."""
+    p = Ls.shape[-1]
+    batch = tuple(Ls.shape[:-2])
+    Lt = _compat.batch_last(xp, Ls)  # (p, p, N)
+    dt = _compat.batch_last(xp, d[..., None])  # (p, 1, N)
+    wts = [_compat.batch_last(xp, w[..., None]) for w in weights]
+    sums = [None] * (1 + len(weights))
+    for j in range(p):  # column j of the inverse: x_i = 0 for i < j
+        x = {j: 1 / dt[j, 0, ...]}
+        for i in range(j + 1, p):
+            acc = Lt[i, j, ...] * x[j]
+            for k in range(j + 1, i):
+                acc = acc + Lt[i, k, ...] * x[k]
+            x[i] = xp.clip(-acc / dt[i, 0, ...], -big, big)  # NaN stays NaN
+        col = None
+        for v in x.values():
+            col = v * v if col is None else col + v * v
+        col = xp.minimum(col, xp.full_like(col, big * big))
+        # column j weighted (weights at most big: col * w**2 <= big**4)
+        terms = [col] + [col * (wt[j, 0, ...] * wt[j, 0, ...]) for wt in wts]
+        sums = [t if s is None else s + t for s, t in zip(sums, terms, strict=True)]
+    return [xp.reshape(s, batch) for s in sums]
