@@ -201,7 +201,7 @@ NO_SKLEARN = textwrap.dedent(
     sys.meta_path.insert(0, Block())
     import numpy as np
     import lsq_backends as lsq
-    from lsq_backends import _estimator_base as base
+    from lsq_backends._sklearn import _estimator_base as base
     assert not base.HAVE_SKLEARN
     rng = np.random.default_rng(0)
     X = rng.standard_normal((30, 3)); y = X @ [1.0, -2.0, 0.5] + 4.0

@@ -80,7 +80,7 @@ JAX_NO_X64 = textwrap.dedent(
     """
     import numpy as np, jax.numpy as jnp
     import lsq_backends as lsq
-    from lsq_backends import _compat
+    from lsq_backends._backend import _compat
     rng = np.random.default_rng(0)
     X = rng.standard_normal((200, 5)).astype(np.float32); y = (X @ np.ones(5)).astype(np.float32)
     assert _compat.float64_for(jnp, None) is None

@@ -1,6 +1,6 @@
-"""The shape of the package, checked: no import circle (function-level imports included), no
-solver importing another, no private name imported across modules, no module past ~400 lines. Static (ast): runs in the
-numpy session only."""
+"""The shape of the package, checked: folders by layer, each importing only the layers below it;
+no import circle (function-level imports included); no solver importing another; no private name
+imported across modules; no module past ~400 lines. Static (ast): runs in the numpy session only."""
 
 from __future__ import annotations
 
@@ -91,9 +91,8 @@ def test_no_import_circle():
     assert not _cycles(graph)
 
 
-# The solvers (every method of the registry, the path's and nnls's) build on the factorization
-# layer (``_solvers.gram``, ``cholqr``, ``householder``, ``pinv``, ``_factor``, ``_shared``,
-# ``condest``) and the contract (``_record``), never on one another.
+# The solvers (every method of the registry, the path's and nnls's) build on the building blocks
+# (``_solvers/linalg``) and the contract (``_record``), never on one another.
 SOLVERS = (*METHODS, "spectral", "nnls")
 
 
@@ -103,6 +102,73 @@ def test_solvers_never_import_each_other():
     assert names <= set(graph)
     crossing = sorted(f"{m} imports {d}" for m in names for d in graph[m] & names)
     assert not crossing, "\n".join(crossing)
+
+
+# The package's layers, bottom up: each folder (or module at the package's top) imports only
+# from layers below its own. The reading order of docs/development.md follows it.
+LAYERS = (
+    ("_backend", "_result"),  # the array libraries (one entry: ``_backend._compat``); the result type
+    ("_solvers",),  # the methods, on their building blocks (``_solvers/linalg``)
+    ("_types", "_problem", "_autodiff", "_refine", "_summary", "capabilities", "check"),
+    ("_iterative", "_nnls", "_streaming", "_sklearn"),
+    ("_operator_fit",),  # lstsq and ridge on a linear map (sparse, operators)
+    ("_ridge",),  # penalty grids: paths, cross-validation
+    ("_api",),  # lstsq and ridge
+    ("diagnostics", "estimators"),
+    ("__init__",),
+)
+MAX_TOP_ENTRIES = 20
+
+
+def _layer_graph():
+    """{folder or top module: the folders and top modules it imports}."""
+    graph, _ = _imports(_modules())
+    room = lambda mod: mod.split(".")[1] if "." in mod else "__init__"  # noqa: E731
+    out = {room(m): set() for m in graph}
+    for mod, deps in graph.items():
+        out[room(mod)] |= {room(d) for d in deps} - {room(mod)}
+    return out
+
+
+def test_every_layer_imports_only_the_layers_below():
+    graph = _layer_graph()
+    level = {room: i for i, rooms in enumerate(LAYERS) for room in rooms}
+    assert set(graph) == set(level), "each folder and top module has its place in LAYERS"
+    upward = sorted(f"{a} imports {b}" for a, deps in graph.items() for b in deps if level[b] >= level[a])
+    assert not upward, "\n".join(upward)
+
+
+def test_the_top_of_the_package_stays_small():
+    entries = [p.name for p in PACKAGE.iterdir() if p.name != "__pycache__" and p.name != "py.typed"]
+    assert len(entries) <= MAX_TOP_ENTRIES, sorted(entries)
+
+
+def test_the_backend_layer_has_one_entry():
+    """Outside ``_backend/``, the package reaches the array libraries' quirks through ``_compat`` only."""
+    graph, _ = _imports(_modules())
+    inner = sorted(
+        f"{m} imports {d}"
+        for m, deps in graph.items()
+        if not m.startswith("lsq_backends._backend")
+        for d in deps
+        if d.startswith("lsq_backends._backend.") and d != "lsq_backends._backend._compat"
+    )
+    assert not inner, "\n".join(inner)
+
+
+def test_building_blocks_never_import_a_method():
+    """``_solvers/linalg`` sits below the methods: it may use the contract (``_record``), not
+    a method or the registry."""
+    graph, _ = _imports(_modules())
+    blocks = [m for m in graph if m.startswith("lsq_backends._solvers.linalg")]
+    up = sorted(
+        f"{m} imports {d}"
+        for m in blocks
+        for d in graph[m]
+        if d.startswith("lsq_backends._solvers") and not d.startswith("lsq_backends._solvers.linalg")
+        and d != "lsq_backends._solvers._record"
+    )  # fmt: skip
+    assert blocks and not up, "\n".join(up)
 
 
 def test_the_checker_sees_a_circle():
