@@ -7,6 +7,7 @@ from typing import Any, NamedTuple
 
 from ._autodiff import _derivatives
 from ._backend import _compat
+from ._backend._compat import matmul
 from ._iterative import solver_options, start_of
 from ._operator_fit import fit_lstsq, fit_ridge, operator_route
 from ._problem._empty import pad_empty_batch
@@ -16,9 +17,9 @@ from ._refine import refine as _refine
 from ._result import LstsqResult
 from ._ridge._path import fit_path, rule_of
 from ._solvers import check_options, record
-from ._solvers import fit as solvers_fit
+from ._solvers import solve as solve_by_method
 from ._solvers.linalg._gram_data import TallGram
-from ._solvers.linalg._shared import check_count, dot, full_rank
+from ._solvers.linalg._shared import check_count, full_int
 from ._solvers.lsqr import drop_centering_noise
 from ._types import Array, Method
 
@@ -108,23 +109,23 @@ def _solve(problem, spec, options):
     n_iter = istop = rss = rule = None
     rec = record(method)
     if rec.iterative:
-        n_iter = full_rank(xp, tuple(Y.shape[:-2]) + (Y.shape[-1],), 0, X)  # 0 when m or n is 0
+        n_iter = full_int(xp, tuple(Y.shape[:-2]) + (Y.shape[-1],), 0, X)  # 0 when m or n is 0
         X = drop_centering_noise(xp, X, alpha, problem.offset_sq, rule_of(xp, X, Y, alpha)) if min(m, n) > 0 else X
         istop = n_iter if rec.stops else None  # 0: W = 0 is the solution
     if min(m, n) == 0:
         # As numpy.linalg.lstsq: zero coefficients, rank 0, the whole of y is residual.
         coef = xp.zeros(tuple(X.shape[:-2]) + (n, Y.shape[-1]), dtype=X.dtype, device=_compat.device(X))
-        rank = full_rank(xp, X.shape[:-2], 0, X)
+        rank = full_int(xp, X.shape[:-2], 0, X)
         s = xp.zeros(tuple(X.shape[:-2]) + (0,), dtype=X.dtype, device=_compat.device(X))
         s = s if rec.singular_values else None
-    elif problem.centered is None and (rule := rule_of(xp, X, Y, alpha)):
+    elif not problem.gram_center and (rule := rule_of(xp, X, Y, alpha)):
         # JAX, or PyTorch tensors that require grad: differentiated by the solution's rule.
         kw = (problem.offset_sq, problem.check, options)
         coef, rank, s, counts = rule.solve(xp, X, Y, alpha, method, rcond, *kw)
         n_iter, istop = _derivatives.split_counts(method, counts) if rec.iterative else (None, None)
     else:
-        data = None if problem.centered is None else _tall_gram(problem)
-        sol = solvers_fit(xp, X, Y, alpha, method, rcond, problem.offset_sq, problem.check, options, data=data)
+        data = _tall_gram(problem) if problem.gram_center else None
+        sol = solve_by_method(xp, X, Y, alpha, method, rcond, problem.offset_sq, problem.check, options, data=data)
         coef, rank, s, n_iter, rss, istop = sol.coef, sol.rank, sol.s, sol.n_iter, sol.rss, sol.istop
         if data is not None:  # the exact means the Gram route found
             problem = problem._replace(x_offset=data.x_mean, y_offset=data.y_mean)
@@ -137,7 +138,7 @@ def _solve(problem, spec, options):
         fixed = refined_solution(
             problem._replace(original=original), rule.detach(xp, coef), rule.detach(xp, intercept), rank, refine
         )
-        base = (coef, intercept, Y - dot(xp, X, coef))
+        base = (coef, intercept, Y - matmul(xp, X, coef))
         coef, intercept, resid = (rule.pass_through(xp, b, v) for b, v in zip(base, fixed, strict=True))
         rss = xp.sum(resid * resid, axis=-2)  # (..., k)
     elif refine and min(m, n) > 0:
@@ -145,7 +146,7 @@ def _solve(problem, spec, options):
         coef, intercept, resid = refined_solution(problem, coef, intercept, rank, refine)
         rss = xp.sum(resid * resid, axis=-2)  # (..., k)
     elif rss is None:
-        rss = _compat.sum_of_squares(xp, _compat.minus_fresh(xp, Y, dot(xp, X, coef)), axis=-2)
+        rss = _compat.sum_of_squares(xp, _compat.minus_fresh(xp, Y, matmul(xp, X, coef)), axis=-2)
     if problem.y_was_vector:
         coef, intercept, rss = coef[..., 0], intercept[..., 0], rss[..., 0]
         n_iter = None if n_iter is None else n_iter[..., 0]
@@ -156,8 +157,7 @@ def _solve(problem, spec, options):
 def _tall_gram(problem):
     """The Gram route's view of a problem that ``prepare`` left uncentered
     (``_gram_data.TallGram``): X and Y with their shifts near the means."""
-    (root,) = problem.centered
-    return TallGram(problem.xp, problem.X, problem.Y, root, problem.x_offset, problem.y_offset)
+    return TallGram(problem.xp, problem.X, problem.Y, problem.root, problem.x_offset, problem.y_offset)
 
 
 def refined_solution(problem, coef, intercept, rank, steps):

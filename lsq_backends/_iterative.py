@@ -14,7 +14,7 @@ __all__ = ["solver_options", "start_of"]
 
 def solver_options(method, atol, btol, max_iter, conlim=None, x0=None, precondition=None):
     """The keyword arguments of the iterative solver of ``method``: atol, btol, max_iter,
-    precondition (``_solvers.fit`` takes it off), and those of its record's ``options``
+    precondition (``_solvers.solve`` takes it off), and those of its record's ``options``
     (``lsmr``: ``conlim`` and ``x0`` too); none for a direct method (``check_options``
     refused any given)."""
     rec = record(method)

@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from ._backend import _compat
+from ._backend._compat import matmul
 from ._problem._empty import pad_empty_batch
 from ._problem._input import Penalty, check_bool, compiled_fit, intercept_of, prepare, validate
 from ._problem._scaling import unscale
 from ._result import LstsqResult
 from ._solvers import nnls as _solver
-from ._solvers.linalg._shared import check_count, check_fraction, dot, full_rank
+from ._solvers.linalg._shared import check_count, check_fraction, full_int
 from ._types import Array
 
 NNLS_STATIC = ("fit_intercept", "check_finite", "max_iter", "tol")
@@ -123,12 +124,12 @@ def nnls(
     n = Xp.shape[-1]
     if n == 0:
         coef = xp.zeros((*Xp.shape[:-2], 0, Yp.shape[-1]), dtype=Xp.dtype, device=_compat.device(Xp))
-        n_iter = full_rank(xp, tuple(Yp.shape[:-2]) + (Yp.shape[-1],), 0, Xp)
+        n_iter = full_int(xp, tuple(Yp.shape[:-2]) + (Yp.shape[-1],), 0, Xp)
         converged = n_iter == 0
     else:
         coef, n_iter, converged = _solver.solve(xp, Xp, Yp, problem.alpha, max_iter=max_iter, tol=tol)
     intercept = intercept_of(xp, problem, coef, fit_intercept)
-    resid = Yp - dot(xp, Xp, coef)
+    resid = Yp - matmul(xp, Xp, coef)
     rss = xp.sum(resid * resid, axis=-2)
     if problem.y_was_vector:
         coef, intercept, rss = coef[..., 0], intercept[..., 0], rss[..., 0]

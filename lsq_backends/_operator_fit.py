@@ -23,7 +23,7 @@ from ._problem._kinds import check_kind
 from ._problem._scaling import exponent, log2_abs, penalty_times, powers, times
 from ._result import LstsqResult
 from ._solvers import check_options, record
-from ._solvers import fit as solvers_fit
+from ._solvers import solve as solve_by_method
 from ._solvers.linalg._operator import (
     LinearMap,
     centered,
@@ -38,7 +38,7 @@ from ._solvers.linalg._operator import (
     on_host,
     to_numpy,
 )
-from ._solvers.linalg._shared import full_rank
+from ._solvers.linalg._shared import full_int
 
 __all__ = ["caller_of", "fit", "fit_lstsq", "fit_ridge", "operator_route"]
 
@@ -234,15 +234,15 @@ def _solve(xp, A, Y, w, alpha, method, fit_intercept, options, big=None):
     Ac = centered(xp, A, root, x_mean)
     if min(m, n) == 0 or k == 0:
         coef = xp.zeros((n, k), dtype=Y.dtype, device=dev)
-        n_iter = full_rank(xp, (k,), 0, Y)
+        n_iter = full_int(xp, (k,), 0, Y)
         istop = n_iter if record(method).stops else None
-        rank = full_rank(xp, (), 0, Y)
+        rank = full_int(xp, (), 0, Y)
         rss = xp.sum(Y * Y, axis=0)
     else:
         As, Ys, alpha_s, options, (back, square) = _scaled(xp, Ac, Y, alpha, options, big, root)
         if alpha_s is not None:  # (1, k) or (1, 1) against Y (m, k), as the dense route's penalty
             alpha_s = _compat.as_rank(xp, alpha_s, 2)
-        sol = solvers_fit(xp, As, Ys, alpha_s, method, None, None, None, options)
+        sol = solve_by_method(xp, As, Ys, alpha_s, method, None, None, None, options)
         rank, n_iter, istop = sol.rank, sol.n_iter, sol.istop
         rss = times(xp, _compat.sum_of_squares(xp, Ys - As.matvec(sol.coef), axis=0), square)
         coef = times(xp, sol.coef, back)

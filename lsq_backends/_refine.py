@@ -25,7 +25,7 @@ unchanged (selected with ``where``, so it traces under ``jax.jit``).
 from __future__ import annotations
 
 from ._backend import _compat
-from ._solvers.linalg._shared import dot, mT
+from ._backend._compat import matmul, mT
 
 
 def _split(xp, x):
@@ -114,21 +114,21 @@ def refine(xp, X, Y, W, rank, steps):
     problems of the batch whose ``rank`` (...) is n. Returns (W, residual)."""
     m, n = X.shape[-2:]
     if m < n:
-        return W, Y - dot(xp, X, W)
+        return W, Y - matmul(xp, X, W)
     Q, R = _compat.qr(xp, X)
     # A rank-deficient problem's R can have an exact zero on its diagonal, where LAPACK's
     # triangular solve raises (SciPy: "singular matrix"). Its refined W is discarded below,
     # so solve with the zeros replaced by ones: finite, never used.
     eye = _compat.as_rank(xp, xp.eye(n, dtype=R.dtype, device=_compat.device(R)), R.ndim)
     R = xp.where((R == 0) & (eye == 1), eye, R)
-    R_ = Y - dot(xp, X, W)
+    R_ = Y - matmul(xp, X, W)
     W0 = W
     for _ in range(steps):
         f, g = _residuals(xp, X, Y, W, R_)
         h = _compat.solve_triangular(xp, mT(xp, R), g, lower=True)
-        c = dot(xp, mT(xp, Q), f) - h
+        c = matmul(xp, mT(xp, Q), f) - h
         W = W + _compat.solve_triangular(xp, R, c, lower=False)
-        R_ = R_ + (f - dot(xp, Q, c))
+        R_ = R_ + (f - matmul(xp, Q, c))
     # Rank-deficient problems keep their minimum-norm solution (R is singular there).
     good = (rank == n)[..., None, None] & xp.all(xp.isfinite(W), axis=(-2, -1), keepdims=True)
-    return xp.where(good, W, W0), xp.where(good, R_, Y - dot(xp, X, W0))
+    return xp.where(good, W, W0), xp.where(good, R_, Y - matmul(xp, X, W0))

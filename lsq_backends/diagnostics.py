@@ -24,9 +24,10 @@ from typing import Any, NamedTuple
 
 from ._api import check_refine, refined_solution
 from ._backend import _compat
+from ._backend._compat import matmul, mT
 from ._problem._input import check_bool, intercept_of, prepare, validate
 from ._problem._scaling import powers, times
-from ._solvers.linalg._shared import all_true, default_cutoff, dot, eps, eye_like, full_rank, mT
+from ._solvers.linalg._shared import all_true, default_cutoff, eps, eye_like, full_int
 from ._solvers.linalg.pinv import filtered_solve, uncentered_scale
 from ._types import Array, CovType
 
@@ -192,7 +193,7 @@ def _inverse_factor(xp, R, Z, offset_sq, m, n):
     scikit-learn and ``numpy.linalg.pinv``, and the rank lstsq reports.
     """
     if n == 0:  # the intercept-only model: nothing to factor
-        return R, Z[..., :0, :], full_rank(xp, tuple(R.shape[:-2]), 0, R)
+        return R, Z[..., :0, :], full_int(xp, tuple(R.shape[:-2]), 0, R)
     colsq = xp.sum(R * R, axis=-2)
     ref = xp.sqrt(colsq if offset_sq is None else colsq + offset_sq)
     d = xp.where(ref > 0, ref, xp.ones_like(ref))
@@ -202,7 +203,7 @@ def _inverse_factor(xp, R, Z, offset_sq, m, n):
     def triangular(R, Z):
         # The coefficients by a triangular solve, as lstsq's QR (not R^{-1} Z).
         Rinv = _compat.triangular_inverse(xp, R, lower=False)
-        return Rinv, _compat.solve_triangular(xp, R, Z, lower=False), full_rank(xp, tuple(R.shape[:-2]), n, R)
+        return Rinv, _compat.solve_triangular(xp, R, Z, lower=False), full_int(xp, tuple(R.shape[:-2]), n, R)
 
     def pseudo(R, Z):
         u, s, vh = _compat.svd(xp, R)
@@ -216,9 +217,9 @@ def _inverse_factor(xp, R, Z, offset_sq, m, n):
                 "solution, as lstsq's; those of dependent columns are not identified"
             )
             warnings.warn(msg, RuntimeWarning, stacklevel=5)
-        return Rinv, dot(xp, Rinv, Z), rank
+        return Rinv, matmul(xp, Rinv, Z), rank
 
-    return _compat.cond(xp, full, triangular, pseudo, (R, Z))
+    return _compat.branch(xp, full, triangular, pseudo, (R, Z))
 
 
 def _factor(xp, X, Y):
@@ -384,7 +385,7 @@ def diagnostics(
         coef, intercept, resid = refined_solution(problem, coef, intercept, rank, refine)
         resid = resid[..., 0]
     else:
-        resid = (Yc - dot(xp, Xc, coef))[..., 0]  # (..., m)
+        resid = (Yc - matmul(xp, Xc, coef))[..., 0]  # (..., m)
     intercept = intercept[..., 0]
     rss = xp.sum(resid * resid, axis=-1)
     tss = xp.sum(Yc[..., 0] * Yc[..., 0], axis=-1)  # centered with an intercept, else sum(w y**2)
@@ -394,7 +395,7 @@ def diagnostics(
         batch = tuple(X0.shape[:-2])
         sqrt_s = xp.broadcast_to(xp.sqrt(xp.sum(w, axis=-2, keepdims=True)), (*batch, 1, 1))
         xbar = problem.x_offset  # (..., 1, n)
-        Rinv_a = _block_triangle(xp, 1 / sqrt_s, -dot(xp, xbar, Rinv), Rinv)
+        Rinv_a = _block_triangle(xp, 1 / sqrt_s, -matmul(xp, xbar, Rinv), Rinv)
         R_a = _block_triangle(xp, sqrt_s, sqrt_s * xbar, R)
         rank = rank + 1
     else:
@@ -410,10 +411,10 @@ def diagnostics(
     df = xp.where(has_df, df, xp.ones_like(df))
     sigma2 = xp.where(has_df, rss / df, nan)
     if cov_type == "nonrobust":
-        cov = sigma2[..., None, None] * dot(xp, Rinv_a, mT(xp, Rinv_a))
+        cov = sigma2[..., None, None] * matmul(xp, Rinv_a, mT(xp, Rinv_a))
         se = xp.sqrt(sigma2)[..., None] * xp.linalg.vector_norm(Rinv_a, axis=-1)  # row norms
     else:
-        Q = dot(xp, Xc, Rinv)  # (..., m, n): orthonormal basis of the centered design
+        Q = matmul(xp, Xc, Rinv)  # (..., m, n): orthonormal basis of the centered design
         if fit_intercept:
             q0 = xp.broadcast_to((w if root is None else root) / sqrt_s, (*Q.shape[:-1], 1))
             Q = xp.concat([q0, Q], axis=-1)
@@ -425,8 +426,8 @@ def diagnostics(
             scale = scale * xp.sqrt(m / df)[..., None]
         # cov = C^T C with C = diag(scale) A (A^T A)^{-1} = diag(scale) Q R_a^{-T}: a sum of
         # squares, so its diagonal cannot come out negative.
-        C = dot(xp, scale[..., None] * Q, mT(xp, Rinv_a))
-        cov = xp.where(has_df[..., None, None], dot(xp, mT(xp, C), C), nan[..., None, None])
+        C = matmul(xp, scale[..., None] * Q, mT(xp, Rinv_a))
+        cov = xp.where(has_df[..., None, None], matmul(xp, mT(xp, C), C), nan[..., None, None])
         se = xp.where(has_df[..., None], xp.linalg.vector_norm(C, axis=-2), nan[..., None])
 
     factors = None if problem.scale is None else _factors(xp, problem.scale, n, fit_intercept)

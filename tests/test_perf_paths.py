@@ -33,7 +33,7 @@ def test_blocked_gram_matches_plain(numpy_reference):
     rows = _compat.GRAM_BLOCK_ELEMENTS // 20
     assert X.shape[0] >= 4 * rows  # the blocked branch runs
     xp = _compat.array_namespace(X)
-    A, B = _compat.gram(xp, X, y[:, None])
+    A, B = _compat.normal_products(xp, X, y[:, None])
     scale = np.abs(X).T @ np.abs(X)
     assert np.all(np.abs(A - X.T @ X) <= 32000 * EPS * scale)
     assert np.all(np.abs(B[:, 0] - X.T @ y) <= 32000 * EPS * (np.abs(X).T @ np.abs(y)))

@@ -47,9 +47,10 @@ from __future__ import annotations
 import array_api_compat as _aac
 
 from .._backend import _compat
-from .._solvers import fit as solvers_fit
+from .._backend._compat import matmul, mT
 from .._solvers import record
-from .._solvers.linalg._shared import dot, eye_like, mT
+from .._solvers import solve as solve_by_method
+from .._solvers.linalg._shared import eye_like
 from .._solvers.spectral import solve_path
 from ._rule import Operators, linearize, penalty, singular_tangent, tangent
 
@@ -71,7 +72,7 @@ def lsqr_factor(xp, X, alpha, options, symmetric_solve=None):
         Xa = xp.concat([X, xp.broadcast_to(root, tuple(X.shape[:-2]) + (n, n))], axis=-2)
 
     def gram(z):
-        return dot(xp, mT(xp, Xa), dot(xp, Xa, z))
+        return matmul(xp, mT(xp, Xa), matmul(xp, Xa, z))
 
     def solve(_, g):
         u = lsqr(xp, mT(xp, Xa), g, None, **options)[0]
@@ -100,11 +101,11 @@ def _per_target(xp, X, alpha, options, symmetric_solve):
     safe = xp.where(pos, a, xp.ones_like(a))
 
     def gram(z):
-        return dot(xp, mT(xp, X), dot(xp, X, z)) + a * z
+        return matmul(xp, mT(xp, X), matmul(xp, X, z)) + a * z
 
     def solve(_, g):
         q = lsqr(xp, mT(xp, X), g, alpha, **options)[0]
-        damped = (g - dot(xp, mT(xp, X), q)) / safe
+        damped = (g - matmul(xp, mT(xp, X), q)) / safe
         plain = lsqr(xp, X, xp.where(pos, xp.zeros_like(q), q), None, **options)[0]
         return xp.where(pos, damped, plain)
 
@@ -117,11 +118,11 @@ def _per_target(xp, X, alpha, options, symmetric_solve):
     return Operators(K, N)
 
 
-def fit(xp, X, Y, alpha, method, rcond, offset_sq, check, options, factor=False, symmetric_solve=None):
+def primal(xp, X, Y, alpha, method, rcond, offset_sq, check, options, factor=False, symmetric_solve=None):
     """The solver's fit ``(coef, rank, s, n_iter)``, and with ``factor`` its ``Factor`` fifth
     (LSQR's as operators, :func:`lsqr_factor`). For ``lsmr`` the counts and the stop reasons
     come stacked, (2, ..., k): one integer output of the rule (:func:`split_counts`)."""
-    sol = solvers_fit(xp, X, Y, alpha, method, rcond, offset_sq, check, options, factor)
+    sol = solve_by_method(xp, X, Y, alpha, method, rcond, offset_sq, check, options, factor)
     fac = sol.factor
     if factor and record(method).iterative:  # K by LSQR at the fit's tolerances (an LSMR fit's too)
         fac = lsqr_factor(xp, X, alpha, {k: options[k] for k in ("atol", "btol", "max_iter")}, symmetric_solve)
@@ -130,7 +131,7 @@ def fit(xp, X, Y, alpha, method, rcond, offset_sq, check, options, factor=False,
 
 
 def split_counts(method, counts):
-    """``(n_iter, istop)`` from the integer output of :func:`fit` (istop None but for lsmr)."""
+    """``(n_iter, istop)`` from the integer output of :func:`primal` (istop None but for lsmr)."""
     if record(method).stops:
         return counts[0], counts[1]
     return counts, None
@@ -153,7 +154,7 @@ def differentiable(*arrays):
     return False
 
 
-def path_fit(xp, X, Y, alpha, method, offset_sq, factor=False):
+def path_primal(xp, X, Y, alpha, method, offset_sq, factor=False):
     """A penalty path's fit ``(coef, rank, s, None)`` (``spectral.solve_path``), and with
     ``factor`` its ``Factor`` of operators fifth."""
     solved = solve_path(xp, X, Y, alpha, record(method).path_route, offset_sq, factor)
@@ -180,7 +181,7 @@ def solve(xp, X, Y, alpha, method, rcond, offset_sq, check, options):
     JAX (a ``custom_jvp``). PyTorch's twin is ``_torch_autograd.solve``."""
 
     def run(X, Y, alpha, offset_sq, factor):
-        return fit(xp, X, Y, alpha, method, rcond, offset_sq, check, options, factor, _symmetric_solve)
+        return primal(xp, X, Y, alpha, method, rcond, offset_sq, check, options, factor, _symmetric_solve)
 
     return _jax_rule(xp, run, X, Y, alpha, offset_sq, False)
 
@@ -189,7 +190,7 @@ def solve_path_rule(xp, X, Y, alpha, method, offset_sq):
     """A penalty path's ``(coef, rank, s)``, differentiated by the rule per penalty in JAX."""
 
     def run(X, Y, alpha, offset_sq, factor):
-        return path_fit(xp, X, Y, alpha, method, offset_sq, factor)
+        return path_primal(xp, X, Y, alpha, method, offset_sq, factor)
 
     return _jax_rule(xp, run, X, Y, alpha, offset_sq, True)[:3]
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from .._backend import _compat
-from .._solvers.linalg._shared import dot, mT
+from .._backend._compat import matmul, mT
 
 
 class Operators(NamedTuple):
@@ -59,8 +59,8 @@ def apply(xp, op, b):
     if callable(op):
         return op(b)
     if op.ndim == b.ndim + 1:
-        return xp.moveaxis(dot(xp, op, xp.moveaxis(b, -1, -2)[..., None])[..., 0], -2, -1)
-    return dot(xp, op, b)
+        return xp.moveaxis(matmul(xp, op, xp.moveaxis(b, -1, -2)[..., None])[..., 0], -2, -1)
+    return matmul(xp, op, b)
 
 
 def penalty(xp, alpha, ndim, path=False):
@@ -78,22 +78,22 @@ def linearize(xp, fac, X, Y, W, alpha, path=False):
     """The ``Linearization`` of the fit ``W`` (along a ``path``: W (a, ..., n, k))."""
     a = penalty(xp, alpha, W.ndim, path)
     corrected = not isinstance(fac, Operators)
-    XW = dot(xp, X, W)
+    XW = matmul(xp, X, W)
     Res = _compat.as_rank(xp, Y, XW.ndim) - XW
     if corrected and X.shape[-2] < X.shape[-1]:
         U = apply(xp, fac.K, Y)
-        GU = _gram(xp, X, a, U, True)
+        GU = _gram_times(xp, X, a, U, True)
         U = U + apply(xp, fac.K, _compat.as_rank(xp, Y, GU.ndim) - GU)  # one corrected step, as below
         if a is not None:
             Res = xp.where(a > 0, xp.zeros_like(Res), Res)
         return Linearization(fac.K, None, X, W, Res, U, a, True, True)
-    return Linearization(fac.K, fac.N, X, W, Res, dot(xp, X, apply(xp, fac.K, W)), a, corrected, False)
+    return Linearization(fac.K, fac.N, X, W, Res, matmul(xp, X, apply(xp, fac.K, W)), a, corrected, False)
 
 
-def _gram(xp, X, alpha, x, rows=False):
+def _gram_times(xp, X, alpha, x, rows=False):
     """``(X^T X + alpha I) x``, or with ``rows`` ``(X X^T + alpha I) x``."""
     Xt = mT(xp, X)
-    g = dot(xp, X, dot(xp, Xt, x)) if rows else dot(xp, Xt, dot(xp, X, x))
+    g = matmul(xp, X, matmul(xp, Xt, x)) if rows else matmul(xp, Xt, matmul(xp, X, x))
     return g if alpha is None else g + alpha * x
 
 
@@ -106,7 +106,7 @@ def _solve(xp, lin, v):
     to its tolerance anyway). Symmetric in ``v``: ``2 K v - K G K v``."""
     x = apply(xp, lin.K, v)
     if lin.corrected:
-        x = x + apply(xp, lin.K, v - _gram(xp, lin.X, lin.alpha, x, lin.wide))
+        x = x + apply(xp, lin.K, v - _gram_times(xp, lin.X, lin.alpha, x, lin.wide))
     return x
 
 
@@ -116,18 +116,18 @@ def tangent(xp, lin, dX, dY, dalpha):
     Xt, dXt = mT(xp, lin.X), mT(xp, dX)
     if lin.wide:
         U = lin.B
-        dXW = dot(xp, dX, lin.W)
-        h = _compat.as_rank(xp, dY, dXW.ndim) - dXW - dot(xp, lin.X, dot(xp, dXt, U))
+        dXW = matmul(xp, dX, lin.W)
+        h = _compat.as_rank(xp, dY, dXW.ndim) - dXW - matmul(xp, lin.X, matmul(xp, dXt, U))
         if dalpha is not None:
             h = h - dalpha * U
-        h = h + apply(xp, lin.K, dot(xp, lin.X, dot(xp, dXt, lin.Res)))
-        return dot(xp, dXt, U) + dot(xp, Xt, _solve(xp, lin, h))
-    dXW = dot(xp, dX, lin.W)
-    x = _solve(xp, lin, dot(xp, Xt, _compat.as_rank(xp, dY, dXW.ndim) - dXW))
-    g = dot(xp, dXt, lin.Res)
+        h = h + apply(xp, lin.K, matmul(xp, lin.X, matmul(xp, dXt, lin.Res)))
+        return matmul(xp, dXt, U) + matmul(xp, Xt, _solve(xp, lin, h))
+    dXW = matmul(xp, dX, lin.W)
+    x = _solve(xp, lin, matmul(xp, Xt, _compat.as_rank(xp, dY, dXW.ndim) - dXW))
+    g = matmul(xp, dXt, lin.Res)
     if dalpha is not None:
         g = g - dalpha * lin.W
-    return x + apply(xp, lin.K, g) + apply(xp, lin.N, dot(xp, dXt, lin.B))
+    return x + apply(xp, lin.K, g) + apply(xp, lin.N, matmul(xp, dXt, lin.B))
 
 
 def cotangent(xp, lin, C, alpha_shape=None):
@@ -137,17 +137,17 @@ def cotangent(xp, lin, C, alpha_shape=None):
     X, W = lin.X, lin.W
     if lin.wide:
         U = lin.B
-        a = _solve(xp, lin, dot(xp, X, C))
+        a = _solve(xp, lin, matmul(xp, X, C))
         Y_bar = a
-        X_bar = dot(xp, U, mT(xp, C - dot(xp, mT(xp, X), a))) - dot(xp, a, mT(xp, W))
-        X_bar = X_bar + dot(xp, lin.Res, mT(xp, dot(xp, mT(xp, X), apply(xp, lin.K, a))))
+        X_bar = matmul(xp, U, mT(xp, C - matmul(xp, mT(xp, X), a))) - matmul(xp, a, mT(xp, W))
+        X_bar = X_bar + matmul(xp, lin.Res, mT(xp, matmul(xp, mT(xp, X), apply(xp, lin.K, a))))
         alpha_bar = -(a * U)
     else:
         a, b = apply(xp, lin.K, C), apply(xp, lin.N, C)
-        Y_bar = dot(xp, X, a)
+        Y_bar = matmul(xp, X, a)
         if lin.corrected:  # the transpose of x = 2 K X^T v - K (X^T X + alpha I) K X^T v
-            Y_bar = 2 * Y_bar - dot(xp, X, apply(xp, lin.K, _gram(xp, X, lin.alpha, a)))
-        X_bar = dot(xp, lin.Res, mT(xp, a)) - dot(xp, Y_bar, mT(xp, W)) + dot(xp, lin.B, mT(xp, b))
+            Y_bar = 2 * Y_bar - matmul(xp, X, apply(xp, lin.K, _gram_times(xp, X, lin.alpha, a)))
+        X_bar = matmul(xp, lin.Res, mT(xp, a)) - matmul(xp, Y_bar, mT(xp, W)) + matmul(xp, lin.B, mT(xp, b))
         alpha_bar = -(a * W)
     X_bar = sum_to(xp, X_bar, tuple(X.shape))
     Y_bar = sum_to(xp, Y_bar, tuple(Y_bar.shape[Y_bar.ndim - X.ndim :]))
@@ -172,8 +172,8 @@ def singular_tangent(xp, V, s, X, dX):
     if V.shape[-2] != X.shape[-1]:
         X, dX = mT(xp, X), mT(xp, dX)
     pos = s > 0
-    XV = dot(xp, X, V)
-    return xp.where(pos, xp.sum(XV * dot(xp, dX, V), axis=-2) / xp.where(pos, s, xp.ones_like(s)), xp.zeros_like(s))
+    XV = matmul(xp, X, V)
+    return xp.where(pos, xp.sum(XV * matmul(xp, dX, V), axis=-2) / xp.where(pos, s, xp.ones_like(s)), xp.zeros_like(s))
 
 
 def singular_cotangent(xp, V, s, X, s_bar):
@@ -183,4 +183,4 @@ def singular_cotangent(xp, V, s, X, s_bar):
         return mT(xp, singular_cotangent(xp, V, s, mT(xp, X), s_bar))
     pos = s > 0
     f = xp.where(pos, s_bar / xp.where(pos, s, xp.ones_like(s)), xp.zeros_like(s))
-    return dot(xp, dot(xp, X, V) * f[..., None, :], mT(xp, V))
+    return matmul(xp, matmul(xp, X, V) * f[..., None, :], mT(xp, V))

@@ -5,7 +5,7 @@ with it. The same code serves CPU and CUDA tensors."""
 from __future__ import annotations
 
 from .._solvers import record
-from ._derivatives import fit, path_fit
+from ._derivatives import path_primal, primal
 from ._rule import cotangent, linearize, singular_cotangent
 
 _FUNCTION: list = []
@@ -55,7 +55,7 @@ def _function():
 
 def torch_fit(xp, X, Y, alpha, run, layout, path=False):
     """``(coef, rank, s, n_iter)`` of ``run`` (``run(X, Y, alpha, factor)`` as
-    ``_derivatives.fit``), differentiable by the rule; ``layout``: which of the four are
+    ``_derivatives.primal``), differentiable by the rule; ``layout``: which of the four are
     not None (``s`` for the svd method, ``n_iter`` for lsqr and lsmr); ``path``: a penalty path."""
     it = iter(_function()[0].apply(X, Y, alpha, run, xp, path))
     return tuple(next(it) if present else None for present in layout)
@@ -66,7 +66,7 @@ def solve(xp, X, Y, alpha, method, rcond, offset_sq, check, options):
     PyTorch's autograd (``_derivatives.solve`` for JAX)."""
 
     def run(X, Y, alpha, factor):
-        return fit(xp, X, Y, alpha, method, rcond, offset_sq, check, options, factor)
+        return primal(xp, X, Y, alpha, method, rcond, offset_sq, check, options, factor)
 
     rec = record(method)
     return torch_fit(xp, X, Y, alpha, run, (True, True, rec.singular_values, rec.iterative))
@@ -76,7 +76,7 @@ def solve_path_rule(xp, X, Y, alpha, method, offset_sq):
     """A penalty path's ``(coef, rank, s)``, differentiated by the rule per penalty."""
 
     def run(X, Y, alpha, factor):
-        return path_fit(xp, X, Y, alpha, method, offset_sq, factor)
+        return path_primal(xp, X, Y, alpha, method, offset_sq, factor)
 
     return torch_fit(xp, X, Y, alpha, run, (True, True, record(method).path_singular_values, False), True)[:3]
 

@@ -10,7 +10,7 @@ Nothing here imports JAX, PyTorch, CuPy or Dask at module level: a branch is tak
 caller's arrays already come from that library, so the library is already imported.
 
 Private helpers belong to this layer and are reached through it: :mod:`._control`
-(``cond``, ``loop``, ``jit``: branches and loops that survive tracing, and the value checks
+(``branch``, ``loop``, ``jit``: branches and loops that survive tracing, and the value checks
 read with them), :mod:`._factorizations` (Cholesky, QR, SVD, eigh: each library's failure
 modes and its cheaper routes), :mod:`._triangular` (triangular solves and inverses, which the
 standard lacks), :mod:`._dask_blocks` (the NumPy code that runs inside Dask tasks) and
@@ -27,7 +27,7 @@ import functools
 import array_api_compat as _aac
 import numpy as _np
 
-from ._control import Checks, cond, deferred, flush_checks, is_lazy, jit, kept, loop, over_columns, read_now
+from ._control import Checks, branch, deferred, flush_checks, is_lazy, jit, kept, loop, over_columns, read_now
 from ._dask_blocks import numpy_arg_best
 from ._devices import constants, device_scope, on_input_device, powers_of_two
 from ._factorizations import checked_cholesky, cholesky, eigh, one_pass_qr, qr, qr_apply, qr_implicit, qr_r, svd
@@ -48,7 +48,7 @@ __all__ = [
     "checked_cholesky",
     "SMALL_STACK",
     "cholesky",
-    "cond",
+    "branch",
     "compiled",
     "constants",
     "cross",
@@ -62,7 +62,7 @@ __all__ = [
     "flush_checks",
     "float64_for",
     "diagonal",
-    "gram",
+    "normal_products",
     "device",
     "device_scope",
     "eigh",
@@ -84,7 +84,7 @@ __all__ = [
     "reduce_all",
     "reduce_max",
     "reduce_mean",
-    "matrix_transpose",
+    "mT",
     "reduce_min",
     "reduce_sum",
     "select",
@@ -158,7 +158,7 @@ def compiled(fn, static_argnames):
 
 
 def branches_share_memory(xp) -> bool:
-    """True where both branches of a value-dependent :func:`cond` are compiled into one program
+    """True where both branches of a value-dependent :func:`branch` are compiled into one program
     whose memory holds the buffers of each: JAX (``lax.cond``; public entry points always run
     compiled, see :func:`compiled`).
 
@@ -295,8 +295,8 @@ def reduce_mean(xp, a, axis=None, keepdims=False):
     return xp.mean(a, axis=axis, keepdims=keepdims)
 
 
-def matrix_transpose(xp, a):
-    """``xp.linalg.matrix_transpose`` (a view; ``swapaxes`` on NumPy, without the wrapper)."""
+def mT(xp, a):
+    """Matrix transpose of a stack, ``xp.linalg.matrix_transpose`` (a view; ``swapaxes`` on NumPy, without the wrapper)."""
     if _aac.is_numpy_namespace(xp):
         return a.swapaxes(-1, -2)
     return xp.linalg.matrix_transpose(a)
@@ -359,13 +359,13 @@ def diagonal(xp, a):
     return xp.linalg.diagonal(a)
 
 
-# Row block of ``gram`` on NumPy: ~1 MB of float64, so X^T Y reads the block from cache (with
+# Row block of ``normal_products`` on NumPy: ~1 MB of float64, so X^T Y reads the block from cache (with
 # it, 1.15x a bare X.T @ X at 200000 x 50; 1.23x with 256 KB blocks, 1.26x unblocked).
 GRAM_BLOCK_ELEMENTS = 1 << 17
 GRAM_BLOCK_MAX_COLUMNS = 64
 
 
-def gram(xp, X, Y):
+def normal_products(xp, X, Y):
     """``(X^T X, X^T Y)`` for tall X.
 
     Quirk: on NumPy each product is a separate pass over X from memory; for narrow X

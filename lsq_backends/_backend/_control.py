@@ -15,7 +15,7 @@ import array_api_compat as _aac
 
 from ._dask_blocks import dask_gate
 
-__all__ = ["Checks", "cond", "deferred", "flush_checks", "is_lazy", "jit", "loop", "over_columns", "read_now"]
+__all__ = ["Checks", "branch", "deferred", "flush_checks", "is_lazy", "jit", "loop", "over_columns", "read_now"]
 
 
 def _eager_types():
@@ -94,7 +94,7 @@ _PENDING = contextvars.ContextVar("lsq_backends_pending_checks", default=None)
 
 @contextlib.contextmanager
 def deferred(checks):
-    """Within this block, :func:`cond` and :func:`loop` answer ``checks`` with their first
+    """Within this block, :func:`branch` and :func:`loop` answer ``checks`` with their first
     host read; what is still pending at the end is read then (one read)."""
     token = _PENDING.set(checks)
     try:
@@ -134,7 +134,7 @@ def jit(xp, fn):
     return fn
 
 
-def cond(xp, pred, true_fn, false_fn, operands):
+def branch(xp, pred, true_fn, false_fn, operands):
     """``true_fn(*operands)`` if the scalar boolean ``pred`` holds, else ``false_fn(*operands)``.
 
     The value-dependent branch every robust solver needs (Cholesky failed, R is singular, X is

@@ -101,7 +101,7 @@ def _block_r(a, b=None):
 
     rows = a.shape[0]
     if rows > 1 and a.strides[0] == 0 and (b is None or b.strides[0] == 0):
-        # Every row is the same (a branch gated off by ``cond``, or constant data): the block
+        # Every row is the same (a branch gated off by ``branch``, or constant data): the block
         # is 1 r^T, whose R is sqrt(rows) r^T. O(p) instead of a QR of the block.
         a = a[:1] * np.sqrt(rows)
         b = None if b is None else b[:1] * np.sqrt(rows)

@@ -36,7 +36,7 @@ class Problem(NamedTuple):
     #   tall X keeps m rows, the first one zero: see _center.eliminate_intercept; m with eliminate=False)
     Y: Any  # (..., m', k), same treatment
     alpha: Any  # None (least squares) or array (kα,) with kα in {1, k}
-    x_offset: Any  # (..., 1, n) or None (with ``centered``: shifts near the means, see TallGram)
+    x_offset: Any  # (..., 1, n) or None (with ``gram_center``: shifts near the means, see TallGram)
     y_offset: Any  # (..., 1, k) or None
     y_was_vector: bool
     offset_sq: Any  # (..., n) what centering removed from the squared column norms, or None
@@ -45,7 +45,9 @@ class Problem(NamedTuple):
     check: Any = None  # X's finiteness test deferred to the Gram matrix (``gram_check``), or None
     checks: Any = None  # the value checks not yet read (``_compat.Checks``), with ``defer_checks``
     scale: Any = None  # ``_scaling.Scale``: X, Y, sqrt(w) (and alpha) were divided by powers of two, or None
-    centered: Any = None  # with ``gram_center``: (root,), X and Y left uncentered and unweighted
+    gram_center: bool = False  # X and Y left uncentered and unweighted (``x_offset``, ``y_offset``
+    #   shifts near their weighted means, ``root`` the weights): the Gram route centers on the n x n side
+    root: Any = None  # with ``gram_center``: sqrt(sample_weight) (..., m, 1), or None
     #   (x_offset, y_offset their weighted means): the Gram route centers on the n x n side
 
 
@@ -388,7 +390,7 @@ def prepare(
     ("per_target" or "shared", see ``_scaling``) solves at unit scale: X, Y, the square roots
     of the weights and alpha divided by powers of two, recorded in ``Problem.scale`` for
     ``_scaling.unscale``. With ``gram_center`` a tall problem with an intercept (m - 1 >= n >= 1)
-    is not centered here: only its means are taken (``Problem.centered``, for the Gram route's
+    is not centered here: only its means are taken (``Problem.gram_center``, for the Gram route's
     ``TallGram``); without weights, where the fit reads its checks (``_scaling.certifiable``),
     X's scale is then certified by the Gram matrix (``_scaling.gram_certificate``, which raises
     ``Rescale``: prepare again with ``scale_x_by_gram=False``). X's finiteness test goes with
@@ -418,11 +420,10 @@ def prepare(
         X, Y, root, alpha, scaling = scale_problem(xp, X, Y, root, alpha, shared_y=scale == "shared", skip_x=skip_x)
     check = gram_check(xp, X, check_finite, checks) if defer_x_check else None
     original = (X, Y, root) if keep_original else None
-    x_offset = y_offset = offset_sq = centered = None
-    if fit_intercept and gram_route and eliminate:
+    x_offset = y_offset = offset_sq = None
+    gram_center = fit_intercept and gram_route and eliminate
+    if gram_center:
         x_offset, y_offset = shifts(xp, X, Y, root)  # near the means: TallGram finds the exact ones
-        offset_sq = None
-        centered = (root,)
     elif fit_intercept:
         X, Y, x_offset, y_offset, offset_sq = eliminate_intercept(xp, X, Y, root, eliminate)
     elif root is not None:
@@ -431,5 +432,5 @@ def prepare(
         check = _both(check, gram_certificate(xp, X, alpha, checks))
     return Problem(
         xp, X, Y, alpha, x_offset, y_offset, y_was_vector, offset_sq, original, check,
-        checks if defer_checks else None, scaling, centered,
+        checks if defer_checks else None, scaling, gram_center, root if gram_center else None,
     )  # fmt: skip

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from .._backend import _compat
+from .._backend._compat import matmul
 from .._operator_fit import operator_route
 from .._problem._alpha import failure
 from .._problem._empty import pad_empty_batch
@@ -12,7 +13,7 @@ from .._problem._input import Penalty, check_bool, intercept_of, prepare, valida
 from .._problem._scaling import unscale_cv
 from .._solvers import spectral
 from .._solvers.linalg._center import eliminate_intercept
-from .._solvers.linalg._shared import check_count, dot
+from .._solvers.linalg._shared import check_count
 from .._types import Array, CVMode
 from . import _kfold, _scoring
 from ._operator_cv import ridge_cv_operator
@@ -97,7 +98,7 @@ def _refit(xp, spec, alpha):
     """Coefficients (..., n, k) for one penalty per problem and target: ``alpha`` (..., kα),
     kα in {1, k}."""
     f = spectral.inverse(xp, spec.lam[..., :, None] + alpha[..., None, :], spec.cut[..., :, None])
-    return dot(xp, spec.V, f * spec.P)  # f: (..., p, kα)
+    return matmul(xp, spec.V, f * spec.P)  # f: (..., p, kα)
 
 
 def _scores_batched(xp, spec, alphas, Y, lev0, gcv, batch, scored=None):
@@ -306,7 +307,7 @@ def ridge_cv(
         elif predictions:
             X0, Y0, root0 = problem.original
             x_off = problem.x_offset
-            G = spec.F if root0 is None else dot(xp, X0 if x_off is None else X0 - x_off, spec.V)
+            G = spec.F if root0 is None else matmul(xp, X0 if x_off is None else X0 - x_off, spec.V)
             w = None if root0 is None else root0 * root0
             if batch is not None:
                 scored = (G, Y0, problem.y_offset, w, scoring)
@@ -339,7 +340,7 @@ def ridge_cv(
         if mode == "eigen":
             out = evaluate(spec)
         else:
-            out = _compat.cond(
+            out = _compat.branch(
                 xp,
                 spectral.auto_ok(xp, spec, alphas, Xc),
                 lambda X, Y: evaluate(spec),

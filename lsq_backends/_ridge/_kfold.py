@@ -14,9 +14,9 @@ import numbers
 import warnings
 
 from .._backend import _compat
+from .._backend._compat import matmul
 from .._solvers import spectral
 from .._solvers.linalg._center import eliminate_intercept
-from .._solvers.linalg._shared import dot
 
 
 def folds(cv, m, groups=None):
@@ -113,8 +113,8 @@ def _test_basis(xp, spec, Xte, x_off):
     means) in the factorization's basis, so that every penalty's predictions are ONE product
     ``G diag(f) P`` (rather than forming each penalty's coefficients, ``V diag(f) P``, and then
     ``X_test`` times them: twice the work per penalty)."""
-    G = dot(xp, Xte, spec.V)
-    return G if x_off is None else G - dot(xp, x_off, spec.V)
+    G = matmul(xp, Xte, spec.V)
+    return G if x_off is None else G - matmul(xp, x_off, spec.V)
 
 
 def _predict(xp, spec, G, alphas):

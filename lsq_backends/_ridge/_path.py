@@ -10,7 +10,7 @@ from .._problem._input import intercept_of
 from .._problem._scaling import unscale
 from .._result import LstsqResult
 from .._solvers import record
-from .._solvers.linalg._shared import full_rank
+from .._solvers.linalg._shared import full_int
 from .._solvers.spectral import over_alphas, solve_path
 
 
@@ -32,7 +32,7 @@ def fit_path(problem, method, fit_intercept):
     if min(m, n) == 0:
         # As the single fit: zero coefficients, rank 0, the whole of y is residual.
         coef = xp.zeros((a, *batch, n, k), dtype=X.dtype, device=dev)
-        rank = full_rank(xp, (a, *batch), 0, X)
+        rank = full_int(xp, (a, *batch), 0, X)
         s = None if not record(method).singular_values else xp.zeros((*batch, 0), dtype=X.dtype, device=dev)
     elif rule := rule_of(xp, X, Y, alpha):
         # JAX, or PyTorch tensors that require grad: the rule per penalty, from the path's factor.

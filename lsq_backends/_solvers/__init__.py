@@ -44,7 +44,7 @@ def record(method) -> Record:
     return _BY_NAME[method]
 
 
-def fit(xp, X, Y, alpha, method, rcond, offset_sq, check, options, factor=False, data=None) -> Solution:
+def solve(xp, X, Y, alpha, method, rcond, offset_sq, check, options, factor=False, data=None) -> Solution:
     """Any method's solve, by name, as a :class:`Solution`. ``check`` and ``data`` go to the
     methods that form the Gram matrix, ``options`` (atol, btol, max_iter, ...) to the
     iterative ones; ``factor`` asks a direct method for the ``_factor.Factor`` it solved with

@@ -27,7 +27,8 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from .._backend import _compat
-from .linalg._shared import dot, eye_like, mT
+from .._backend._compat import matmul, mT
+from .linalg._shared import eye_like
 
 
 def default_max_iter(n):
@@ -74,8 +75,8 @@ def solve(xp, X, Y, alpha, *, max_iter=None, tol=None):
     max_iter = default_max_iter(n) if max_iter is None else max_iter
     tol = default_tol(xp, X.dtype, m, n) if tol is None else tol
     Xt = mT(xp, X)
-    A = dot(xp, Xt, X)  # (..., n, n)
-    b = mT(xp, dot(xp, Xt, Y))  # (..., k, n)
+    A = matmul(xp, Xt, X)  # (..., n, n)
+    b = mT(xp, matmul(xp, Xt, Y))  # (..., k, n)
     alpha = xp.zeros((1,), dtype=X.dtype, device=_compat.device(X)) if alpha is None else alpha
     # The optimality test, scale-free: w_j <= tol ||x_j|| ||y|| (x_j a column of X).
     col = xp.sqrt(xp.linalg.diagonal(A)[..., None, :] + _compat.as_rank(xp, alpha[:, None], A.ndim))  # (..., k or 1, n)
@@ -93,7 +94,7 @@ def solve(xp, X, Y, alpha, *, max_iter=None, tol=None):
     def step(s, A, b):
         # Outer phase: optimal when no coefficient off P has a positive gradient; else the
         # one with the largest joins P.
-        w = b - dot(xp, s.x, A) - alpha_col * s.x
+        w = b - matmul(xp, s.x, A) - alpha_col * s.x
         cand = ~s.passive & (w > thresh)
         optimal = ~s.inner & ~xp.any(cand, axis=-1)
         j = _compat.arg_best(xp, xp.where(cand, w, neg_inf), -1, largest=True)  # (..., k)
@@ -122,11 +123,11 @@ def solve(xp, X, Y, alpha, *, max_iter=None, tol=None):
     # The last step may have found the optimum (``done``) or the budget ran out first: test
     # the KKT conditions once more on the final iterate.
     x, passive = state.x, state.passive
-    w = b - dot(xp, x, A) - alpha_col * x
+    w = b - matmul(xp, x, A) - alpha_col * x
     converged = state.done | (~state.inner & ~xp.any(~passive & (w > thresh), axis=-1))
     # One step of refinement on P, the residual taken from X (its rounding ~ eps ||X|| ||r||).
-    r = Y - dot(xp, X, mT(xp, x))  # (..., m, k)
-    g = mT(xp, dot(xp, Xt, r)) - alpha_col * x
+    r = Y - matmul(xp, X, mT(xp, x))  # (..., m, k)
+    g = mT(xp, matmul(xp, Xt, r)) - alpha_col * x
     d = _masked_solve(xp, A, alpha, g, passive)
     refined = x + d
     x = xp.where(passive & (refined > 0), refined, x)

@@ -27,17 +27,18 @@ minimum-norm solution, at O(p^3) extra.
 from __future__ import annotations
 
 from .._backend import _compat
+from .._backend._compat import matmul, mT
 from ._record import DIRECT_FEATURES, SVD_SYNC, Record, Solution
 from .linalg import cholqr, gram, householder
 from .linalg._factor import inverse_factor, triangular_inverse
-from .linalg._shared import dot, full_rank, gated, mT
+from .linalg._shared import full_int, gated
 
 
 def solve(xp, X, Y, alpha, rcond, offset_sq=None, *, check=None, data=None, factor=False):
     """QR solution (CholeskyQR2 where safe, else shifted CholeskyQR3, else Householder), falling
     back to the SVD of R on a numerically singular factor: a ``Solution``. ``factor``: with
     the ``_factor.Factor`` solved with (of ``X^T X``, or for wide X of ``X X^T``). ``check``
-    and ``data`` as the normal equations take them (``_solvers.fit``): CholeskyQR2's first
+    and ``data`` as the normal equations take them (``_solvers.solve``): CholeskyQR2's first
     Gram product tests X (finiteness, scale) as the normal equations' does, and with an
     intercept centers on the n x n side (``TallGram``); the other routes take the data
     as Householder QR does (``gram.without_gram``). rss where ``data`` is given."""
@@ -49,10 +50,10 @@ def solve(xp, X, Y, alpha, rcond, offset_sq=None, *, check=None, data=None, fact
 
     def attempt(X, Y):
         M, L2, Z, good = cholqr.cholqr2_factors(xp, X, Y, fac)
-        W = dot(xp, M, _compat.solve_triangular(xp, mT(xp, L2), Z, lower=False))
-        rank = full_rank(xp, X.shape[:-2], n, X)
+        W = matmul(xp, M, _compat.solve_triangular(xp, mT(xp, L2), Z, lower=False))
+        rank = full_int(xp, X.shape[:-2], n, X)
         if factor:  # X = Q L2^T L^T with Q = X M L2^-T: R^-1 = M L2^-T
-            Rinv = dot(xp, M, triangular_inverse(xp, mT(xp, L2), False))
+            Rinv = matmul(xp, M, triangular_inverse(xp, mT(xp, L2), False))
             return (W, rank, inverse_factor(xp, Rinv)), good
         return (W, rank), good
 
@@ -63,7 +64,7 @@ def solve(xp, X, Y, alpha, rcond, offset_sq=None, *, check=None, data=None, fact
     def shifted_or_householder(X, Y):
         X, Y = fac.data.arrays(X, Y)  # centered (an X-sized copy) where fac.data is
         solved, good = cholqr.shifted_cholqr3(xp, X, Y, fac, rcond, offset_sq, factor)
-        return _compat.cond(xp, good, lambda *_: solved, householder_solved, (X, Y))
+        return _compat.branch(xp, good, lambda *_: solved, householder_solved, (X, Y))
 
     gate = cholqr.cholqr2_gate(xp, X, rcond, offset_sq, fac)
     coef, rank, *factors = gated(xp, gate, attempt, shifted_or_householder, (X, Y))

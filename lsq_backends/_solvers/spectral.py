@@ -27,8 +27,9 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from .._backend import _compat
+from .._backend._compat import matmul, mT
 from .linalg._factor import path_factor
-from .linalg._shared import count, default_cutoff, dot, full_rank, gram_noise, mT
+from .linalg._shared import count, default_cutoff, full_int, gram_noise
 
 
 class Spectrum(NamedTuple):
@@ -64,18 +65,18 @@ def gram(xp, X, Y, offset_sq=None, *, samples=False):
     m, n = X.shape[-2:]
     F = L = None
     if m >= n:
-        lam, V = _compat.eigh(xp, dot(xp, mT(xp, X), X))
+        lam, V = _compat.eigh(xp, matmul(xp, mT(xp, X), X))
         # Rounding leaves null directions' eigenvalues at +-eps * lam_max.
         lam = xp.maximum(lam, xp.zeros_like(lam))
-        P = dot(xp, mT(xp, V), dot(xp, mT(xp, X), Y))
+        P = matmul(xp, mT(xp, V), matmul(xp, mT(xp, X), Y))
         if samples:
-            F = dot(xp, X, V)
+            F = matmul(xp, X, V)
             L = F * F
     else:
-        lam, U = _compat.eigh(xp, dot(xp, X, mT(xp, X)))
+        lam, U = _compat.eigh(xp, matmul(xp, X, mT(xp, X)))
         lam = xp.maximum(lam, xp.zeros_like(lam))
-        V = dot(xp, mT(xp, X), U)  # X^T X (X^T U) = (X^T U) diag(lam)
-        P = dot(xp, mT(xp, U), Y)
+        V = matmul(xp, mT(xp, X), U)  # X^T X (X^T U) = (X^T U) diag(lam)
+        P = matmul(xp, mT(xp, U), Y)
         if samples:
             # X V = U diag(lam); the hat matrix is U diag(lam / (lam + alpha)) U^T. Eigenvalues
             # at the noise level (centering's null direction 1/sqrt(m), dependent rows) are 0
@@ -93,16 +94,16 @@ def svd(xp, X, Y, offset_sq=None, *, samples=False):
     if m >= n:
         if samples:
             Q, R = _compat.qr(xp, X)
-            Z = dot(xp, mT(xp, Q), Y)
+            Z = matmul(xp, mT(xp, Q), Y)
         else:
             R, Z = _compat.qr_apply(xp, X, Y)  # Q applied implicitly where the library can
         u, s, vh = _compat.svd(xp, R)
     else:
         u, s, vh = _compat.svd(xp, X)
         Z = Y
-    P = s[..., :, None] * dot(xp, mT(xp, u), Z)
+    P = s[..., :, None] * matmul(xp, mT(xp, u), Z)
     if samples and m >= n:
-        u = dot(xp, Q, u)  # X = (Q u) diag(s) vh
+        u = matmul(xp, Q, u)  # X = (Q u) diag(s) vh
     F = u * s[..., None, :] if samples else None
     L = F * F if samples else None
     lam = s * s
@@ -116,7 +117,7 @@ def project(xp, spec, Y):
     route (``F = X V``); on the wide ``gram`` route ``F = U diag(lam)`` gives ``diag(lam) P``,
     divided out where ``lam > 0`` (a direction with ``lam = 0`` has zero columns in F and V
     in exact arithmetic: its P never counts)."""
-    P = dot(xp, mT(xp, spec.F), Y)
+    P = matmul(xp, mT(xp, spec.F), Y)
     n, p = spec.V.shape[-2:]
     if spec.s is not None or n == p:
         return P
@@ -144,11 +145,11 @@ def path_coef(xp, spec, alpha):
     level; for wide X, the m directions of X's row space plus the n - m null directions that a
     positive penalty makes nonsingular)."""
     f = filters(xp, spec, alpha)  # (a, ..., p)
-    coef = dot(xp, spec.V, f[..., None] * _compat.as_rank(xp, spec.P, f.ndim + 1))
+    coef = matmul(xp, spec.V, f[..., None] * _compat.as_rank(xp, spec.P, f.ndim + 1))
     n, p = spec.V.shape[-2:]
     rank = count(xp, f > 0, spec.lam)  # (a, ...)
     a = xp.reshape(alpha, tuple(alpha.shape) + (1,) * (rank.ndim - 1))
-    extra = xp.where(a > 0, full_rank(xp, tuple(rank.shape), n - p, spec.lam), xp.zeros_like(rank))
+    extra = xp.where(a > 0, full_int(xp, tuple(rank.shape), n - p, spec.lam), xp.zeros_like(rank))
     return coef, rank + extra
 
 
@@ -159,7 +160,7 @@ def over_alphas(xp, A, B):
     a, p, k = B.shape[0], B.shape[-2], B.shape[-1]
     nb = B.ndim - 3
     Bt = xp.permute_dims(B, tuple(range(1, nb + 1)) + (nb + 1, 0, nb + 2))  # (..., p, a, k)
-    C = dot(xp, A, xp.reshape(Bt, tuple(B.shape[1 : nb + 1]) + (p, a * k)))  # (..., r, a * k)
+    C = matmul(xp, A, xp.reshape(Bt, tuple(B.shape[1 : nb + 1]) + (p, a * k)))  # (..., r, a * k)
     C = xp.reshape(C, tuple(C.shape[:-1]) + (a, k))
     return xp.permute_dims(C, (nb + 1,) + tuple(range(nb + 1)) + (nb + 2,))
 
@@ -201,7 +202,7 @@ def solve_path(xp, X, Y, alpha, route, offset_sq=None, factor=False):
         if route == "gram":
             out = solved(spec)
         else:
-            out = _compat.cond(
+            out = _compat.branch(
                 xp,
                 auto_ok(xp, spec, alpha, X),
                 lambda X, Y: solved(spec),

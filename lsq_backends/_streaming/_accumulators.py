@@ -12,24 +12,14 @@ from __future__ import annotations
 import functools
 
 from .._backend import _compat
+from .._backend._compat import diagonal, matmul, mT
 from .._problem._alpha import validate_alpha
 from .._problem._input import check_bool, check_method
 from .._problem._scaling import scaled_alpha, times, unscale
 from .._result import LstsqResult
 from .._solvers.linalg import householder as _householder
 from .._solvers.linalg import pinv as _pinv
-from .._solvers.linalg._shared import (
-    add_penalty,
-    all_true,
-    as_real,
-    diagonal,
-    dot,
-    eps,
-    full_rank,
-    merge_targets,
-    mT,
-    split_targets,
-)
+from .._solvers.linalg._shared import add_penalty, all_true, as_real, eps, full_int, merge_targets, split_targets
 from .._solvers.linalg.rank import certified
 from ._stream import Accumulator, canonical, gram
 
@@ -114,13 +104,13 @@ def _solved(cls, xp, n, fit_intercept, rcond, state, alpha):
         rss = diagonal(xp, state.stat)
         if not fit_intercept:
             rss = rss + state.weight * (state.shift + state.mean) ** 2
-        rank = full_rank(xp, (), 0, W)
+        rank = full_int(xp, (), 0, W)
     else:
         W, rank, rss = cls._solve(xp, n, fit_intercept, rcond, state, alpha)
     if fit_intercept:
         # (K_y + mu_y) - (K_x + mu_x) @ W, in the order that keeps the small terms' digits.
-        intercept = state.shift[n:] - dot(xp, state.shift[None, :n], W)[0, :]
-        intercept = intercept + (state.mean[n:] - dot(xp, state.mean[None, :n], W)[0, :])
+        intercept = state.shift[n:] - matmul(xp, state.shift[None, :n], W)[0, :]
+        intercept = intercept + (state.mean[n:] - matmul(xp, state.mean[None, :n], W)[0, :])
     else:
         intercept = xp.zeros((W.shape[1],), dtype=W.dtype, device=_compat.device(W))
     out = unscale(xp, LstsqResult(W, intercept, rank, rss, None), scale, False)
@@ -211,7 +201,7 @@ class NormalAccumulator(_Solvable):
         def cholesky(A, B):
             Z = _compat.solve_triangular(xp, L, B, lower=True)
             W = _compat.solve_triangular(xp, mT(xp, L), Z, lower=False)
-            return merge_targets(xp, W, alpha), full_rank(xp, (), n, W)
+            return merge_targets(xp, W, alpha), full_int(xp, (), n, W)
 
         def eigen(A, B):
             # A is symmetric positive semi-definite: its SVD is its eigendecomposition, and
@@ -222,12 +212,12 @@ class NormalAccumulator(_Solvable):
             colsq = diagonal(xp, Sxx) if offset_sq is None else diagonal(xp, Sxx) + offset_sq
             W, rank = _pinv.filtered_solve(xp, u, s, vh, B, None, tol * tol, n, xp.max(colsq))
             if alpha is not None:
-                rank = xp.where(xp.all(alpha > 0), full_rank(xp, (), n, W), xp.min(rank))
+                rank = xp.where(xp.all(alpha > 0), full_int(xp, (), n, W), xp.min(rank))
             return merge_targets(xp, W, alpha), rank
 
-        W, rank = _compat.cond(xp, ok, cholesky, eigen, (A, B))
+        W, rank = _compat.branch(xp, ok, cholesky, eigen, (A, B))
         syy = diagonal(xp, S)[n:]
-        rss = xp.maximum(syy + xp.sum(W * (dot(xp, Sxx, W) - 2 * Sxy), axis=0), xp.zeros_like(syy))
+        rss = xp.maximum(syy + xp.sum(W * (matmul(xp, Sxx, W) - 2 * Sxy), axis=0), xp.zeros_like(syy))
         return W, rank, rss
 
 
@@ -291,5 +281,5 @@ class QRAccumulator(_Solvable):
         cutoff = _default_cutoff(xp, state, n, rcond)
         # R_xx is already triangular: the solver's own QR of it costs O(n^3) and no accuracy.
         W, rank = _householder.solve(xp, R[:n, :n], R[:n, n:], alpha, rcond, offset_sq, cutoff=cutoff)[:2]
-        resid = dot(xp, R[:, :n], W) - R[:, n:]
+        resid = matmul(xp, R[:, :n], W) - R[:, n:]
         return W, rank, xp.sum(resid * resid, axis=0)

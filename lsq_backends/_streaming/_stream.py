@@ -43,9 +43,9 @@ import threading
 from typing import Any, NamedTuple
 
 from .._backend import _compat
+from .._backend._compat import matmul, mT
 from .._problem._input import check_bool, prepare, validate
 from .._problem._scaling import empty_exponent, exponent, log2_abs, make_scale, powers, times
-from .._solvers.linalg._shared import dot, mT
 
 
 class StreamState(NamedTuple):
@@ -181,7 +181,7 @@ def canonical(xp, state, n, scale_stat):
 
 def gram(xp, D):
     """D^T D at full precision."""
-    return dot(xp, mT(xp, D), D)
+    return matmul(xp, mT(xp, D), D)
 
 
 _KERNELS: dict = {}

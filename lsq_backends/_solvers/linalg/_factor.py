@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from ..._backend import _compat
-from ._shared import dot, eye_like, mT
+from ..._backend._compat import matmul, mT
+from ._shared import eye_like
 
 
 class Factor(NamedTuple):
@@ -32,7 +33,7 @@ class Factor(NamedTuple):
 def inverse_factor(xp, Tinv):
     """Full-rank factor from ``Tinv`` (..., n, n) with ``Tinv Tinv^T = (X^T X + alpha I)^-1``
     (the inverse of the upper triangular R or T, or the transposed inverse of a Cholesky L)."""
-    return Factor(dot(xp, Tinv, mT(xp, Tinv)), xp.zeros_like(Tinv))
+    return Factor(matmul(xp, Tinv, mT(xp, Tinv)), xp.zeros_like(Tinv))
 
 
 def triangular_inverse(xp, T, lower):
@@ -62,7 +63,7 @@ def spectral_factor(xp, s, vh, keep, alpha, vectors=False):
         rest = xp.where(pos, 1 / xp.where(pos, a, xp.ones_like(a)), zero)
         f = xp.where(keep, 1 / (safe * safe + a), rest)
         h = xp.where(keep | pos, zero, xp.ones_like(s))
-    return Factor(dot(xp, V * f[..., None, :], vh), dot(xp, V * h[..., None, :], vh), kept)
+    return Factor(matmul(xp, V * f[..., None, :], vh), matmul(xp, V * h[..., None, :], vh), kept)
 
 
 def path_factor(xp, basis, f, V=None):
@@ -74,9 +75,9 @@ def path_factor(xp, basis, f, V=None):
     h = xp.where(f > 0, xp.zeros_like(f), xp.ones_like(f))
 
     def K(b):  # b (..., p, k) or (a, ..., p, k)
-        return dot(xp, basis, f[..., None] * _compat.as_rank(xp, dot(xp, mT(xp, basis), b), f.ndim + 1))
+        return matmul(xp, basis, f[..., None] * _compat.as_rank(xp, matmul(xp, mT(xp, basis), b), f.ndim + 1))
 
     def N(b):
-        return dot(xp, basis, h[..., None] * _compat.as_rank(xp, dot(xp, mT(xp, basis), b), h.ndim + 1))
+        return matmul(xp, basis, h[..., None] * _compat.as_rank(xp, matmul(xp, mT(xp, basis), b), h.ndim + 1))
 
     return Factor(K, N, V)

@@ -104,18 +104,18 @@ class TallGram:
         """``(A, B)``: the Gram matrix (..., n, n) and the cross product (..., n, k)."""
         xp = self.xp
         if not self.centered:
-            return _compat.gram(xp, X, Y)  # blocked on NumPy where that pays (narrow X)
+            return _compat.normal_products(xp, X, Y)  # blocked on NumPy where that pays (narrow X)
         if self.rows is None:
             # One shifted copy, kept for the residual: two passes over it (the Gram product, and
             # the cross product with Y and the weights' roots side by side), where shifting
             # again and a product of its own for the sums made four and a second copy.
             Z, V = self.kept = self._shifted(X, Y)
-            Zt = _compat.matrix_transpose(xp, Z)
+            Zt = _compat.mT(xp, Z)
             k = V.shape[-1]
             roots = xp.broadcast_to(_compat.as_rank(xp, self.weights, V.ndim), (*V.shape[:-1], 1))
             Bs = _compat.cross(xp, Z, xp.concat([V, roots], axis=-1))
             A, B, self.s = _compat.matmul(xp, Zt, Z), Bs[..., :k], Bs[..., k:]  # s: (..., n, 1)
-            self.t = _compat.matmul(xp, _compat.matrix_transpose(xp, V), self.weights)  # (..., k, 1)
+            self.t = _compat.matmul(xp, _compat.mT(xp, V), self.weights)  # (..., k, 1)
         else:
             A = B = s = t = None
             for Z, V, rb in self._blocks(X, Y):
@@ -125,7 +125,7 @@ class TallGram:
             self.s, self.t = s, t
 
         def st(a):
-            return _compat.matrix_transpose(xp, a)
+            return _compat.mT(xp, a)
 
         # s / total first: s s^T alone under- or overflows where the weights are tiny or huge
         A, B = A - self.s * (st(self.s) / self.total), B - self.s * (st(self.t) / self.total)
@@ -149,7 +149,7 @@ class TallGram:
             R = _compat.minus_fresh(xp, Y, _compat.matmul(xp, X, W))
             h = _compat.cross(xp, X, R) if cross else None
             if self.centered:
-                c = _compat.matmul(xp, _compat.matrix_transpose(xp, self.weights), R) / self.total  # (..., 1, k)
+                c = _compat.matmul(xp, _compat.mT(xp, self.weights), R) / self.total  # (..., 1, k)
                 s = self.s  # the kept copy's sums: X_c^T r = h - s c
             rss = _compat.sum_of_squares(xp, R, axis=-2)  # R is not used after this
         else:
@@ -179,12 +179,12 @@ class TallGram:
         if self.centered:
             X, Y = self.kept
         Q = _compat.matmul(xp, X, M)
-        G, C = _compat.matmul(xp, _compat.matrix_transpose(xp, Q), Q), _compat.cross(xp, Q, Y)
+        G, C = _compat.matmul(xp, _compat.mT(xp, Q), Q), _compat.cross(xp, Q, Y)
         if not self.centered:
             return G, C
-        q = _compat.matmul(xp, _compat.matrix_transpose(xp, M), self.s)  # (..., n, 1)
-        qt = _compat.matrix_transpose(xp, q) / self.total
-        return G - q * qt, C - q * (_compat.matrix_transpose(xp, self.t) / self.total)
+        q = _compat.matmul(xp, _compat.mT(xp, M), self.s)  # (..., n, 1)
+        qt = _compat.mT(xp, q) / self.total
+        return G - q * qt, C - q * (_compat.mT(xp, self.t) / self.total)
 
     def whole(self, X, Y):
         """This data with its products on whole arrays (centered: from the one kept shifted

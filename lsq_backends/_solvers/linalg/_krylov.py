@@ -10,9 +10,10 @@ so a sparse matrix or an operator serves them as well as a dense array.
 from __future__ import annotations
 
 from ..._backend import _compat
+from ..._backend._compat import matmul, mT
 from .._record import DIRECT_FEATURES
 from ._operator import LinearMap
-from ._shared import dot, full_rank, mT
+from ._shared import full_int
 
 # the options of every Krylov method (``Record.options``)
 OPTIONS = ("atol", "btol", "max_iter", "precondition")
@@ -45,14 +46,14 @@ def forward(xp, X, V):
     """``X @ V`` for an array X (..., m, n) or a ``LinearMap``; V (..., n, k)."""
     if isinstance(X, LinearMap):
         return X.matvec(V)
-    return dot(xp, X, V)
+    return matmul(xp, X, V)
 
 
 def adjoint(xp, X, U):
     """``X^T @ U`` for an array X (..., m, n) or a ``LinearMap``; U (..., m, k)."""
     if isinstance(X, LinearMap):
         return X.rmatvec(U)
-    return dot(xp, mT(xp, X), U)
+    return matmul(xp, mT(xp, X), U)
 
 
 def fresh_products(X):
@@ -88,10 +89,10 @@ def sym_ortho(xp, a, b):
 def rank_of(xp, batch, n, alpha, like):
     """The rank a Krylov solve reports: ``n`` for ridge with every penalty positive (the
     damped system has full column rank), else -1 (not estimated)."""
-    rank = full_rank(xp, batch, -1, like)
+    rank = full_int(xp, batch, -1, like)
     if alpha is None:
         return rank
-    return xp.where(xp.all(alpha > 0), full_rank(xp, batch, n, like), rank)
+    return xp.where(xp.all(alpha > 0), full_int(xp, batch, n, like), rank)
 
 
 def preconditioned(xp, solve, X, Y, alpha, *, x0=None, **options):

@@ -11,21 +11,6 @@ import array_api_compat as _aac
 from ..._backend import _compat
 
 
-def mT(xp, x):
-    """Matrix transpose of a stack (``.mT`` is missing on Dask arrays)."""
-    return _compat.matrix_transpose(xp, x)
-
-
-def dot(xp, a, b):
-    """``a @ b`` at full precision (see ``_compat.matmul``)."""
-    return _compat.matmul(xp, a, b)
-
-
-def diagonal(xp, a):
-    """Diagonal of a stack of square matrices, shape (..., p) (see ``_compat.diagonal``)."""
-    return _compat.diagonal(xp, a)
-
-
 def eye_like(xp, a, p):
     """Identity of size p with the dtype and device of ``a``."""
     return xp.eye(p, dtype=a.dtype, device=_compat.device(a))
@@ -35,7 +20,7 @@ def eps(xp, a):
     return _compat.finfo(xp, a.dtype).eps
 
 
-def full_rank(xp, batch_shape, value, like):
+def full_int(xp, batch_shape, value, like):
     """An integer array of shape ``batch_shape`` filled with ``value``, on ``like``'s device."""
     _, int_dtype = _compat.default_dtypes(xp, _compat.device(like))
     return _compat.full(xp, batch_shape, value, int_dtype, like)
@@ -194,16 +179,16 @@ def gated(xp, gate, attempt, fallback, operands):
 
         def tried(*ops):
             result, good = attempt(*ops)
-            return _compat.cond(xp, good, lambda *_: result, fallback, ops)
+            return _compat.branch(xp, good, lambda *_: result, fallback, ops)
 
-        return _compat.cond(xp, gate, tried, fallback, operands)
+        return _compat.branch(xp, gate, tried, fallback, operands)
     result, good = attempt(*operands)
-    return _compat.cond(xp, gate & good, lambda *_: result, fallback, operands)
+    return _compat.branch(xp, gate & good, lambda *_: result, fallback, operands)
 
 
 def relative_pivots(xp, R):
     """|R_jj| / max_i ||R[:, i]||: near zero for a column that depends on the ones before it
     or whose norm is negligible next to the largest (the scale SVD's cutoff uses too)."""
-    d = xp.abs(diagonal(xp, R))
+    d = xp.abs(_compat.diagonal(xp, R))
     norms = xp.max(xp.linalg.vector_norm(R, axis=-2), axis=-1, keepdims=True)
     return d / _compat.positive_or_one(xp, norms)

@@ -10,10 +10,11 @@ from __future__ import annotations
 import array_api_compat as _aac
 
 from ..._backend import _compat
+from ..._backend._compat import diagonal, matmul, mT
 from . import gram
 from ._factor import inverse_factor, triangular_inverse
 from ._gram_data import BLOCK_ELEMENTS
-from ._shared import all_true, default_cutoff, diagonal, dot, eps, eye_like, full_rank, gated, mT
+from ._shared import all_true, default_cutoff, eps, eye_like, full_int, gated
 from .condest import condition_estimate
 from .rank import certified
 
@@ -48,7 +49,7 @@ def r_factor(xp, X, Y, rcond, offset_sq=None, check=None, data=None):
 
     def attempt(X, Y):
         M, L2, Z, good = cholqr2_factors(xp, X, Y, fac)
-        return (dot(xp, mT(xp, L2), mT(xp, fac.L)), Z), good
+        return (matmul(xp, mT(xp, L2), mT(xp, fac.L)), Z), good
 
     gate = cholqr2_gate(xp, X, rcond, offset_sq, fac)
     return gated(xp, gate, attempt, lambda X, Y: _compat.qr_apply(xp, *fac.data.arrays(X, Y)), (X, Y))
@@ -117,7 +118,7 @@ def shifted_cholqr3(xp, X, Y, fac, rcond, offset_sq, factor=False):
     m, n = X.shape[-2:]
     k = Y.shape[-1]
     top = xp.concat([fac.A, fac.B], axis=-1)
-    bottom = xp.concat([mT(xp, fac.B), dot(xp, mT(xp, Y), Y)], axis=-1)
+    bottom = xp.concat([mT(xp, fac.B), matmul(xp, mT(xp, Y), Y)], axis=-1)
     G = xp.concat([top, bottom], axis=-2)  # Gram matrix of [X Y]
     d = diagonal(xp, G)
     root = xp.sqrt(xp.where(d > 0, d, xp.ones_like(d)))
@@ -134,7 +135,7 @@ def shifted_cholqr3(xp, X, Y, fac, rcond, offset_sq, factor=False):
         else:
             R3 = mT(xp, _compat.cholesky(xp, _gram_after(xp, Q1[:, :n], Q1[:, n:], (R2,), shift)))
         # the last round's pivots are 1 up to O(1), else cond(Q1) was past CholeskyQR2's reach
-        return dot(xp, R3, R2), xp.all(xp.abs(diagonal(xp, R3)[..., :n] - 1) < 0.5, axis=-1)
+        return matmul(xp, R3, R2), xp.all(xp.abs(diagonal(xp, R3)[..., :n] - 1) < 0.5, axis=-1)
 
     # The choice where it costs no host read: NumPy, or traced JAX (one branch runs). The
     # derivative rules take R11 as X's own triangular factor: Q orthogonal, three rounds.
@@ -142,16 +143,16 @@ def shifted_cholqr3(xp, X, Y, fac, rcond, offset_sq, factor=False):
     if free and not factor:
         q1_cond = condition_estimate(xp, L2, G2)
         two_rounds = all_true(xp, eps(xp, X) * q1_cond * q1_cond <= THIRD_ROUND)
-        R32, orthogonal = _compat.cond(xp, two_rounds, lambda R2: (R2, xp.isfinite(q1_cond)), third_round, (R2,))
+        R32, orthogonal = _compat.branch(xp, two_rounds, lambda R2: (R2, xp.isfinite(q1_cond)), third_round, (R2,))
     else:
         R32, orthogonal = third_round(R2)
-    R = dot(xp, R32, R1)
+    R = matmul(xp, R32, R1)
     R11 = R[..., :n, :n]
     W = _compat.solve_triangular(xp, R11, R[..., :n, n:], lower=False)
     ok = certified(xp, R11, offset_sq, rcond, default_cutoff(xp, X, m, n, rcond))
     ok = ok & orthogonal & xp.all(xp.isfinite(W), axis=(-2, -1))
     good = all_true(xp, ok)
-    rank = full_rank(xp, X.shape[:-2], n, X)
+    rank = full_int(xp, X.shape[:-2], n, X)
     if factor:
         return (W, rank, inverse_factor(xp, triangular_inverse(xp, R11, False))), good
     return (W, rank), good
@@ -207,7 +208,7 @@ def _next_q(xp, Qx, Qy, R, n):
     """``[Qx Qy] R^{-1}`` by blocks (R upper triangular, its first n columns against Qx)."""
     R11, R12, R22 = R[..., :n, :n], R[..., :n, n:], R[..., n:, n:]
     Qx = mT(xp, _compat.solve_triangular(xp, mT(xp, R11), mT(xp, Qx), lower=True))
-    Qy = mT(xp, _compat.solve_triangular(xp, mT(xp, R22), mT(xp, Qy - dot(xp, Qx, R12)), lower=True))
+    Qy = mT(xp, _compat.solve_triangular(xp, mT(xp, R22), mT(xp, Qy - matmul(xp, Qx, R12)), lower=True))
     return Qx, Qy
 
 
@@ -216,6 +217,6 @@ def _gram_of(xp, Qx, Qy, shift):
     its factor (all the solution needs) do not depend on that block, and Y in X's range
     (a Schur complement of rounding noise) or dependent columns of Y then cannot make the
     factorization fail; any nonsingular R22 keeps [Qx Qy] R^{-1} a valid next basis."""
-    a, b = dot(xp, mT(xp, Qx), Qx), dot(xp, mT(xp, Qx), Qy)
-    c = dot(xp, mT(xp, Qy), Qy) + shift * _compat.as_rank(xp, eye_like(xp, Qy, Qy.shape[-1]), Qy.ndim)
+    a, b = matmul(xp, mT(xp, Qx), Qx), matmul(xp, mT(xp, Qx), Qy)
+    c = matmul(xp, mT(xp, Qy), Qy) + shift * _compat.as_rank(xp, eye_like(xp, Qy, Qy.shape[-1]), Qy.ndim)
     return xp.concat([xp.concat([a, b], axis=-1), xp.concat([mT(xp, b), c], axis=-1)], axis=-2)

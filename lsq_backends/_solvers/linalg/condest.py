@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from ..._backend import _compat
-from ._shared import diagonal, dot, mT
+from ..._backend._compat import diagonal, matmul, mT
 
 POWER_STEPS = 4
 SMALL = 16  # up to this size, a Frobenius-norm bound replaces power iteration
@@ -58,10 +58,10 @@ def condition_estimate(xp, L, A, Lt=None):
     As = dinv[..., :, None] * A * dinv[..., None, :]
     v = w = _start_vector(xp, L, p)
     for _ in range(POWER_STEPS):
-        v = _normalize(xp, dot(xp, As, v))
-        w = _normalize(xp, dot(xp, mT(xp, Linv), dot(xp, Linv, w)))
-    lam_max = xp.linalg.vector_norm(dot(xp, As, v), axis=(-2, -1))
-    inv_min = xp.linalg.vector_norm(dot(xp, mT(xp, Linv), dot(xp, Linv, w)), axis=(-2, -1))
+        v = _normalize(xp, matmul(xp, As, v))
+        w = _normalize(xp, matmul(xp, mT(xp, Linv), matmul(xp, Linv, w)))
+    lam_max = xp.linalg.vector_norm(matmul(xp, As, v), axis=(-2, -1))
+    inv_min = xp.linalg.vector_norm(matmul(xp, mT(xp, Linv), matmul(xp, Linv, w)), axis=(-2, -1))
     piv = diagonal(xp, Ls)
     ratio = xp.max(piv, axis=-1) / xp.min(piv, axis=-1)
     return xp.maximum(xp.sqrt(lam_max * inv_min), ratio)

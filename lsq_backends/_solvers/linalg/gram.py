@@ -22,22 +22,11 @@ from __future__ import annotations
 import math
 
 from ..._backend import _compat
+from ..._backend._compat import diagonal, matmul, mT
 from .._record import Solution
 from ._factor import inverse_factor, spectral_factor, triangular_inverse
 from ._gram_data import TallGram
-from ._shared import (
-    add_penalty,
-    count,
-    default_cutoff,
-    diagonal,
-    dot,
-    eps,
-    full_rank,
-    gram_noise,
-    merge_targets,
-    mT,
-    split_targets,
-)
+from ._shared import add_penalty, count, default_cutoff, eps, full_int, gram_noise, merge_targets, split_targets
 from .condest import condition_estimate
 from .rank import certified
 
@@ -51,7 +40,7 @@ class Factored:
         self.alpha = alpha
         self.data = None
         if self.wide:
-            A, B = dot(xp, X, mT(xp, X)), Y  # (..., m, m)
+            A, B = matmul(xp, X, mT(xp, X)), Y  # (..., m, m)
         else:
             self.data = TallGram(xp, X, Y) if data is None else data
             A, B = self.data.products(X, Y)  # (..., n, n), (..., n, k)
@@ -77,7 +66,7 @@ class Factored:
 
     def solve_or(self, xp, X, Y, ok, fallback, rcond, offset_sq, factor=False):
         """The refined Cholesky solution where the scalar ``ok`` holds, else ``fallback``'s
-        solution (a traced branch under ``jax.jit``; see ``_compat.cond``); ``fallback`` None:
+        solution (a traced branch under ``jax.jit``; see ``_compat.branch``); ``fallback`` None:
         :meth:`eigen`. Returns a ``Solution``: rss (..., k) of tall X, None for wide X; with
         ``factor`` the ``_factor.Factor`` solved with (for wide X, of ``X X^T``: the Cholesky
         factor here is that of ``X X^T + alpha I``)."""
@@ -99,14 +88,14 @@ class Factored:
                 coef, rank = self.solve(xp, X)[:2]
                 return (coef, rank, self.factor(xp)) if factor else (coef, rank)
 
-            coef, rank, *fac = _compat.cond(xp, ok, wide_cholesky, other, (X, Y))
+            coef, rank, *fac = _compat.branch(xp, ok, wide_cholesky, other, (X, Y))
             return Solution(coef, rank, factor=fac[0] if factor else None)
 
         def cholesky(X, Y):
             solved = self.solve(xp, X, Y)
             return (*solved, self.factor(xp)) if factor else solved
 
-        coef, rank, rss, *fac = _compat.cond(xp, ok, cholesky, other, (X, Y))
+        coef, rank, rss, *fac = _compat.branch(xp, ok, cholesky, other, (X, Y))
         return Solution(coef, rank, rss=rss, factor=fac[0] if factor else None)
 
     def factor(self, xp):
@@ -131,7 +120,7 @@ class Factored:
         def other(X, Y):
             X, Y = self.data.arrays(X, Y)
             coef, rank, *fac = self.other_solve(xp, solver, X, Y, rcond, offset_sq, factor)
-            rss = _compat.sum_of_squares(xp, _compat.minus_fresh(xp, Y, dot(xp, X, coef)), axis=-2)
+            rss = _compat.sum_of_squares(xp, _compat.minus_fresh(xp, Y, matmul(xp, X, coef)), axis=-2)
             return (coef, rank, rss, *fac)
 
         return other
@@ -162,14 +151,14 @@ class Factored:
             1 / safe if self.alpha is None else 1 / (safe + _compat.as_rank(xp, self.alpha, safe.ndim))
         )  # (..., p, 1 or k)
         f = xp.where(keep[..., None], f, xp.zeros_like(f))
-        W = dot(xp, V, f * dot(xp, mT(xp, V), self.XtY))
+        W = matmul(xp, V, f * matmul(xp, mT(xp, V), self.XtY))
         rank = count(xp, keep, lam)
         if self.alpha is not None:
-            rank = xp.where(xp.all(self.alpha > 0), full_rank(xp, rank.shape, n, lam), rank)
+            rank = xp.where(xp.all(self.alpha > 0), full_int(xp, rank.shape, n, lam), rank)
         # of X^T X, or for wide X of X X^T: V holds X's right or left singular vectors
         fac = spectral_factor(xp, xp.sqrt(lam), mT(xp, V), keep, self.alpha) if factor else None
         if self.wide:
-            return (dot(xp, mT(xp, X), W), rank, fac) if factor else (dot(xp, mT(xp, X), W), rank)
+            return (matmul(xp, mT(xp, X), W), rank, fac) if factor else (matmul(xp, mT(xp, X), W), rank)
         rss = self.data.residual(X, Y, W)[1]
         return (W, rank, rss, fac) if factor else (W, rank, rss)
 
@@ -182,9 +171,9 @@ class Factored:
         """``(W, rank, rss)``. Tall X: one step of refinement (see :func:`refined`); rss is
         None for wide X."""
         W = merge_targets(xp, _compat.cho_solve(xp, self.L, self.B, Lt=self.Lt), self.alpha)
-        rank = full_rank(xp, X.shape[:-2], self.n if self.alpha is not None else min(self.m, self.n), X)
+        rank = full_int(xp, X.shape[:-2], self.n if self.alpha is not None else min(self.m, self.n), X)
         if self.wide:
-            return dot(xp, mT(xp, X), W), rank, None
+            return matmul(xp, mT(xp, X), W), rank, None
         W, rss = refined(xp, self, X, Y, W)
         return W, rank, rss
 
@@ -235,11 +224,11 @@ def without_gram(xp, solver, X, Y, alpha, rcond, offset_sq, check, data, factor=
         offset_sq = centered_offsets(data, offset_sq)
     if check is not None:
         wide = X.shape[-2] < X.shape[-1]
-        check(dot(xp, X, mT(xp, X)) if wide else dot(xp, mT(xp, X), X), offset_sq)
+        check(matmul(xp, X, mT(xp, X)) if wide else matmul(xp, mT(xp, X), X), offset_sq)
     sol = solver(xp, X, Y, alpha, rcond, offset_sq, factor=factor)
     if data is None:
         return sol
-    return sol._replace(rss=_compat.sum_of_squares(xp, _compat.minus_fresh(xp, Y, dot(xp, X, sol.coef)), axis=-2))
+    return sol._replace(rss=_compat.sum_of_squares(xp, _compat.minus_fresh(xp, Y, matmul(xp, X, sol.coef)), axis=-2))
 
 
 def centered_offsets(fac, offset_sq):

@@ -6,9 +6,10 @@ on it; where full rank is not certified, the SVD of R (``pinv.filtered_solve``).
 from __future__ import annotations
 
 from ..._backend import _compat
+from ..._backend._compat import matmul, mT
 from .._record import Solution
 from ._factor import inverse_factor, triangular_inverse
-from ._shared import all_true, default_cutoff, dot, eye_like, full_rank, merge_targets, mT, split_targets
+from ._shared import all_true, default_cutoff, eye_like, full_int, merge_targets, split_targets
 from .pinv import filtered_solve, uncentered_scale
 from .rank import certified
 
@@ -56,7 +57,7 @@ def solve(xp, X, Y, alpha, rcond, offset_sq=None, factor=False, cutoff=None):
         if not wide:
             # [sqrt(a) I; R] = Q2 T, right-hand side [0; Z]: T W = Q2[p:]^T Z.
             p = R.shape[-1]
-            Zs = dot(xp, mT(xp, Q2[..., p:, :]), Zs)
+            Zs = matmul(xp, mT(xp, Q2[..., p:, :]), Zs)
     if cutoff is None:
         cutoff = default_cutoff(xp, X, m, n, rcond)
     # Wide X with an intercept: X's Frobenius norm before centering, the scale of its noise.
@@ -77,15 +78,15 @@ def solve(xp, X, Y, alpha, rcond, offset_sq=None, factor=False, cutoff=None):
                 W = q_times(_compat.solve_triangular(xp, mT(xp, R), Y, lower=True))
             else:
                 W = _compat.solve_triangular(xp, R, Z, lower=False)
-            return W, full_rank(xp, X.shape[:-2], min(m, n), X)
+            return W, full_int(xp, X.shape[:-2], min(m, n), X)
         if wide:
             # w = X^T (X X^T + a I)^{-1} y with X X^T + a I = T^T T.
             U = _compat.solve_triangular(xp, mT(xp, T), Zs, lower=True)
             U = _compat.solve_triangular(xp, T, U, lower=False)
-            W = q_times(dot(xp, R, merge_targets(xp, U, alpha)))
+            W = q_times(matmul(xp, R, merge_targets(xp, U, alpha)))
         else:
             W = merge_targets(xp, _compat.solve_triangular(xp, T, Zs, lower=False), alpha)
-        return W, full_rank(xp, X.shape[:-2], n, X)
+        return W, full_int(xp, X.shape[:-2], n, X)
 
     def from_svd_of_r(X, Y):
         if wide:
@@ -100,5 +101,5 @@ def solve(xp, X, Y, alpha, rcond, offset_sq=None, factor=False, cutoff=None):
         scale = uncentered_scale(xp, xp.sum(R * R, axis=-2), offset_sq)
         return filtered_solve(xp, u, s, vh, Z, alpha, cutoff, n, scale, factor)
 
-    solved = _compat.cond(xp, ok, triangular, from_svd_of_r, (X, Y))
+    solved = _compat.branch(xp, ok, triangular, from_svd_of_r, (X, Y))
     return Solution(solved[0], solved[1], factor=solved[2] if factor else None)

@@ -13,10 +13,11 @@ factor.
 from __future__ import annotations
 
 from ..._backend import _compat
+from ..._backend._compat import matmul, mT
 from .._record import Solution
 from . import cholqr
 from ._factor import spectral_factor
-from ._shared import count, default_cutoff, dot, full_rank, mT
+from ._shared import count, default_cutoff, full_int
 
 
 def uncentered_scale(xp, colsq, offset_sq):
@@ -43,7 +44,7 @@ def filtered_solve(xp, u, s, vh, y, alpha, cutoff, n, scale=None, factor=None, w
         s_max = xp.maximum(s_max, _compat.as_rank(xp, scale[..., None], s_max.ndim))
     keep = s > cutoff * s_max  # (..., p)
     safe = xp.where(keep, s, xp.ones_like(s))
-    uty = dot(xp, mT(xp, u), y)  # (..., p, k)
+    uty = matmul(xp, mT(xp, u), y)  # (..., p, k)
     if alpha is None:
         f = xp.where(keep, 1 / safe, xp.zeros_like(s))[..., None]
         rank = count(xp, keep, s)
@@ -52,8 +53,8 @@ def filtered_solve(xp, u, s, vh, y, alpha, cutoff, n, scale=None, factor=None, w
         ss = safe[..., None]
         f = xp.where(keep[..., None], ss / (ss * ss + _compat.as_rank(xp, alpha, ss.ndim)), xp.zeros_like(ss))
         r = count(xp, keep, s)
-        rank = xp.where(xp.all(alpha > 0), full_rank(xp, r.shape, n, s), r)
-    coef = dot(xp, mT(xp, vh), f * uty)
+        rank = xp.where(xp.all(alpha > 0), full_int(xp, r.shape, n, s), r)
+    coef = matmul(xp, mT(xp, vh), f * uty)
     if factor:
         vectors = mT(xp, u) if wide else vh
         return coef, rank, spectral_factor(xp, s, vectors, keep, alpha, vectors=factor == "vectors")

@@ -32,7 +32,8 @@ decides the rank with the cutoff itself: the certificate only decides who decide
 from __future__ import annotations
 
 from ..._backend import _compat
-from ._shared import diagonal, eps, eye_like, mT
+from ..._backend._compat import diagonal, mT
+from ._shared import eps, eye_like
 
 # Factor by which the column-scaled bound must clear the default cutoff for the scale-free
 # exception: a QR solution's worst-case error bound eps * max(m, n) * cond(X D^-1) is then at
