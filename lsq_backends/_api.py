@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any, NamedTuple
 
-from ._autodiff import _derivatives
+from ._autodiff import _derivatives, rule_of
 from ._backend import _compat
 from ._backend._compat import matmul
 from ._iterative import solver_options, start_of
@@ -15,7 +15,7 @@ from ._problem._input import Penalty, check_bool, check_method, compiled_fit, in
 from ._problem._scaling import Rescale, uncertified, unscale
 from ._refine import refine as _refine
 from ._result import LstsqResult
-from ._ridge._path import fit_path, rule_of
+from ._ridge._path import fit_path
 from ._solvers import check_options, record
 from ._solvers import solve as solve_by_method
 from ._solvers.linalg._gram_data import TallGram

@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import inspect
 
-import array_api_compat as _aac
 import numpy as np
 
 from ._backend import _compat
@@ -36,7 +35,6 @@ from ._solvers.linalg._operator import (
     is_operator_input,
     linear_map,
     on_host,
-    to_numpy,
 )
 from ._solvers.linalg._shared import full_int
 
@@ -92,7 +90,7 @@ def _method(method, X):
 def caller_of(y, sample_weight):
     """(xp, device) of y (and the weights): where the results go (NumPy for lists)."""
     xp = namespace_of(None, y, sample_weight)
-    arrays = [a for a in (y, sample_weight) if a is not None and _aac.is_array_api_obj(a)]
+    arrays = [a for a in (y, sample_weight) if a is not None and _compat.is_array(a)]
     return xp, (_compat.device(arrays[0]) if arrays else None)
 
 
@@ -111,7 +109,7 @@ def _to_home(a, name, home_xp, home_dev, same, like=None):
             "convert it with jax.experimental.sparse.BCOO.from_scipy_sparse(X)"
         )
         raise TypeError(msg)
-    return as_array(home_xp, to_numpy(a), name, home_dev, like)
+    return as_array(home_xp, _compat.to_numpy(a), name, home_dev, like)
 
 
 def _to_caller(xp, dev, a, same):
@@ -198,7 +196,7 @@ def fit(X, y, alpha=None, *, method, fit_intercept, sample_weight, check_finite,
     A = linear_map(X, xp, dtype, dev)
     options = solver_options(method, atol, btol, max_iter, conlim, x0, precondition)
     if big is not None:  # in the products' library: NumPy for SciPy's, the backend's own else
-        big = xp.astype(xp.asarray(big) if _aac.is_numpy_namespace(xp) else big, dtype)
+        big = xp.astype(xp.asarray(big), dtype)
     result = _solve(xp, A, Y, w, alpha, method, fit_intercept, options, big)
     if y_was_vector:
         result = LstsqResult(*(a if a is None or a.ndim == 0 else a[..., 0] for a in result))

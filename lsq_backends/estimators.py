@@ -11,8 +11,6 @@ import math
 import numbers
 import warnings
 
-import array_api_compat as _aac
-
 from ._api import lstsq, ridge
 from ._backend import _compat
 from ._nnls import nnls
@@ -163,7 +161,7 @@ class Ridge(LinearModelBase):
         alpha = _alpha_arg(self.alpha, X, "alpha")
         # A vector of penalties is one per target (a 1-D alpha alone would be a path for ridge);
         # a single one, in any form, applies to every target as in scikit-learn.
-        per_target = _aac.is_array_api_obj(alpha) and alpha.ndim > 0
+        per_target = _compat.is_array(alpha) and alpha.ndim > 0
         if per_target and math.prod(alpha.shape) == 1:
             alpha, per_target = _compat.array_namespace(alpha).reshape(alpha, ()), False
         single = y.ndim == 2 and y.shape[1] == 1  # coef_ of shape (n_features,), as scikit-learn
@@ -373,7 +371,7 @@ class RidgeCV(LinearModelBase):
 def _check_alphas(alphas, held_out):
     """scikit-learn's element checks of a list, tuple or NumPy array of penalties, with its
     messages: real numbers, positive (leave-one-out) or non-negative (held-out folds)."""
-    if not isinstance(alphas, (list, tuple)) and not _aac.is_numpy_array(alphas):
+    if not isinstance(alphas, (list, tuple)) and not _compat.is_host_array(alphas):
         return
     items = [alphas] if getattr(alphas, "ndim", 1) == 0 else list(alphas)
     for i, a in enumerate(items):
@@ -392,11 +390,11 @@ def _alpha_arg(alpha, X, name):
     which checks it. Types are checked first (``name`` is the parameter): a NumPy conversion
     would turn ``"1"`` into 1.0."""
     check_alpha_type(alpha, name)
-    if not isinstance(alpha, (list, tuple)) and not (_aac.is_numpy_array(alpha) and not _aac.is_numpy_array(X)):
+    if not isinstance(alpha, (list, tuple)) and not (_compat.is_host_array(alpha) and not _compat.is_host_array(X)):
         return alpha
     import numpy as np
 
-    if not _aac.is_array_api_obj(X):  # a SciPy sparse X: its fits run in NumPy
+    if not _compat.is_array(X):  # a SciPy sparse X: its fits run in NumPy
         return np.asarray(alpha, dtype=np.float64)
     xp, dev = _compat.array_namespace(X), _compat.device(X)
     dtype = _compat.float64_for(xp, dev) or _compat.default_dtypes(xp, dev)[0]

@@ -156,6 +156,40 @@ def test_the_backend_layer_has_one_entry():
     assert not inner, "\n".join(inner)
 
 
+LIBRARY_TESTS_ALLOWED = ("lsq_backends/_backend/", "lsq_backends/_autodiff/")
+
+
+def _library_tests(path):
+    """``array_api_compat.is_*`` tests in ``path`` (whatever the module's alias for it)."""
+    tree = ast.parse(path.read_text())
+    aliases, found = set(), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            aliases |= {a.asname or a.name for a in node.names if a.name == "array_api_compat"}
+        elif isinstance(node, ast.ImportFrom) and node.module == "array_api_compat":
+            found += [f"imports {a.name}" for a in node.names if a.name.startswith("is_")]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases:
+            if node.attr.startswith("is_"):
+                found.append(f"line {node.lineno}: {node.value.id}.{node.attr}")
+    return found
+
+
+def test_libraries_are_told_apart_in_one_layer():
+    """Outside ``_backend/`` (and the derivative rules' wiring, ``_autodiff/``), code asks
+    ``_compat``'s named predicates (``free_to_read``, ``host_blas``, ``is_array``, ...), never
+    which library an array comes from."""
+    root = PACKAGE.parent
+    found = {
+        rel: hits
+        for path in PACKAGE.rglob("*.py")
+        if not (rel := path.relative_to(root).as_posix()).startswith(LIBRARY_TESTS_ALLOWED)
+        if (hits := _library_tests(path))
+    }
+    assert not found, found
+    assert _library_tests(PACKAGE / "_backend" / "_compat.py"), "the checker finds the layer's own tests"
+
+
 def test_building_blocks_never_import_a_method():
     """``_solvers/linalg`` sits below the methods: it may use the contract (``_record``), not
     a method or the registry."""

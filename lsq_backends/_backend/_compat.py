@@ -29,7 +29,7 @@ import numpy as _np
 
 from ._control import Checks, branch, deferred, flush_checks, is_lazy, jit, kept, loop, over_columns, read_now
 from ._dask_blocks import numpy_arg_best
-from ._devices import constants, device_scope, on_input_device, powers_of_two
+from ._devices import constants, device_scope, on_input_device, powers_of_two, to_numpy
 from ._factorizations import checked_cholesky, cholesky, eigh, one_pass_qr, qr, qr_apply, qr_implicit, qr_r, svd
 from ._products import cross, matmul
 from ._triangular import SMALL_STACK, batch_last, cho_solve, solve_triangular, triangular_inverse
@@ -67,6 +67,16 @@ __all__ = [
     "device_scope",
     "eigh",
     "is_lazy",
+    "is_array",
+    "is_host_array",
+    "free_to_read",
+    "reads_while_solving",
+    "choice_is_free",
+    "flushes_subnormals",
+    "host_blas",
+    "is_torch_sparse",
+    "finite_test",
+    "to_numpy",
     "known_ones",
     "is_readable",
     "jit",
@@ -118,6 +128,74 @@ def plain_numpy(*arrays) -> bool:
     """True when every argument is None or a plain NumPy array (no subclass): such inputs
     are neither JAX nor PyTorch arrays, need no conversion, and live on the CPU."""
     return all(a is None or type(a) is _np.ndarray for a in arrays)
+
+
+# Named predicates: what the rest of the package asks of a library, by what it needs to know.
+# Only ``_backend/`` and ``_autodiff/`` test a library by name (``tests/test_structure.py``).
+
+
+def is_array(a) -> bool:
+    """``a`` is an array of some array library (not a list, a Python scalar or a sparse matrix)."""
+    return _aac.is_array_api_obj(a)
+
+
+def is_host_array(a) -> bool:
+    """``a`` is a NumPy array or scalar: its values are in host memory, free to read."""
+    return _aac.is_numpy_array(a)
+
+
+def free_to_read(xp) -> bool:
+    """Values of ``xp``'s arrays are read at no cost (NumPy: eager, in host memory), so code may
+    read them as it goes and skip the work they show to be needless."""
+    return _aac.is_numpy_namespace(xp)
+
+
+def reads_while_solving(xp) -> bool:
+    """A fit may read values while it solves: the eager libraries. Not JAX (an eager call runs
+    compiled, no read inside it) nor Dask (nothing is computed before the graph runs)."""
+    return not (_aac.is_jax_namespace(xp) or _aac.is_dask_namespace(xp))
+
+
+def choice_is_free(xp, a) -> bool:
+    """A value-dependent choice on ``a`` costs no host read: NumPy, or a traced JAX array (the
+    choice is compiled)."""
+    return _aac.is_numpy_namespace(xp) or (_aac.is_jax_namespace(xp) and is_lazy(a))
+
+
+def flushes_subnormals(xp) -> bool:
+    """Subnormal numbers read as zero: XLA flushes them on CPUs and GPUs (JAX)."""
+    return _aac.is_jax_namespace(xp)
+
+
+def host_blas(xp, X) -> bool:
+    """2-D NumPy ``X``: SciPy's BLAS and LAPACK take it as it is, and each product is a pass
+    over X from memory (row blocks that stay in cache pay)."""
+    return _aac.is_numpy_namespace(xp) and X.ndim == 2
+
+
+def is_torch_sparse(X) -> bool:
+    """``X`` is a PyTorch sparse tensor (COO, CSR, ...)."""
+    if not _aac.is_torch_array(X):
+        return False
+    import torch
+
+    return X.layout != torch.strided
+
+
+def finite_test(xp, a):
+    """A 0-d boolean array, True where ``a`` (..., m, k) or (m,) holds no NaN or infinity, or
+    where huge finite values overflow the test (then only an exact test can tell): one pass
+    over ``a``, no boolean temporary of its size.
+
+    Quirk: on NumPy a sum over the rows (one read, a result of one row) beats the product with
+    a vector of ones that the other libraries get (7-8 ms of a sparse fit's per-call work at a
+    million rows: the product's ones and its m-long result)."""
+    if _aac.is_numpy_namespace(xp):
+        flat = a.reshape(-1, a.shape[-1]) if a.ndim > 1 else a.reshape(-1, 1)
+        return _np.isfinite(flat.sum(axis=0)).all()
+    flat = xp.reshape(a, (-1, a.shape[-1])) if a.ndim > 1 else xp.reshape(a, (1, -1))
+    ones = xp.ones((flat.shape[-1],), dtype=flat.dtype, device=device(a))
+    return xp.all(xp.isfinite(matmul(xp, flat, ones)))
 
 
 def array_namespace(*arrays):

@@ -27,7 +27,7 @@ import numbers
 import array_api_compat as _aac
 import numpy as _np
 
-__all__ = ["FILL_MAX", "constants", "device_scope", "on_input_device", "powers_of_two"]
+__all__ = ["FILL_MAX", "constants", "device_scope", "on_input_device", "powers_of_two", "to_numpy"]
 
 # Up to this many values a sequence is assembled on the device, one fill per value; a longer
 # one is copied (one synchronization, cheaper than that many launches).
@@ -129,3 +129,21 @@ def on_input_device(fn):
             return fn(*args, **kwargs)
 
     return entered
+
+
+def to_numpy(a):
+    """An eager array of any library as a NumPy array (a copy to the host where it is elsewhere).
+
+    Quirks: PyTorch tensors leave their device by ``.cpu()`` (``numpy.asarray`` refuses CUDA),
+    CuPy arrays by ``.get()``, array-api-strict arrays on a named device by ``to_device``."""
+    import numpy as np
+
+    if _aac.is_torch_array(a):
+        return a.detach().cpu().numpy()
+    if _aac.is_cupy_array(a):
+        return a.get()
+    if type(a).__module__.startswith("array_api_strict"):
+        import array_api_strict
+
+        a = a.to_device(array_api_strict.Device("CPU_DEVICE"))
+    return np.asarray(a)

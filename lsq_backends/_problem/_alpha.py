@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import numbers
 
-import array_api_compat as _aac
-
 from .._backend import _compat
 from ._kinds import check_kind, check_known_shape
 
@@ -40,7 +38,7 @@ def check_alpha_type(alpha, name="alpha"):
     """Raise ``TypeError`` naming ``name`` unless ``alpha`` is a real number, a (nested) list or
     tuple of real numbers, or an array of an integer or real float dtype. Booleans, complex
     numbers and strings are refused: cast they would pass as penalties."""
-    if _aac.is_array_api_obj(alpha):
+    if _compat.is_array(alpha):
         check_kind(alpha, name)
         xp = _compat.array_namespace(alpha)
         dt = alpha.dtype
@@ -74,29 +72,29 @@ def validate_alpha(xp, alpha, k, dtype, dev, per_target, checks=None, name="alph
     (a,) for a path (a 1-D alpha otherwise). The meaning follows the shape and the flag only,
     never the values, so a path of k penalties is not mistaken for per-target penalties."""
     check_alpha_type(alpha, name)
-    if _aac.is_array_api_obj(alpha):
-        if _compat.array_namespace(alpha) is not xp and not _aac.is_numpy_array(alpha):
+    if _compat.is_array(alpha):
+        if _compat.array_namespace(alpha) is not xp and not _compat.is_host_array(alpha):
             msg = f"{name} must come from the same array library as X"
             raise TypeError(msg)
         check_known_shape(alpha, name)
         a = given = alpha
     else:
         a = given = _as_floats(alpha, name)
-    same = _aac.is_array_api_obj(a) and _compat.array_namespace(a) is xp and a.dtype == dtype
+    same = _compat.is_array(a) and _compat.array_namespace(a) is xp and a.dtype == dtype
     same = same and (dev is None or _compat.device(a) is None or repr(_compat.device(a)) == repr(dev))
     # A NumPy alpha next to Dask X becomes a Dask array too (mixed, it was left NumPy and its
     # checks below went through Dask, a compute inside the fit). An alpha on another device
     # (a CPU tensor next to CUDA X) is moved to X's: it is small.
     if not same:
         try:
-            if _aac.is_array_api_obj(a) and not _aac.is_numpy_array(a):
+            if _compat.is_array(a) and not _compat.is_host_array(a):
                 a = xp.asarray(a, dtype=dtype, device=dev)
             else:  # host values: filled in on X's device (a copy from host memory blocks a GPU)
                 a = _compat.constants(xp, a, dtype, dev)
         except Exception as exc:
             import numpy as np
 
-            host = np.asarray(a, dtype=np.float64) if not _aac.is_array_api_obj(a) or _aac.is_numpy_array(a) else None
+            host = np.asarray(a, dtype=np.float64) if not _compat.is_array(a) or _compat.is_host_array(a) else None
             if host is not None and np.any(np.abs(host) > float(xp.finfo(dtype).max)):
                 msg = f"{name} must be finite in X's dtype {dtype}; got a value beyond its largest"
                 raise ValueError(msg) from exc
@@ -116,7 +114,7 @@ def validate_alpha(xp, alpha, k, dtype, dev, per_target, checks=None, name="alph
     # finite in X's dtype: 1e300 is infinite in float32.
     not_finite = failure(ValueError, f"{name} must be finite (in X's dtype {dtype})")
     negative = failure(ValueError, f"{name} must be non-negative")
-    if not _aac.is_array_api_obj(given) or _aac.is_numpy_array(given):
+    if not _compat.is_array(given) or _compat.is_host_array(given):
         import numpy as np
 
         g = np.asarray(given)

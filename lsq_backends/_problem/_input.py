@@ -14,9 +14,6 @@ import math
 import sys
 from typing import Any, NamedTuple
 
-import array_api_compat as _aac
-import numpy as np
-
 from .._backend import _compat
 from .._solvers import METHODS, record
 from .._solvers.linalg._center import eliminate_intercept
@@ -25,7 +22,7 @@ from .._solvers.linalg._shared import check_fraction
 from ._alpha import failure, validate_alpha
 from ._frames import from_pandas
 from ._kinds import check_kind, check_known_shape
-from ._scaling import certifiable, flushed, gram_certificate, scale_problem
+from ._scaling import flushed, gram_certificate, scale_problem
 
 
 class Problem(NamedTuple):
@@ -55,7 +52,7 @@ def as_array(xp, a, name, dev, like=None):
     """``a`` as an array of ``xp`` on ``dev``; a list or scalar takes the float dtype ``like``
     of the array arguments where there is one (torch would make float32 of a list of floats
     next to float64 X). A pandas DataFrame or Series is read column by column (``_frames``)."""
-    if _aac.is_array_api_obj(a):
+    if _compat.is_array(a):
         return a
     a = from_pandas(a, name)
     try:
@@ -70,7 +67,7 @@ def as_array(xp, a, name, dev, like=None):
 
 def namespace_of(X, y, sample_weight):
     named = {"X": X, "y": y, "sample_weight": sample_weight}
-    arrays = {k: v for k, v in named.items() if _aac.is_array_api_obj(v)}
+    arrays = {k: v for k, v in named.items() if _compat.is_array(v)}
     if not arrays:
         import numpy as np
 
@@ -115,17 +112,7 @@ def _check_finite(xp, a, name, checks):
     # Fast path: NaN and infinity propagate through a product with a vector of ones (one
     # matrix-vector pass, no boolean temporary of the size of ``a``); only a non-finite sum,
     # which overflow of huge finite values could also give, needs the exact test.
-    if _aac.is_numpy_namespace(xp):
-        # The same test as a sum over the rows (a read of ``a``, no vector of ones, a result of
-        # one row): the product's ones and its m-long result cost more than the test on a
-        # long y (7-8 ms of a sparse fit's per-call work at a million rows).
-        flat = a.reshape(-1, a.shape[-1]) if a.ndim > 1 else a.reshape(-1, 1)
-        ok = np.isfinite(flat.sum(axis=0)).all()
-        checks.add(ok, lambda: _exact_finite(xp, a, name))
-        return
-    flat = xp.reshape(a, (-1, a.shape[-1])) if a.ndim > 1 else xp.reshape(a, (1, -1))
-    ones = xp.ones((flat.shape[-1],), dtype=flat.dtype, device=_compat.device(a))
-    checks.add(xp.all(xp.isfinite(_compat.matmul(xp, flat, ones))), lambda: _exact_finite(xp, a, name))
+    checks.add(_compat.finite_test(xp, a), lambda: _exact_finite(xp, a, name))
 
 
 def check_finite_values(xp, a, name):
@@ -215,7 +202,7 @@ def _converted(X, y, sample_weight):
     dev = None
     like = None  # a float dtype given by an array argument: lists are converted to it
     for a in (X, y, sample_weight):
-        if _aac.is_array_api_obj(a):
+        if _compat.is_array(a):
             dev = _compat.device(a) if dev is None else dev
             if like is None and _compat.isdtype(xp, a.dtype, "real floating"):
                 like = a.dtype
@@ -391,12 +378,12 @@ def prepare(
     of the weights and alpha divided by powers of two, recorded in ``Problem.scale`` for
     ``_scaling.unscale``. With ``gram_center`` a tall problem with an intercept (m - 1 >= n >= 1)
     is not centered here: only its means are taken (``Problem.gram_center``, for the Gram route's
-    ``TallGram``); without weights, where the fit reads its checks (``_scaling.certifiable``),
+    ``TallGram``); without weights, where the fit reads its checks while it solves (``_compat.reads_while_solving``),
     X's scale is then certified by the Gram matrix (``_scaling.gram_certificate``, which raises
     ``Rescale``: prepare again with ``scale_x_by_gram=False``). X's finiteness test goes with
     the Gram matrix where ``v`` left it there (``Problem.check``, see :func:`gram_check`)."""
     xp, X, Y, sample_weight, alpha, y_was_vector, checks, fit_intercept, check_finite, defer_x_check = v
-    if not defer_checks or _aac.is_numpy_namespace(xp):
+    if not defer_checks or _compat.free_to_read(xp):
         # NumPy reads for free: a bad value raises here, before centering or scaling meets
         # it (NaN and infinity there print NumPy's RuntimeWarnings ahead of the error).
         checks.read(xp)
@@ -404,13 +391,14 @@ def prepare(
     m, n = X.shape[-2:]
     gram_route = gram_center and m - int(fit_intercept) >= n >= 1
     # The Gram route certifies X's scale on the Gram matrix (``_scaling.gram_certificate``)
-    # where the fit can read it: no passes over X for its scale
+    # where the fit can read it while it solves (not JAX, compiled, nor Dask, lazy: there the
+    # ``max |X|`` passes choose the scale): no passes over X for its scale
     skip_x = (
         gram_route
         and scale_x_by_gram
         and sample_weight is None
-        and certifiable(xp)
-        and (defer_checks or _aac.is_numpy_namespace(xp))
+        and _compat.reads_while_solving(xp)
+        and (defer_checks or _compat.free_to_read(xp))
     )
     root = None  # sqrt(w) (..., m, 1), of X's rank (JAX with strict rank promotion)
     if sample_weight is not None:

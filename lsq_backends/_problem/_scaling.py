@@ -46,8 +46,6 @@ import contextlib
 import math
 from typing import Any, NamedTuple
 
-import array_api_compat as _aac
-
 from .._backend import _compat
 from .._result import LstsqResult
 
@@ -87,9 +85,7 @@ def empty_exponent(xp, dtype):
 
 def _magnitude(xp, A, axis):
     """max |A| over ``axis`` (no |A| temporary)."""
-    if _aac.is_numpy_namespace(xp):
-        return xp.maximum(A.max(axis=axis), -A.min(axis=axis))  # methods: no Python wrapper
-    return xp.maximum(xp.max(A, axis=axis), -xp.min(A, axis=axis))
+    return xp.maximum(_compat.reduce_max(xp, A, axis=axis), -_compat.reduce_min(xp, A, axis=axis))
 
 
 def log2_abs(xp, a):
@@ -118,7 +114,7 @@ def flushed(xp, a, name, each=False):
     ``each``, penalties, any one); None where nothing is flushed (every library but JAX, whose XLA flushes subnormals to zero
     on CPUs and GPUs) or nothing can be read. Found from the bits, which flushing leaves alone:
     no scaling can rescue what the device reads as zero, so such input is refused."""
-    if a is None or not _aac.is_jax_namespace(xp) or _compat.is_lazy(a) or math.prod(a.shape) == 0:
+    if a is None or not _compat.flushes_subnormals(xp) or _compat.is_lazy(a) or math.prod(a.shape) == 0:
         return None, None
     import jax
 
@@ -191,20 +187,12 @@ class Rescale(Exception):  # noqa: N818 (a signal to prepare again, not an error
     matrix; the fit is prepared again with the ``max |X|`` passes."""
 
 
-def certifiable(xp):
-    """Can X's scale wait for its Gram matrix (:func:`gram_certificate`)? Where a fit reads its
-    checks while it solves: NumPy (free), and eagerly PyTorch, CuPy and array-api-strict, with
-    the route decision's one read. Not JAX (a fit runs compiled: no read inside it) nor Dask
-    (nothing is read before the graph runs): there the ``max |X|`` passes choose the scale."""
-    return not (_aac.is_jax_namespace(xp) or _aac.is_dask_namespace(xp))
-
-
 def _rescale():
     raise Rescale
 
 
 def gram_certificate(xp, X, alpha, checks):
-    """With ``scale_problem(..., skip_x=True)`` (:func:`certifiable` namespaces, no weights):
+    """With ``scale_problem(..., skip_x=True)`` (namespaces that read while solving, ``_compat.reads_while_solving``; no weights):
     ``certify(A, offset_sq)``, run on the Gram matrix A = X^T X of tall X (centered when
     ``offset_sq``, what centering removed, is given) before it is factorized: unless X's factor
     is certainly 1, :class:`Rescale` is raised, at once on NumPy, elsewhere from ``checks``
@@ -222,7 +210,7 @@ def gram_certificate(xp, X, alpha, checks):
         d = xp.linalg.diagonal(A)
         if offset_sq is not None:
             d = d + offset_sq
-        if _aac.is_numpy_namespace(xp):
+        if _compat.free_to_read(xp):
             big = float(d.max())  # free to read
             ok = m * 2.0 ** (-2 * safe) <= big <= 2.0 ** (2 * safe)
             if alpha is not None and alpha.shape[0] > 0:
@@ -243,7 +231,7 @@ def uncertified(X):
     """Context for a fit whose X scale may await :func:`gram_certificate` (X a NumPy array or
     a list): a Gram matrix that overflows only sends the fit back to the ``max |X|`` passes,
     so NumPy's overflow warnings are silenced there (the fit prepared again warns as before)."""
-    if _aac.is_numpy_array(X) or not _aac.is_array_api_obj(X):
+    if _compat.is_host_array(X) or not _compat.is_array(X):
         import numpy as np
 
         return np.errstate(over="ignore", invalid="ignore")
@@ -283,17 +271,17 @@ def scale_problem(xp, X, Y, root, alpha, *, shared_y=False, skip_x=False):
     y_axes = None if shared_y else tuple(range(Y.ndim - 1))
     if skip_x:  # Y alone (k columns: no pass over X, and X is not copied)
         big_y = _magnitude(xp, Y, y_axes)
-        if _aac.is_numpy_namespace(xp) and _ordinary(xp, big_y):
+        if _compat.free_to_read(xp) and _ordinary(xp, big_y):
             return X, Y, root, alpha, None
         ky = exponent(xp, log2_abs(xp, big_y))
         zero = xp.zeros_like(xp.reshape(ky, (-1,))[0])
         return _apply(xp, X, Y, root, alpha, zero, ky, zero, scale_x=False)
-    if root is None and alpha is None and _aac.is_numpy_namespace(xp):
+    if root is None and alpha is None and _compat.free_to_read(xp):
         big = _magnitude(xp, X, None)
         if _ordinary(xp, big) and _ordinary(xp, _magnitude(xp, Y, y_axes)):
             return X, Y, root, alpha, None  # the common case, decided on two reads (free on NumPy)
     kx, ky, kr = _choice(xp, X, Y, root, alpha, shared_y)
-    if _aac.is_numpy_namespace(xp) and not (bool(kx != 0) or bool(kr != 0) or bool(xp.any(ky != 0))):
+    if _compat.free_to_read(xp) and not (bool(kx != 0) or bool(kr != 0) or bool(xp.any(ky != 0))):
         return X, Y, root, alpha, None  # data at ordinary scales: no copy
     return _apply(xp, X, Y, root, alpha, kx, ky, kr)
 

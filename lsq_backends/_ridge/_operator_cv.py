@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._backend._compat import to_numpy
 from .._operator_fit import caller_of, fit_ridge
-from .._solvers.linalg._operator import describe, on_host, to_numpy
+from .._solvers.linalg._operator import describe, on_host
 from . import _scoring
 from ._kfold import fold_score, folds
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import array_api_compat
-
-from .._autodiff import _derivatives, _torch_autograd
+from .._autodiff import rule_of
 from .._backend import _compat
 from .._problem._input import intercept_of
 from .._problem._scaling import unscale
@@ -12,15 +10,6 @@ from .._result import LstsqResult
 from .._solvers import record
 from .._solvers.linalg._shared import full_int
 from .._solvers.spectral import over_alphas, solve_path
-
-
-def rule_of(xp, X, Y, alpha):
-    """The module whose ``solve`` (``solve_path_rule`` for a path) differentiates by the
-    solution's rule (``_derivatives`` for JAX, ``_torch_autograd`` for tensors that require
-    grad), or None."""
-    if not _derivatives.wanted(xp, X, Y, alpha):
-        return None
-    return _torch_autograd if array_api_compat.is_torch_namespace(xp) else _derivatives
 
 
 def fit_path(problem, method, fit_intercept):

@@ -26,8 +26,6 @@ import math
 import sys
 import warnings
 
-import array_api_compat as _aac
-
 from .._backend import _compat
 from .._problem import _input
 from .._problem._kinds import check_kind
@@ -195,7 +193,7 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
                 raise ValueError(msg)
             return X, y, sample_weight, bool(self.check_finite), {"n_features_in_": X.shape[1]}
         xp = _input.namespace_of(X, y, sample_weight)
-        dev = next((_compat.device(a) for a in (X, y, sample_weight) if _aac.is_array_api_obj(a)), None)
+        dev = next((_compat.device(a) for a in (X, y, sample_weight) if _compat.is_array(a)), None)
         X = _input.as_array(xp, X, "X", dev)
         if X.ndim != 2:
             msg = (
@@ -219,7 +217,7 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
     def _validate_predict(self, X):
         self._check_fitted()
         coef = self.coef_
-        if _aac.is_numpy_array(coef) and _sklearn_route(X):
+        if _compat.is_host_array(coef) and _sklearn_route(X):
             import numpy as np
 
             return validate_data(
@@ -230,7 +228,7 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
                 dtype=[np.float64, np.float32],
                 ensure_all_finite=bool(self.check_finite),
             )
-        if _scipy_sparse(X) and _aac.is_numpy_array(coef):
+        if _scipy_sparse(X) and _compat.is_host_array(coef):
             if len(X.shape) != 2 or X.shape[1] != self.n_features_in_:
                 msg = f"X must have shape (n_samples, {self.n_features_in_}); got shape {tuple(X.shape)}"
                 raise ValueError(msg)
@@ -344,14 +342,14 @@ def _scipy_sparse(X):
 def _sklearn_route(*arrays):
     """scikit-learn validates the input when it is installed and nothing is a non-NumPy array."""
     return HAVE_SKLEARN and not any(
-        _aac.is_array_api_obj(a) and not _aac.is_numpy_array(a) for a in arrays if a is not None
+        _compat.is_array(a) and not _compat.is_host_array(a) for a in arrays if a is not None
     )
 
 
 def _like(xp, a, name, fitted):
     """``a`` as an array of the library and device of ``fitted`` (the model's arrays): lists and
     the like are converted there; another library's arrays or another device are refused."""
-    if not _aac.is_array_api_obj(a):
+    if not _compat.is_array(a):
         return _input.as_array(xp, a, name, _compat.device(fitted))
     try:
         _compat.array_namespace(a, fitted)

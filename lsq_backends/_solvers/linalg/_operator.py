@@ -42,7 +42,6 @@ __all__ = [
     "linear_map",
     "on_host",
     "operator",
-    "to_numpy",
 ]
 
 
@@ -143,11 +142,7 @@ def _scipy_operator(X):
 
 
 def _torch_sparse(X):
-    if not _aac.is_torch_array(X):
-        return False
-    import torch
-
-    return X.layout != torch.strided
+    return _compat.is_torch_sparse(X)
 
 
 def _jax_sparse(X):
@@ -278,24 +273,6 @@ def entry_magnitude(X):
 
         return cupy.max(cupy.abs(X.data)) if X.data.size else cupy.zeros((), dtype=X.data.dtype)
     return None
-
-
-def to_numpy(a):
-    """An eager array of any library as a NumPy array (a copy to the host where it is elsewhere).
-
-    Quirks: PyTorch tensors leave their device by ``.cpu()`` (``numpy.asarray`` refuses CUDA),
-    CuPy arrays by ``.get()``, array-api-strict arrays on a named device by ``to_device``."""
-    import numpy as np
-
-    if _aac.is_torch_array(a):
-        return a.detach().cpu().numpy()
-    if _aac.is_cupy_array(a):
-        return a.get()
-    if type(a).__module__.startswith("array_api_strict"):
-        import array_api_strict
-
-        a = a.to_device(array_api_strict.Device("CPU_DEVICE"))
-    return np.asarray(a)
 
 
 def _cast(X, dtype):

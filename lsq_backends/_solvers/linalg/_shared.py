@@ -6,8 +6,6 @@ import math
 import numbers
 import operator
 
-import array_api_compat as _aac
-
 from ..._backend import _compat
 
 
@@ -170,7 +168,7 @@ def gated(xp, gate, attempt, fallback, operands):
     check are read together (one host read; wasted work only where the fallback follows).
     NumPy, where reading is free, reads the gate first and skips the attempt where it fails
     (CholeskyQR2's three passes before shifted CholeskyQR3 on ill-conditioned X)."""
-    if _aac.is_numpy_namespace(xp):  # read as the branches go: nothing to wait for
+    if _compat.free_to_read(xp):  # read as the branches go: nothing to wait for
         if not _compat.read_now(xp, gate):
             return fallback(*operands)
         result, good = attempt(*operands)

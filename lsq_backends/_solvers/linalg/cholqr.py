@@ -7,8 +7,6 @@ Householder QR; ``svd`` takes CholeskyQR2's R where its gate passes."""
 
 from __future__ import annotations
 
-import array_api_compat as _aac
-
 from ..._backend import _compat
 from ..._backend._compat import diagonal, matmul, mT
 from . import gram
@@ -139,7 +137,7 @@ def shifted_cholqr3(xp, X, Y, fac, rcond, offset_sq, factor=False):
 
     # The choice where it costs no host read: NumPy, or traced JAX (one branch runs). The
     # derivative rules take R11 as X's own triangular factor: Q orthogonal, three rounds.
-    free = _aac.is_numpy_namespace(xp) or (_aac.is_jax_namespace(xp) and _compat.is_lazy(L2))
+    free = _compat.choice_is_free(xp, L2)
     if free and not factor:
         q1_cond = condition_estimate(xp, L2, G2)
         two_rounds = all_true(xp, eps(xp, X) * q1_cond * q1_cond <= THIRD_ROUND)
@@ -169,7 +167,7 @@ def _gram_after(xp, X, Y, factors, shift, keep=False):
     blocks of columns (``_next_q``); ``keep`` returns ``(G, None)``."""
     n = X.shape[-1]
     blas = None
-    if _aac.is_numpy_namespace(xp) and X.ndim == 2:
+    if _compat.host_blas(xp, X):
         try:
             from scipy.linalg import blas
         except ImportError:  # SciPy is optional
