@@ -188,8 +188,7 @@ def finite_test(xp, a):
     over ``a``, no boolean temporary of its size.
 
     Quirk: on NumPy a sum over the rows (one read, a result of one row) beats the product with
-    a vector of ones that the other libraries get (7-8 ms of a sparse fit's per-call work at a
-    million rows: the product's ones and its m-long result)."""
+    a vector of ones that the other libraries get (design notes)."""
     if _aac.is_numpy_namespace(xp):
         flat = a.reshape(-1, a.shape[-1]) if a.ndim > 1 else a.reshape(-1, 1)
         return _np.isfinite(flat.sum(axis=0)).all()
@@ -224,8 +223,8 @@ def compiled(fn, static_argnames):
     """``jax.jit(fn, static_argnames=...)``, made once per function.
 
     Quirk: eager JAX dispatches each operation on its own, and each ``lax.cond`` or
-    ``while_loop`` outside ``jit`` is traced and compiled anew on every call: a 2000 x 20 fit
-    took 0.7-1.3 s where ``jnp.linalg.lstsq`` takes 2.5 ms. Public entry points called on
+    ``while_loop`` outside ``jit`` is traced and compiled anew on every call (design notes).
+    Public entry points called on
     concrete JAX arrays run as one compiled call instead, compiled once per static
     configuration and input shape (JAX's own cache)."""
     if fn not in _COMPILED:
@@ -303,8 +302,8 @@ _MEMO: dict = {}
 
 def memo(key, make):
     """``make()``, remembered under ``key`` (per-namespace constants: dtype kinds, finfo,
-    default dtypes; each query costs 1-2 us through the namespace, a dozen of them per small
-    fit). Keys that cannot be hashed are computed every time."""
+    default dtypes: a dozen queries per small fit, design notes). Keys that cannot be hashed
+    are computed every time."""
     try:
         return _MEMO[key]
     except KeyError:
@@ -327,7 +326,7 @@ def finfo(xp, dtype):
 def default_dtypes(xp, dev):
     """(default real float, default integer) of ``xp`` on ``dev``. JAX's follow its x64 flag
     and PyTorch's ``torch.set_default_dtype``, which may change between calls: JAX is asked
-    every time, PyTorch remembered per default dtype (0.7 us to read, against 2 us to ask)."""
+    every time, PyTorch remembered per default dtype."""
     if _aac.is_jax_namespace(xp):
         return _default_dtypes(xp, dev)
     if _aac.is_torch_namespace(xp):
@@ -359,7 +358,8 @@ def float64_for(xp, dev):
 
 def reduce_sum(xp, a, axis=None, keepdims=False):
     """``xp.sum`` of a float array. Quirk: NumPy's ``sum`` (and the namespace's wrapper around
-    it) costs ~2x the reduction on the small arrays of a small fit; the method does not."""
+    it) costs more than the reduction on the small arrays of a small fit; the method does not
+    (design notes)."""
     if _aac.is_numpy_namespace(xp):
         return a.sum(axis=axis, keepdims=keepdims)
     return xp.sum(a, axis=axis, keepdims=keepdims)
@@ -428,8 +428,7 @@ def diagonal(xp, a):
     """Diagonal of a stack of square matrices, shape (..., p).
 
     Quirk: NumPy returns a strided view, and elementwise work on it over a stack of small
-    matrices measured 1.7x slower than on a copy (0.39 against 0.23 ms for one division and
-    square root on the diagonals of 10000 8x8 factors; the copy costs 0.08 ms).
+    matrices is slower than on a copy, copy included (design notes).
     """
     if _aac.is_numpy_namespace(xp):
         d = a.diagonal(axis1=-2, axis2=-1)  # a read-only view, as xp.linalg.diagonal's
@@ -437,8 +436,8 @@ def diagonal(xp, a):
     return xp.linalg.diagonal(a)
 
 
-# Row block of ``normal_products`` on NumPy: ~1 MB of float64, so X^T Y reads the block from cache (with
-# it, 1.15x a bare X.T @ X at 200000 x 50; 1.23x with 256 KB blocks, 1.26x unblocked).
+# Row block of ``normal_products`` on NumPy: ~1 MB of float64, so X^T Y reads the block from
+# cache (the block size that measured best, design notes).
 GRAM_BLOCK_ELEMENTS = 1 << 17
 GRAM_BLOCK_MAX_COLUMNS = 64
 
@@ -447,16 +446,16 @@ def normal_products(xp, X, Y):
     """``(X^T X, X^T Y)`` for tall X.
 
     Quirk: on NumPy each product is a separate pass over X from memory; for narrow X
-    (n <= 64) the cross-product X^T Y costs ~20% of the Gram product (measured at
-    200000 x 50), nearly all memory traffic. Both are formed block by block over the rows,
+    (n <= 64) the cross-product X^T Y is nearly all memory traffic (design notes). Both are
+    formed block by block over the rows,
     so the second product reads each block from cache. Elsewhere: two products (XLA fuses,
     GPUs are not memory-bound the same way).
     """
     m, n = X.shape[-2:]
     rows = max(GRAM_BLOCK_ELEMENTS // max(n, 1), 1)
     if _aac.is_numpy_namespace(xp) and X.ndim == 2 and n <= GRAM_BLOCK_MAX_COLUMNS and m >= 4 * rows:
-        # NumPy arrays: ``.T`` and in-place sums (the namespace's wrappers cost ~10 us a
-        # call, ~3 ms over the ~300 blocks of 200000 x 50)
+        # NumPy arrays: ``.T`` and in-place sums (the namespace's wrappers, once per block,
+        # add up)
         A, B = X[:rows].T @ X[:rows], X[:rows].T @ Y[:rows]
         for i in range(rows, m, rows):
             Xb = X[i : i + rows]
@@ -483,7 +482,7 @@ def update_fresh(xp, a, op, b):
 def minus_fresh(xp, b, a):
     """``b - a``, where ``a`` is a temporary the caller made (a product ``X @ W``: the residual
     ``Y - X @ W``), as :func:`update_fresh`: written into ``a`` on NumPy where the shapes
-    allow (10000 stacked 64 x 8 residuals: an X-sized temporary fewer, ~2 ms)."""
+    allow (an X-sized temporary fewer)."""
     if (
         _aac.is_numpy_namespace(xp) and getattr(a, "flags", None) is not None and a.flags.writeable
         and tuple(_np.broadcast_shapes(b.shape, a.shape)) == tuple(a.shape)

@@ -216,8 +216,8 @@ def loop(xp, body, state, max_iter, done, operands=()):
       memory, the graph cut) and ``done`` read: the fit computes, and its results are Dask
       arrays backed by persisted chunks. ``operands`` are persisted once, first: otherwise
       every block of iterations would recompute them (X centered and weighted) from their
-      graph. Building each iteration's graph costs ~10 ms per array operation here (hundreds
-      per LSQR iteration): worth it when a product with X takes longer than that.
+      graph. Building each iteration's graph costs time per array operation (hundreds per LSQR
+      iteration; design notes): worth it when a product with X takes longer than that.
     """
     if _aac.is_jax_namespace(xp) and any(_is_tracer(a) for a in (*state, *operands)):
         import jax

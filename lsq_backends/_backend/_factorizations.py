@@ -73,8 +73,8 @@ def cholesky(xp, a):
             L = xp.linalg.cholesky(a)
         return checked_cholesky(xp, L, a)
     if _aac.is_numpy_namespace(xp) and a.ndim == 2 and 0 < a.shape[-1] <= LAPACK_SMALL:
-        # Small NumPy factors: SciPy's LAPACK potrf, ~4x cheaper than numpy.linalg.cholesky's
-        # dispatch (a tenth of a small fit); a failure (info > 0) is NaN as below.
+        # Small NumPy factors: SciPy's LAPACK potrf, cheaper than numpy.linalg.cholesky's
+        # dispatch (design notes); a failure (info > 0) is NaN as below.
         potrf = lapack_for("potrf", a.dtype)
         if potrf is not None:
             L, info = potrf(a, lower=1, clean=1)
@@ -119,8 +119,8 @@ def qr_implicit(xp, x):
 
         return torch.triu(h[..., :n, :]), q_times
     if _aac.is_numpy_namespace(xp) and x.ndim == 2 and min(m, n) > 0 and scipy_for(xp) is not None:
-        # numpy.linalg.qr always forms Q. Measured at X^T of 200 x 5000 (one thread): geqrf
-        # 24 ms, against 53 ms for numpy.linalg.qr; ormqr of one column is negligible.
+        # numpy.linalg.qr always forms Q, which geqrf does not (design notes); ormqr of one
+        # column is negligible.
         import numpy as np
         from scipy.linalg import lapack
 
@@ -185,9 +185,8 @@ def svd(xp, x, *, after_qr_implicit=False):
 
     ``after_qr_implicit``: ``x`` is the factor of a :func:`qr_implicit` just made. On NumPy that
     went through SciPy's LAPACK, so SciPy's SVD follows it. Quirk: NumPy and SciPy ship
-    separate OpenBLAS thread pools, and switching pools between two calls cost the wait of
-    the other pool's spinning threads: geqrf of the transpose of a 200 x 5000 X, then the SVD
-    of its 200 x 200 factor, took 32 ms with NumPy's SVD and 21 ms with SciPy's (2 threads).
+    separate OpenBLAS thread pools, and switching pools between two calls costs the wait of
+    the other pool's spinning threads (design notes).
     """
     if after_qr_implicit and _aac.is_numpy_namespace(xp) and x.ndim == 2 and scipy_for(xp) is not None:
         import scipy.linalg
@@ -200,8 +199,8 @@ def svd(xp, x, *, after_qr_implicit=False):
         # through delayed, which recomputed the whole upstream graph.)
         return dask_per_matrix(numpy_svd, "(m,n)->(m,p),(p),(p,n)", x, 3, p)
     if _aac.is_numpy_namespace(xp) and x.shape[-2] < x.shape[-1]:
-        # Quirk: NumPy's gesdd on a wide C-order matrix measured ~2x slower than on its
-        # transpose (a free view, F-order to LAPACK): 0.30 s against 0.16 s at 200 x 5000.
+        # Quirk: NumPy's gesdd on a wide C-order matrix is slower than on its transpose (a
+        # free view, F-order to LAPACK; design notes).
         # x^T = V S U^T, so the factors swap roles.
         v, s, ut = xp.linalg.svd(xp.linalg.matrix_transpose(x), full_matrices=False)
         return xp.linalg.matrix_transpose(ut), s, xp.linalg.matrix_transpose(v)

@@ -58,7 +58,7 @@ def solve_triangular(xp, a, b, *, lower: bool):
     lapack = _numpy_lapack(xp, a, b, "trtrs")
     if lapack is not None:
         # One LAPACK call: scipy.linalg.solve_triangular's validation and dispatch cost more
-        # than the solve at the sizes of a small fit (4 solves of a 442 x 10 fit: ~0.1 ms).
+        # than the solve at the sizes of a small fit (design notes).
         x, info = lapack(a, b, lower=lower)
         if info > 0:
             import numpy as np
@@ -75,8 +75,8 @@ def solve_triangular(xp, a, b, *, lower: bool):
         return sp.solve_triangular(a, b, lower=lower, check_finite=False)
     if sp is not None and (a.ndim == 2 or _aac.is_jax_namespace(xp)):
         # jax.scipy broadcasts over stacks in one kernel. SciPy (>= 1.15) accepts stacks but
-        # loops over them in Python (0.2x a Python loop of numpy.linalg.lstsq on 10000 8x8
-        # problems), and cupyx's is 2-D only: stacks take the standard paths below instead.
+        # loops over them in Python (design notes), and cupyx's is 2-D only: stacks take the
+        # standard paths below instead.
         return sp.solve_triangular(a, b, lower=lower, check_finite=False)
     if _substitutes(xp, a, b):
         return _substitute(xp, a, b, lower)
@@ -99,8 +99,8 @@ _LAPACK: dict = {}
 
 def lapack_for(name, dtype):
     """SciPy's LAPACK routine ``name`` for the NumPy float ``dtype`` (float32 or float64), or
-    None (no SciPy, another dtype); looked up once (``get_lapack_funcs`` costs ~1 us a call,
-    against ~2 us for the routine itself on a 10 x 10 factor)."""
+    None (no SciPy, another dtype); looked up once (``get_lapack_funcs`` costs about half the
+    routine on a small factor)."""
     key = (name, dtype)
     if key not in _LAPACK:
         fn = None
@@ -179,8 +179,8 @@ def batch_last(xp, a):
     """The stack ``a`` (..., p, q) as a (p, q, N) array with the N = prod(...) problems along
     its last, contiguous axis, for code that works entry by entry over a whole stack.
 
-    Quirk: NumPy's elementwise operations on a strided entry ``a[..., i, j]`` of a stack
-    measured ~10x slower than on a contiguous vector; flattening forces one copy instead.
+    Quirk: NumPy's elementwise operations on a strided entry ``a[..., i, j]`` of a stack are
+    far slower than on a contiguous vector (design notes); flattening forces one copy instead.
     """
     p, q = a.shape[-2:]
     flat = xp.reshape(a, (-1, p, q))
@@ -188,7 +188,7 @@ def batch_last(xp, a):
 
 
 # Triangles up to this size are inverted by SciPy's LAPACK (trtri) on NumPy: a single-threaded
-# call at these sizes, ~5x cheaper than numpy.linalg.inv's dispatch.
+# call at these sizes, cheaper than numpy.linalg.inv's dispatch (design notes).
 LAPACK_SMALL = 32
 
 
@@ -202,8 +202,7 @@ def triangular_inverse(xp, a, *, lower: bool):
                 return inv
     if _aac.is_numpy_namespace(xp):
         # NumPy's own LAPACK, not SciPy's: SciPy's OpenBLAS is a second thread pool whose
-        # spinning threads halved the speed of the next NumPy matrix product (auto measured
-        # 2x normal at 200000 x 50 until this went through NumPy).
+        # spinning threads slow the next NumPy matrix product (design notes).
         return xp.linalg.inv(a)
     eye = xp.broadcast_to(xp.eye(a.shape[-1], dtype=a.dtype, device=device(a)), tuple(a.shape))
     return solve_triangular(xp, a, eye, lower=lower)

@@ -163,7 +163,7 @@ def _gram_after(xp, X, Y, factors, shift, keep=False):
     block of [X Y] is copied into a buffer, solved in place (BLAS trsm) and its Gram product
     added, in cache, each round one pass over X; with ``keep`` the blocks are also stored
     and returned, ``(G, Q)`` (the next round then solves once per block instead of twice:
-    SciPy's trsm runs at ~0.6x the speed of the Gram product here). Elsewhere Q is formed by
+    SciPy's trsm is slower than the Gram product). Elsewhere Q is formed by
     blocks of columns (``_next_q``); ``keep`` returns ``(G, None)``."""
     n = X.shape[-1]
     blas = None
@@ -183,7 +183,7 @@ def _gram_after(xp, X, Y, factors, shift, keep=False):
     m, p = X.shape[0], n + Y.shape[-1]
     # SciPy's BLAS for both products of the loop: NumPy's matmul between SciPy's solves
     # switched OpenBLAS thread pools ~80 times a pass, each switch waiting out the other
-    # pool's spinning threads (26x a bare Gram product for one round at 200000 x 50).
+    # pool's spinning threads (design notes).
     trsm, syrk = blas.get_blas_funcs(("trsm", "syrk"), (factors[0],))
     factors = [np.asfortranarray(R) for R in factors]
     rows = max(BLOCK_ELEMENTS // p, 256)
