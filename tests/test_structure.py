@@ -138,6 +138,24 @@ def test_every_layer_imports_only_the_layers_below():
     assert not upward, "\n".join(upward)
 
 
+MAX_IMPORT_LEVELS = 10
+
+
+def test_import_levels():
+    """The longest chain of imports between folders and top modules: a newcomer reads the
+    package in at most this many steps, bottom up."""
+    graph = _layer_graph()
+    levels: dict = {}
+
+    def level(room):
+        if room not in levels:
+            levels[room] = 1 + max((level(dep) for dep in graph[room]), default=0)
+        return levels[room]
+
+    deepest = max(level(room) for room in graph)
+    assert deepest <= MAX_IMPORT_LEVELS, levels
+
+
 def test_the_top_of_the_package_stays_small():
     entries = [p.name for p in PACKAGE.iterdir() if p.name != "__pycache__" and p.name != "py.typed"]
     assert len(entries) <= MAX_TOP_ENTRIES, sorted(entries)
