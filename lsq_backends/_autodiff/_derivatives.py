@@ -50,13 +50,14 @@ from .._backend import _compat
 from .._backend._compat import matmul, mT
 from .._solvers import record
 from .._solvers import solve as solve_by_method
+from .._solvers.linalg._factor import Operators
 from .._solvers.linalg._shared import eye_like
 from .._solvers.spectral import solve_path
-from ._rule import Operators, linearize, penalty, singular_tangent, tangent
+from ._rule import linearize, penalty, singular_tangent, tangent
 
 
 def lsqr_factor(xp, X, alpha, options, symmetric_solve=None):
-    """LSQR's ``K`` and ``N`` as operators (``_rule.Operators``), at the fit's tolerances.
+    """LSQR's ``K`` and ``N`` as operators (``_factor.Operators``), at the fit's tolerances.
     One penalty or none: ``K g = X_a^+ (X_a^+)^T g`` (two LSQR solves, on ``X_a^T`` and on
     ``X_a``) with ``X_a = [X; sqrt(alpha) I]``, which is ``(X^T X + alpha I)^+`` for every
     ``alpha >= 0``; ``N v = v - K X_a^T X_a v``. One penalty per target: :func:`_per_target`.

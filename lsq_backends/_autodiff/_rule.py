@@ -26,13 +26,7 @@ from typing import Any, NamedTuple
 
 from .._backend import _compat
 from .._backend._compat import matmul, mT
-
-
-class Operators(NamedTuple):
-    """``K`` and ``N`` applied by an iteration (LSQR): no corrected step (``Linearization``)."""
-
-    K: Any
-    N: Any
+from .._solvers.linalg._factor import Operators
 
 
 class Linearization(NamedTuple):

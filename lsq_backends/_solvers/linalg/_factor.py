@@ -30,6 +30,13 @@ class Factor(NamedTuple):
     V: Any = None
 
 
+class Operators(Factor):
+    """A :class:`Factor` whose ``K`` and ``N`` are functions that an iteration applies (LSQR's,
+    for the Krylov methods), not matrices: the rule takes no corrected step with it."""
+
+    __slots__ = ()
+
+
 def inverse_factor(xp, Tinv):
     """Full-rank factor from ``Tinv`` (..., n, n) with ``Tinv Tinv^T = (X^T X + alpha I)^-1``
     (the inverse of the upper triangular R or T, or the transposed inverse of a Cholesky L)."""
