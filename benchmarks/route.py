@@ -9,7 +9,8 @@ small problem, against ``numpy.linalg.lstsq``.
   entered, calls made, and the deepest nesting of ``lsq_backends`` frames (frames of NumPy and
   other libraries in between are not counted);
 - one 442 x 10 ``lstsq`` (``auto``, ``normal``) per call against ``numpy.linalg.lstsq``, 200
-  calls per timing, interleaved, medians over ``--repeat`` rounds.
+  calls per timing, interleaved, medians over ``--repeat`` rounds; and the floor, the
+  normal equations refined once with none of the checks (:func:`bare_normal`).
 
 ``tests/test_route.py`` holds the route figures to their ceilings with :func:`measure`.
 """
@@ -76,6 +77,22 @@ def routes(lsq):
     return out
 
 
+def bare_normal(X, y):
+    """The floor of a small fit: the normal equations refined once, by SciPy's LAPACK on the
+    column-equilibrated Gram matrix, with no validation, rank certificate or condition test
+    (what ``normal`` does on a well-conditioned problem, without its checks)."""
+    from scipy.linalg import lapack
+
+    G, b = X.T @ X, X.T @ y
+    s = 1 / np.sqrt(np.diagonal(G))
+    c, _ = lapack.dpotrf(G * s[:, None] * s, lower=0)
+    w = lapack.dpotrs(c, b * s, lower=0)[0] * s
+    r = y - X @ w
+    w = w + lapack.dpotrs(c, (X.T @ r) * s, lower=0)[0] * s
+    r = y - X @ w
+    return w, r @ r
+
+
 def main(argv=None):
     from .backends import limit_threads
     from .gram_speed import _rounds, make_problem
@@ -96,6 +113,7 @@ def main(argv=None):
         "numpy.linalg.lstsq": lambda: np.linalg.lstsq(X, y, rcond=None),
         "auto": lambda: lsq.lstsq(X, y),
         "normal": lambda: lsq.lstsq(X, y, method="normal"),
+        "bare normal (floor)": lambda: bare_normal(X, y),
     }
     med = _rounds({k: (lambda f=f: [f() for _ in range(200)]) for k, f in calls.items()}, args.repeat)
     base = med["numpy.linalg.lstsq"]
