@@ -29,23 +29,6 @@ METHODS = ("auto", "normal", "qr", "svd", "auto+r1")
 BACKENDS = (*backends.BACKENDS, "array_api_strict")
 
 
-class _Strict:
-    """array-api-strict, which :class:`benchmarks.backends.Backend` does not cover (NumPy
-    underneath, so nothing to finish or compile)."""
-
-    name = "array_api_strict"
-
-    def __init__(self):
-        self.mod = importlib.import_module("array_api_strict")
-
-    def put(self, a):
-        return self.mod.asarray(a)
-
-    @staticmethod
-    def get(x):
-        return np.asarray(x)
-
-
 def backend(name):
     """The backend called ``name`` (``put``/``get`` convert from/to NumPy; JAX gets x64).
 
@@ -57,7 +40,7 @@ def backend(name):
     if name not in BACKENDS:
         msg = f"unknown backend {name!r}; choose from {', '.join(BACKENDS)}"
         raise ValueError(msg)
-    return _Strict() if name == "array_api_strict" else backends.Backend(name)
+    return backends.Backend(name)
 
 
 def score(ds, result, get=np.asarray):

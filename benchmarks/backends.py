@@ -1,69 +1,58 @@
-"""Array backends for the benchmarks: conversion from and to NumPy, ``jit``, and the
-synchronization that makes a timing honest."""
+"""The benchmarks' backends: the self-check's registry (:mod:`lsq_backends.check.backends`:
+finders, devices, conversions from and to NumPy, the synchronization that makes a timing
+honest), named by library as the benchmark's command line and reports spell them, each on the
+best device this machine has (``torch``: CUDA where there is one)."""
 
 from __future__ import annotations
 
 import importlib
 
-import numpy as np
+from lsq_backends.check.backends import find_backends
 
 BACKENDS = {"numpy": "numpy", "jax": "jax.numpy", "torch": "torch", "dask": "dask.array", "cupy": "cupy"}
-DASK_CHUNKS = 4  # row blocks per Dask array
+# The self-check's names of a library's devices, the best first (others are named as the library).
+DEVICES = {"jax": ("jax-gpu", "jax-cpu"), "torch": ("torch-cuda", "torch-cpu")}
 
 
 class Backend:
-    """An array library to run on: conversions from and to NumPy, ``jit``, and ``finish``, the
-    synchronization after which the work is really done (part of every timed call).
+    """An array library to run on, as the self-check finds it: ``put`` and ``get`` convert from
+    and to NumPy, ``finish`` waits until the work is really done (part of every timed call),
+    ``jit`` compiles on JAX.
 
     Parameters
     ----------
     name : str
-        A key of :data:`BACKENDS`.
+        A key of :data:`BACKENDS` (or ``"array_api_strict"``).
+
+    Raises
+    ------
+    ImportError
+        Where the library cannot run here (not installed, or no CUDA device for CuPy).
     """
 
     def __init__(self, name):
         self.name = name
-        if name == "jax":
-            import jax
+        found, _, failed = find_backends(list(DEVICES.get(name, (name,))))
+        if not found:
+            raise ImportError("; ".join(reason for _, reason in failed))
+        self.checked = found[0]  # the best device: find_backends keeps the order asked
+        self.mod = importlib.import_module(BACKENDS.get(name, name))
+        self.cuda = self.checked.name in ("torch-cuda", "cupy")
 
-            jax.config.update("jax_enable_x64", True)  # before any array exists
-        self.mod = importlib.import_module(BACKENDS[name])
-        self.cuda = name == "cupy" or (name == "torch" and self.mod.cuda.is_available())
+    def __repr__(self):
+        return f"Backend({self.name!r}, {self.checked.device_name!r})"
 
     def put(self, a):
-        """The NumPy array ``a`` as an array of this backend (row blocks for Dask)."""
-        if self.name == "numpy":
-            return a
-        if self.name == "dask":
-            return self.mod.from_array(a, chunks=(-(-a.shape[0] // DASK_CHUNKS),) + a.shape[1:])
-        if self.name == "torch":
-            t = self.mod.from_numpy(a)
-            return t.cuda() if self.cuda else t
-        return self.mod.asarray(a)
+        """The NumPy array ``a`` as an array of this backend, on its device (row blocks for Dask)."""
+        return self.checked.put(a)
 
     def get(self, x):
         """A (finished) array of this backend as a NumPy array."""
-        if self.name == "cupy":
-            return x.get()
-        if self.name == "torch":
-            return x.detach().cpu().numpy()
-        return np.asarray(x)
+        return self.checked.get(x)
 
     def finish(self, out):
         """Wait for (JAX, CuPy, CUDA), or compute (Dask), everything in ``out``; return it."""
-        if self.name == "jax":
-            import jax
-
-            return jax.block_until_ready(out)
-        if self.name == "dask":
-            import dask
-
-            return dask.compute(out)[0]
-        if self.name == "cupy":
-            self.mod.cuda.get_current_stream().synchronize()
-        elif self.cuda:
-            self.mod.cuda.synchronize()
-        return out
+        return self.checked.finish(out)
 
     def jit(self, fn, **kwargs):
         """``jax.jit(fn, **kwargs)`` on JAX; ``fn`` itself elsewhere."""
@@ -81,13 +70,11 @@ EXTRAS = {"numpy": "bench", "jax": "jax", "torch": "torch", "dask": "dask", "cup
 def unusable(name):
     """Why backend ``name`` cannot run here (not installed, or CuPy without a CUDA device), or
     None when it can. Imports that backend's library and no other."""
-    try:
-        mod = importlib.import_module(BACKENDS[name])
-        if name == "cupy" and not mod.cuda.is_available():
-            return "cupy is installed but no CUDA device is usable"
-    except Exception as exc:  # noqa: BLE001 -- a broken install counts as absent
-        return f'{BACKENDS[name]} cannot be imported ({type(exc).__name__}: {exc}); pip install -e ".[{EXTRAS[name]}]"'
-    return None
+    found, _, failed = find_backends(list(DEVICES.get(name, (name,))))
+    if found:
+        return None
+    reasons = "; ".join(reason for _, reason in failed)
+    return f'{reasons}; pip install -e ".[{EXTRAS[name]}]"' if name in EXTRAS else reasons
 
 
 def available_backends():

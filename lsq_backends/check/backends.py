@@ -70,11 +70,12 @@ class Backend:
         return self.xp.asarray(a)
 
     def get(self, x, /):
-        """A result array as a float64 (or integer) NumPy array; ``None`` stays ``None``."""
+        """A result array (or one :meth:`finish` computed) as a float64 (or integer) NumPy
+        array; ``None`` stays ``None``."""
         if x is None:
             return None
         if self.family == "dask":
-            x = x.compute()
+            x = x.compute() if hasattr(x, "compute") else x
         elif self.family == "torch":
             x = x.detach().cpu().numpy()
         elif self.family == "cupy":
