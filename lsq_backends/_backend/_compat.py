@@ -126,8 +126,12 @@ def device(x):
 
 def plain_numpy(*arrays) -> bool:
     """True when every argument is None or a plain NumPy array (no subclass): such inputs
-    are neither JAX nor PyTorch arrays, need no conversion, and live on the CPU."""
-    return all(a is None or type(a) is _np.ndarray for a in arrays)
+    are neither JAX nor PyTorch arrays, need no conversion, and live on the CPU. (A loop, not
+    ``all`` over a generator: called several times per fit, on the small-fit route.)"""
+    for a in arrays:
+        if a is not None and type(a) is not _np.ndarray:
+            return False
+    return True
 
 
 # Named predicates: what the rest of the package asks of a library, by what it needs to know.
@@ -200,7 +204,12 @@ def finite_test(xp, a):
 def array_namespace(*arrays):
     """The namespace of the arrays, ignoring ``None`` and Python scalars."""
     # type(), not isinstance: NumPy scalars (np.float64 subclasses float) are arrays here.
-    return _aac.array_namespace(*(a for a in arrays if a is not None and type(a) not in (int, float, bool)))
+    # A loop, not a generator expression: called a dozen times on the small-fit route.
+    kept = []
+    for a in arrays:
+        if a is not None and type(a) not in (int, float, bool):
+            kept.append(a)
+    return _aac.array_namespace(*kept)
 
 
 def eager_jax(*arrays) -> bool:

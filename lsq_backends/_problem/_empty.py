@@ -28,7 +28,7 @@ def pad_empty_batch(problem):
     leading axes: 1 for the alpha axis of a path) back; otherwise the problem and identity."""
     xp, X = problem.xp, problem.X
     batch = tuple(X.shape[:-2])
-    if not any(b == 0 for b in batch):
+    if 0 not in batch:
         return problem, lambda field, lead=0: field
 
     def grow(a, tail=2):

@@ -279,7 +279,10 @@ def validate(X, y, sample_weight, *, fit_intercept, check_finite, penalty=None, 
             check_dtype(xp, a, name)
 
     float_default, _ = _compat.default_dtypes(xp, dev)
-    floats = [a.dtype for a in (X, y) if _compat.isdtype(xp, a.dtype, "real floating")]
+    floats = []
+    for a in (X, y):
+        if _compat.isdtype(xp, a.dtype, "real floating"):
+            floats.append(a.dtype)
     dtype = xp.result_type(*floats) if floats else float_default
     X = xp.astype(X, dtype, copy=False) if X.dtype != dtype else X
     y = xp.astype(y, dtype, copy=False) if y.dtype != dtype else y
