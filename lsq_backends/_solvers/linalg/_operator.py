@@ -141,10 +141,6 @@ def _scipy_operator(X):
     return linalg is not None and isinstance(X, linalg.LinearOperator)
 
 
-def _torch_sparse(X):
-    return _compat.is_torch_sparse(X)
-
-
 def _jax_sparse(X):
     sparse = sys.modules.get("jax.experimental.sparse")
     return sparse is not None and isinstance(X, sparse.JAXSparse)
@@ -158,7 +154,7 @@ def _cupy_sparse(X):
 def is_operator_input(X):
     """True for an X the Krylov methods take as a :class:`LinearMap` (not a dense array)."""
     return isinstance(X, Operator) or any(
-        test(X) for test in (_scipy_sparse, _scipy_operator, _torch_sparse, _jax_sparse, _cupy_sparse)
+        test(X) for test in (_scipy_sparse, _scipy_operator, _compat.is_torch_sparse, _jax_sparse, _cupy_sparse)
     )
 
 
@@ -173,7 +169,7 @@ def describe(X):
         return repr(X)
     if _scipy_sparse(X):
         return f"SciPy sparse {type(X).__name__}"
-    if _torch_sparse(X):
+    if _compat.is_torch_sparse(X):
         return f"PyTorch {str(X.layout).replace('torch.', '')} tensor"
     return f"{type(X).__module__}.{type(X).__name__}"
 
@@ -193,7 +189,7 @@ def home_of(X):
         import numpy as np
 
         return _aac.array_namespace(np.empty(0)), "cpu"
-    if _torch_sparse(X):
+    if _compat.is_torch_sparse(X):
         import torch
 
         return _aac.array_namespace(torch.empty(0)), X.device
@@ -234,7 +230,7 @@ def finite_entries(X, magnitude=None):
 
         # NaN and infinity reach the largest magnitude: no boolean temporary of nnz entries
         return np.isfinite(entry_magnitude(X) if magnitude is None else magnitude)
-    if _torch_sparse(X):
+    if _compat.is_torch_sparse(X):
         import torch
 
         values = X.coalesce().values() if X.layout == torch.sparse_coo else X.values()
@@ -259,7 +255,7 @@ def entry_magnitude(X):
 
         # the larger of |max| and |min|: two reads of the values, no |X.data| temporary
         return np.maximum(np.abs(X.data.max(initial=0)), np.abs(X.data.min(initial=0)))
-    if _torch_sparse(X):
+    if _compat.is_torch_sparse(X):
         import torch
 
         values = X._values() if X.layout == torch.sparse_coo else X.values()
@@ -280,7 +276,7 @@ def _cast(X, dtype):
     non-zeros where the dtype differs)."""
     if X.dtype == dtype:
         return X
-    if _torch_sparse(X):
+    if _compat.is_torch_sparse(X):
         return X.to(dtype)
     return X.astype(dtype)
 
@@ -299,7 +295,7 @@ def linear_map(X, xp, dtype, device):
         if X.format not in ("csr", "csc"):
             X = X.tocsr()  # COO and the rest: one conversion, O(nnz)
         Xt = X.T  # CSR read as CSC: no copy
-    elif _torch_sparse(X):
+    elif _compat.is_torch_sparse(X):
         Xt = X.mT  # COO: indices swapped; CSR as CSC and back
     else:
         Xt = X.T  # BCOO: indices swapped; cupyx: as SciPy
@@ -317,7 +313,7 @@ def _squared(X):
     X's library; so no square overflows, nor underflows for the spread of another column. X is
     not modified (the duplicates are summed in a copy)."""
     n = X.shape[1]
-    if _torch_sparse(X):
+    if _compat.is_torch_sparse(X):
         import torch
 
         C = X.to_sparse_coo().coalesce()
