@@ -30,7 +30,7 @@ BACKENDS = (*backends.BACKENDS, "array_api_strict")
 
 
 def backend(name):
-    """The backend called ``name`` (``put``/``get`` convert from/to NumPy; JAX gets x64).
+    """The backend called ``name`` (``asarray``/``to_numpy`` convert from/to NumPy; JAX gets x64).
 
     Raises
     ------
@@ -156,7 +156,7 @@ def measure(bes, datasets=nist.DATASETS):
         ds = nist.load(name)
         row = {"expected": nist.expected_digits(ds), "lsq": {}, "peers": {p: fit(ds) for p, fit in PEERS.items()}}
         for be in bes:
-            fits = lsq_fits(ds, METHODS, be.put, be.get)
+            fits = lsq_fits(ds, METHODS, be.asarray, be.to_numpy)
             row["lsq"][be.name] = {m: fits[m][0] for m in METHODS} | {"auto_resid_sd": fits["auto"][1]}
         results[name] = row
     return results

@@ -15,8 +15,8 @@ DEVICES = {"jax": ("jax-gpu", "jax-cpu"), "torch": ("torch-cuda", "torch-cpu")}
 
 
 class Backend:
-    """An array library to run on, as the self-check finds it: ``put`` and ``get`` convert from
-    and to NumPy, ``finish`` waits until the work is really done (part of every timed call),
+    """An array library to run on, as the self-check finds it: ``asarray`` and ``to_numpy``
+    convert from and to NumPy, ``finish`` waits until the work is really done (part of every timed call),
     ``jit`` compiles on JAX.
 
     Parameters
@@ -42,13 +42,13 @@ class Backend:
     def __repr__(self):
         return f"Backend({self.name!r}, {self.checked.device_name!r})"
 
-    def put(self, a):
+    def asarray(self, a):
         """The NumPy array ``a`` as an array of this backend, on its device (row blocks for Dask)."""
-        return self.checked.put(a)
+        return self.checked.asarray(a)
 
-    def get(self, x):
+    def to_numpy(self, x):
         """A (finished) array of this backend as a NumPy array."""
-        return self.checked.get(x)
+        return self.checked.to_numpy(x)
 
     def finish(self, out):
         """Wait for (JAX, CuPy, CUDA), or compute (Dask), everything in ``out``; return it."""

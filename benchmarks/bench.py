@@ -222,7 +222,7 @@ def lsq_specs(case, be, methods):
         ]
         return grad_specs(case, be, methods, Spec, fits) if case.grad else fits
     ridge, mid = be.jit(lsq.ridge, static_argnames=JAX_STATIC[:1] + JAX_STATIC[2:]), case.alphas // 2
-    put = lambda a, X: be.put(a.astype(str(X.dtype).split(".")[-1]))  # noqa: E731 -- alphas in X's dtype
+    put = lambda a, X: be.asarray(a.astype(str(X.dtype).split(".")[-1]))  # noqa: E731 -- alphas in X's dtype
     specs = []
     for m in methods:
         path = lambda X, y, a, m=m: (lambda al: lambda: tuple(ridge(X, y, al, method=m)))(put(a, X))  # noqa: E731
@@ -236,7 +236,7 @@ def lsq_specs(case, be, methods):
 
         def run():
             r = lsq.ridge_cv(X, y, al)
-            return r.coef, int(be.get(r.best_index))
+            return r.coef, int(be.to_numpy(r.best_index))
 
         return run
 
@@ -357,7 +357,7 @@ def measure(case, dtype, spec, be, inputs, ref, repeat, memory):
         row["first_s"] = time.perf_counter() - t0
         if spec.coef is not None:
             coef = spec.coef(out)
-            coef = np.stack([be.get(c) for c in coef]) if isinstance(coef, list) else be.get(coef)
+            coef = np.stack([be.to_numpy(c) for c in coef]) if isinstance(coef, list) else be.to_numpy(coef)
             row["rel_err"] = rel_err(coef, ref if spec.pick is None else spec.pick(ref, out))
         del out
         times = []
@@ -405,7 +405,7 @@ def run(cases, dtypes, backends, methods=METHODS, repeat=5, memory=True, progres
             data = (case, X, y, alphas, reference(case, X, y, alphas))
         be = on[spec.backend]
         if (dtype, be.name) not in inputs:
-            put = (be.put(a.astype(dtype, copy=False)) for a in data[1:3])
+            put = (be.asarray(a.astype(dtype, copy=False)) for a in data[1:3])
             inputs[dtype, be.name] = (*put, data[3])
         rows.append(measure(case, dtype, spec, be, inputs[dtype, be.name], data[4], repeat, memory and not case.sweep))
         shown.done(label, rows[-1])

@@ -122,7 +122,7 @@ KIND_CASES = [
         "mixed_devices",
         lambda d: (
             d.only("array_api_strict"),
-            lambda: lsq.lstsq(d.keep(d.xp.asarray(X0, device=d.xp.Device("device1"))), d.y),
+            lambda: lsq.lstsq(d.keep(d.xp.asarray(X0, device=d.xp.Device("device2"))), d.y),
         )[1],
         ValueError,
         "must be on one device",

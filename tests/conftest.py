@@ -14,8 +14,9 @@ import os
 import sys
 
 import lazy_fits
-import numpy as np
 import pytest
+
+from lsq_backends.check.backends import LIBRARIES, find_backends
 
 # JAX's cheap compile settings, set before anything imports JAX (XLA reads them at start-up):
 # the suite compiles thousands of small programs, and runtime does not matter at their sizes.
@@ -39,15 +40,9 @@ if "jax" not in sys.modules:
     if "xla_cpu_use_fusion_emitters" not in flags and _jaxlib_before_0_11():
         os.environ["XLA_FLAGS"] = f"{flags} --xla_cpu_use_fusion_emitters=false".strip()
 
-BACKENDS = {
-    "numpy": "numpy",
-    "array_api_strict": "array_api_strict",
-    "jax": "jax",
-    "torch": "torch",
-    "dask": "dask.array",
-    "cupy": "cupy",
-    "torch-cuda": "torch",  # torch tensors on the first CUDA device (skipped without one)
-}
+# The names LSQ_BACKENDS takes: each library on its default device (lsq_backends.check.backends,
+# the registry the self-check and the benchmarks use too), and torch on the first CUDA device.
+BACKENDS = (*LIBRARIES, "torch-cuda")
 
 
 def pytest_addoption(parser):
@@ -72,7 +67,7 @@ def pytest_configure(config):
     requested = _requested(config)
     for name in requested:
         try:
-            importlib.import_module(BACKENDS[name])
+            importlib.import_module(LIBRARIES[name.split("-")[0]])
         except ImportError as exc:
             raise pytest.UsageError(f"backend {name!r} was requested but cannot be imported: {exc}") from exc
     config._lsq_backends = requested or list(BACKENDS)
@@ -93,82 +88,30 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("backend", metafunc.config._lsq_backends, scope="session")
 
 
-class Backend:
-    """A backend under test: its namespace and conversions from/to NumPy."""
-
-    def __init__(self, name, xp, device=None):
-        self.name, self.xp, self.device = name, xp, device
-
-    def __repr__(self):
-        return f"Backend({self.name})"
-
-    def asarray(self, a, dtype=None):
-        a = np.asarray(a)
-        if dtype is not None:
-            a = a.astype(dtype)
-        if self.name == "dask":
-            import dask.array as da
-
-            return da.from_array(a, chunks=(max(1, a.shape[0] // 3),) + a.shape[1:] if a.ndim else ())
-        if self.device is not None:
-            return self.xp.asarray(a, device=self.device)
-        return self.xp.asarray(a)
-
-    def to_numpy(self, x):
-        if x is None:
-            return None
-        if self.name == "cupy":
-            return x.get()
-        if self.name == "torch":
-            return x.detach().cpu().numpy()
-        if self.name == "dask":
-            return np.asarray(x.compute())
-        return np.asarray(x)
-
-    @property
-    def lazy(self):
-        return self.name == "dask"
+_FOUND: dict = {}
 
 
-def _load(name):
-    if name not in BACKENDS:
-        raise ValueError(name)
-    try:
-        mod = importlib.import_module(BACKENDS[name])
-    except ImportError as exc:
-        pytest.skip(f"backend {name} is not installed ({exc})")
-    if name == "cupy" and not mod.cuda.is_available():
-        pytest.skip("cupy is installed but no CUDA device is usable here")
-    if name == "torch-cuda" and not mod.cuda.is_available():
-        pytest.skip("torch is installed but no CUDA device is usable here")
-    import array_api_compat
-
-    if name == "numpy":
-        return array_api_compat.array_namespace(np.empty(0))
-    if name == "array_api_strict":
-        return mod
-    if name == "jax":
-        import jax.numpy as jnp
-
-        return jnp
-    if name in ("torch", "torch-cuda"):
-        return array_api_compat.array_namespace(mod.empty(0))
-    if name == "dask":
-        return array_api_compat.array_namespace(mod.empty(0))
-    return mod
+def _backend(name):
+    """The registry's backend ``name``, found once per session; the test is skipped with the
+    registry's reason where it cannot run here (not installed, no CUDA device)."""
+    if name not in _FOUND:
+        found, _, failed = find_backends([name])
+        _FOUND[name] = found[0] if found else failed[0][1]
+    if isinstance(_FOUND[name], str):
+        pytest.skip(_FOUND[name])
+    return _FOUND[name]
 
 
 @pytest.fixture
 def be(backend, request):
-    """The backend under test (namespace plus conversions). ``torch-cuda`` is torch with its
-    arrays on ``cuda``: the tests see the name ``torch`` and the device. In a module that
+    """The backend under test (``lsq_backends.check.backends.Backend``: its namespace, device
+    and conversions from and to NumPy). array-api-strict runs on a device other than its
+    default one, so that any array made on the default device fails. In a module that
     declares ``lazy_fits``, those fits run under ``jax.jit`` or a compute-refusing Dask
     scheduler (``tests/lazy_fits.py``)."""
-    if backend == "torch-cuda":
-        yield Backend("torch", _load(backend), "cuda")
-        return
+    found = _backend(backend)
     with lazy_fits.patched(request.module, backend):
-        yield Backend(backend, _load(backend))
+        yield found
 
 
 @pytest.fixture
@@ -178,10 +121,10 @@ def xp(be):
 
 @pytest.fixture
 def strict_device():
-    """array-api-strict on a non-default device: any array silently made on the default device
-    raises when combined with the inputs."""
-    strict = pytest.importorskip("array_api_strict")
-    return Backend("array_api_strict", strict, strict.Device("device1"))
+    """array-api-strict on a non-default device (in every backend's session): any array
+    silently made on the default device raises when combined with the inputs."""
+    pytest.importorskip("array_api_strict")
+    return _backend("array_api_strict")
 
 
 @pytest.fixture(scope="module")

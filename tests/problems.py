@@ -1,4 +1,6 @@
-"""Test problems with known conditioning, and their float64 NumPy reference answers."""
+"""The float64 NumPy reference answers of the test problems. The problems themselves
+(``design``) and the error each method may make (``threshold``) are the self-check's:
+``lsq_backends.check.problems``."""
 
 from __future__ import annotations
 
@@ -8,17 +10,6 @@ from lsq_backends._solvers import RECORDS
 
 METHODS = tuple(r.name for r in RECORDS if not r.iterative)  # the direct methods
 ITERATIVE = tuple(r.name for r in RECORDS if r.iterative)
-
-
-def design(rng, m, n, cond=10.0, rank=None):
-    """X = U diag(s) V^T with singular values log-spaced from 1 to 1/cond (zeros past rank)."""
-    p = min(m, n)
-    rank = p if rank is None else rank
-    u, _ = np.linalg.qr(rng.standard_normal((m, p)))
-    v, _ = np.linalg.qr(rng.standard_normal((n, p)))
-    s = np.logspace(0, -np.log10(cond), p)
-    s[rank:] = 0.0
-    return (u * s) @ v.T
 
 
 def center(X, y, sw, fit_intercept):
@@ -68,18 +59,6 @@ def cond(Xc):
     s = np.linalg.svd(Xc, compute_uv=False)
     s = s[..., s[..., 0] * 1e-12 < s] if s.ndim == 1 else s
     return float(np.max(s[..., 0] / s[..., -1]))
-
-
-def tolerance(method, dtype, kappa, m, n, eta=0.0):
-    """Relative error bound on coef from the perturbation theory of least squares:
-    eps * (kappa + kappa**2 * eta) for QR and SVD, eps * kappa**2 for the normal equations (auto
-    may pick either), with eta = ||r|| / (||X|| ||w||), times a modest constant for the
-    dimension dependence. A ridge system is at least as well conditioned, so the bound holds."""
-    eps = float(np.finfo(dtype).eps)
-    c = 10.0 * np.sqrt(max(m, n, 1))
-    if method in ("normal", "auto"):
-        return c * eps * kappa**2
-    return c * eps * (kappa + kappa**2 * eta)
 
 
 def rel_err(a, b):

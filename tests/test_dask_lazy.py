@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from problems import cond, design, tolerance
+from problems import cond
 
 import lsq_backends as lsq
 from lsq_backends._backend import _dask_blocks
+from lsq_backends.check.problems import design, threshold
 
 da = pytest.importorskip("dask.array")
 dask = pytest.importorskip("dask")
@@ -34,7 +35,7 @@ def _no_compute(*args, **kwargs):
 
 def _data(rank=None, k=None, seed=0, offset=2.0):
     rng = np.random.default_rng(seed)
-    X = design(rng, M, N, cond=30.0, rank=rank) + offset
+    X = design(rng, (M, N), 30.0, rank=rank) + offset
     y = rng.standard_normal(M if k is None else (M, k))
     return X, y, rng.uniform(0.5, 2.0, M)
 
@@ -70,7 +71,7 @@ def test_lazy_fits_refuse_a_compute(monkeypatch):
         got = lsq.lstsq(_dask(X), _dask(y), method="qr").coef  # lazy, then computed
     assert lsq.lstsq is original
     np.testing.assert_allclose(
-        np.asarray(got), np.linalg.lstsq(X, y, rcond=None)[0], rtol=tolerance("qr", np.float64, cond(X), M, N)
+        np.asarray(got), np.linalg.lstsq(X, y, rcond=None)[0], rtol=threshold("qr", np.float64, cond(X), M, N)
     )
 
 
@@ -108,7 +109,7 @@ def test_fallback_pass_runs_only_when_taken(monkeypatch, method, rank, on_data):
     got = _fit_lazily(lsq.lstsq, X, y, method=method)
     assert sum(seen) == on_data  # chunks of X factorized (6 chunks, none when gated off)
     ref = np.linalg.lstsq(X, y, rcond=None)[0]
-    np.testing.assert_allclose(got[0], ref, rtol=tolerance(method, np.float64, 30.0, M, N))
+    np.testing.assert_allclose(got[0], ref, rtol=threshold(method, np.float64, 30.0, M, N))
     assert got[2] == (N if rank is None else rank)
 
 
@@ -143,6 +144,6 @@ def test_local_cluster_matches_numpy(client, fit, method):
         res = fn(Xd, yd, method=method, **{**kwargs, "sample_weight": wd})
     coef, intercept = client.compute([res.coef, res.intercept], sync=True)
     ref = fn(X, y, method=method, **kwargs)
-    tol = tolerance(method, np.float64, cond(X - X.mean(0)), M, N)
+    tol = threshold(method, np.float64, cond(X - X.mean(0)), M, N)
     np.testing.assert_allclose(coef, ref.coef, rtol=tol, atol=tol * np.abs(ref.coef).max())
     np.testing.assert_allclose(intercept, ref.intercept, rtol=tol, atol=tol * np.abs(ref.intercept).max())

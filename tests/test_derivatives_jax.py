@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from problems import rel_err, tolerance
+from problems import rel_err
 
 import lsq_backends as lsq
+from lsq_backends.check.problems import threshold
 
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
@@ -131,8 +132,8 @@ def _full_rank_case(f, method, kappa, residual):
     t1, t2 = pinv @ v, ginv @ dX.T @ r
     tan = f(jnp.asarray(X), jnp.asarray(y), jnp.asarray(dX))
     eta_v = np.linalg.norm(v - X @ t1) / (s[0] * np.linalg.norm(t1))
-    bound = tolerance(method, np.float64, kappa, m, n, eta_v) * np.linalg.norm(t1)
-    bound += tolerance("normal", np.float64, kappa, m, n) * np.linalg.norm(t2)
+    bound = threshold(method, np.float64, kappa, m, n, eta_v) * np.linalg.norm(t1)
+    bound += threshold("normal", np.float64, kappa, m, n) * np.linalg.norm(t2)
     return rel_err(tan, t1 + t2), bound / np.linalg.norm(t1 + t2)
 
 

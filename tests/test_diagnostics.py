@@ -25,7 +25,7 @@ _JIT = {}
 def _diag(be):
     """lsq.diagnostics, under one jax.jit on JAX: eager JAX compiles every operation for every
     new shape (seconds per call here); test_jit_equals_eager checks the eager path once."""
-    if be.name != "jax":
+    if be.library != "jax":
         return lsq.diagnostics
     if "jit" not in _JIT:
         import jax
@@ -137,7 +137,7 @@ def _compare(be, kwargs, X, y, sw, dtype="float64"):
     kappa = _kappa(X.reshape(-1, X.shape[-1])[: X.shape[-2]], fit_intercept, sw)
     tol = 10 * X.shape[-1] * np.finfo(dtype).eps * kappa**2
     for name, got, host, want in zip(FIELDS, d, _host(be, d), ref, strict=False):
-        assert type(got) is type(d.coef) or be.name == "numpy", name  # NumPy: 0-d results are scalars
+        assert type(got) is type(d.coef) or be.library == "numpy", name  # NumPy: 0-d results are scalars
         if name in ("df_resid", "rank"):
             np.testing.assert_array_equal(host, want)
             continue
@@ -186,7 +186,7 @@ def test_rank_deficient_backend(be):
 
 
 def test_jit_equals_eager(be):
-    if be.name != "jax":
+    if be.library != "jax":
         pytest.skip("jax.jit only")
     import jax
 
@@ -359,7 +359,7 @@ def test_nist_certified_statistics(name, be):
     coefficients (``nist.expected_digits``: 15.65 - log10 of a kappa-based bound) less MARGIN.
     Standard errors are products of sigma and row norms of R^{-1}, whose relative errors are
     ~eps*kappa of the scaled design: never worse than the coefficients' bound."""
-    if be.name == "jax":
+    if be.library == "jax":
         pytest.skip("on JAX: test_nist_certified_statistics_jax (slow: one compilation per dataset)")
     _check_nist(name, be)
 
@@ -369,7 +369,7 @@ def test_nist_certified_statistics(name, be):
 @pytest.mark.parametrize("name", nist.DATASETS)
 def test_nist_certified_statistics_jax(name, be):
     """As test_nist_certified_statistics, on JAX under jax.jit (~1.3 s CPU per dataset here)."""
-    if be.name != "jax":
+    if be.library != "jax":
         pytest.skip("JAX only")
     _check_nist(name, be)
 
@@ -387,9 +387,11 @@ def _check_nist(name, be):
             "sigma": nist.lre(float(d.sigma), ds.resid_sd),
             "r2": nist.lre(float(d.r2), ds.r2),
         }
-        assert all(v >= floor for v in digits.values()), f"{be.name} {name} refine={refine}: {digits} below {floor:.1f}"
+        assert all(v >= floor for v in digits.values()), (
+            f"{be.library} {name} refine={refine}: {digits} below {floor:.1f}"
+        )
         assert int(d.df_resid) == ds.dof and int(d.rank) == ds.certified.shape[0]
         if refine and ds.resid_sd == 0:
             # Exact fits (Wampler1/2): the refined residual is summed in double-double, so sigma
             # and the standard errors (certified 0, absolute error) reach ~eps.
-            assert min(digits["sigma"], digits["stderr"]) >= 14, f"{be.name} {name}: {digits}"
+            assert min(digits["sigma"], digits["stderr"]) >= 14, f"{be.library} {name}: {digits}"

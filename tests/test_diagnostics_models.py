@@ -16,7 +16,7 @@ EPS = np.finfo(np.float64).eps
 
 
 def _diag(be):
-    if be.name != "jax":
+    if be.library != "jax":
         return lsq.diagnostics
     import jax
 

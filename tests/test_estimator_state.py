@@ -8,9 +8,9 @@ import pickle
 
 import numpy as np
 import pytest
-from problems import design
 
 import lsq_backends as lsq
+from lsq_backends.check.problems import design
 
 ESTIMATORS = {
     "linear": lambda: lsq.LinearRegression(method="svd"),
@@ -21,7 +21,7 @@ ESTIMATORS = {
 
 def _problem(m=30, n=3, k=None, seed=0):
     rng = np.random.default_rng(seed)
-    X = design(rng, m, n, cond=10.0) + 1.0
+    X = design(rng, (m, n), 10.0) + 1.0
     y = (
         X @ rng.standard_normal((n,) if k is None else (n, k))
         + 0.5
@@ -96,7 +96,7 @@ PICKLED = {
 def test_pickle_round_trip(be, name):
     """Plain pickle (not cloudpickle): every function in a Dask-fitted estimator's graphs must
     be importable by name."""
-    if be.name not in ("numpy", "dask"):
+    if be.library not in ("numpy", "dask"):
         pytest.skip("NumPy and Dask")
     X, Y, sw = _problem(k=2)
     est = PICKLED[name]().fit(be.asarray(X), be.asarray(Y), sample_weight=be.asarray(sw))

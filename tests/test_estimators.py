@@ -12,15 +12,16 @@ import textwrap
 import array_api_compat
 import numpy as np
 import pytest
-from problems import cond, design, reference, rel_err, tolerance
+from problems import cond, reference, rel_err
 
 import lsq_backends as lsq
 from lsq_backends._sklearn._estimator_base import NotFittedError
+from lsq_backends.check.problems import design, threshold
 
 
 def _problem(m=40, n=4, k=None, weighted=False, seed=0):
     rng = np.random.default_rng(seed)
-    X = design(rng, m, n, cond=30.0) + 3.0
+    X = design(rng, (m, n), 30.0) + 3.0
     w_true = rng.standard_normal((n,) if k is None else (n, k))
     y = X @ w_true + 0.5 + 1e-2 * rng.standard_normal((m,) if k is None else (m, k))
     sw = rng.uniform(0.5, 2.0, m) if weighted else None
@@ -66,7 +67,7 @@ def test_fit_predict_score_in_namespace(be, kind, k, weighted, fit_intercept, dt
     # scikit-learn's orientation: coef_ is (n_targets, n_features).
     expected = coef if k is None else coef.T
     assert tuple(est.coef_.shape) == expected.shape and tuple(est.intercept_.shape) == np.shape(intercept)
-    tol = tolerance("qr", dtype, cond(Xc), *X.shape)
+    tol = threshold("qr", dtype, cond(Xc), *X.shape)
     assert rel_err(be.to_numpy(est.coef_), expected) <= tol
     assert np.allclose(be.to_numpy(est.intercept_), intercept, rtol=0, atol=tol * 10 * np.abs(expected).max())
 
@@ -165,12 +166,12 @@ def test_bad_input_on_own_route(be):
         est.predict(be.asarray(X[:, :3]))
     with pytest.raises(ValueError, match="X must be 2-D|Expected 2D array"):
         est.predict(be.asarray(X[0]))
-    if be.name != "numpy":
+    if be.library != "numpy":
         with pytest.raises(TypeError, match="X .* must come from the array library"):
             est.predict(X)
         with pytest.raises(TypeError, match="y .* must come from the array library"):
             est.score(be.asarray(X), y)
-    if be.name not in ("dask", "jax"):  # NaN is looked for in eager arrays only (README)
+    if be.library not in ("dask", "jax"):  # NaN is looked for in eager arrays only (README)
         Xnan = X.copy()
         Xnan[3, 1] = np.nan
         with pytest.raises(ValueError, match="X contains NaN"):

@@ -5,7 +5,7 @@ The default rank cutoff of float32 fits is the factorization's probable rounding
 ``eps * max(m, n)``: that reached 0.024 at m = 200000 and every direct method dropped the second
 direction of correlated two-column data (s2/s1 = 5e-3), a residual 10x SciPy's on the same
 float32 data. References are float64 solutions of the float32-rounded data; bounds are
-``problems.tolerance`` with kappa measured on those data (eps32 kappa for QR/SVD plus the
+``lsq_backends.check.problems.threshold`` with kappa measured on those data (eps32 kappa for QR/SVD plus the
 residual term, eps32 kappa**2 for the normal equations).
 """
 
@@ -14,9 +14,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from problems import METHODS as DIRECT
-from problems import center, design, reference, rel_err, tolerance
+from problems import center, reference, rel_err
 
 import lsq_backends as lsq
+from lsq_backends.check.problems import design, threshold
 
 EPS32 = float(np.finfo(np.float32).eps)
 
@@ -36,7 +37,7 @@ def test_tall_correlated_columns_residual_not_above_scipy(be, method):
     # s2/s1 = 5e-3; normal on JAX falls back to its Gram matrix's eigendecomposition, which
     # resolves down to the square root of the Gram matrix's probable rounding (7.3e-3 here,
     # documented): there s2/s1 = 1e-2, still below the worst-case cutoff.
-    X, y = _correlated(m, 2e-2 if (be.name, method) == ("jax", "normal") else 1e-2)
+    X, y = _correlated(m, 2e-2 if (be.library, method) == ("jax", "normal") else 1e-2)
     X64, y64 = X.astype(np.float64), y.astype(np.float64)
     s = np.linalg.svd(X64, compute_uv=False)
     assert s[1] / s[0] < EPS32 * m  # below the worst-case cutoff: the case this is about
@@ -55,7 +56,7 @@ def test_tall_correlated_columns_residual_not_above_scipy(be, method):
     ref = np.linalg.lstsq(X64, y64, rcond=None)[0]
     kappa = s[0] / s[1]
     eta = np.linalg.norm(y64 - X64 @ ref) / (s[0] * np.linalg.norm(ref))
-    assert rel_err(w, ref) <= tolerance(method, np.float32, kappa, m, 2, eta)
+    assert rel_err(w, ref) <= threshold(method, np.float32, kappa, m, 2, eta)
 
 
 @pytest.mark.parametrize("method", DIRECT)
@@ -78,7 +79,7 @@ def test_exact_dependence_still_dropped(be, method):
         s = np.linalg.svd(Xc, compute_uv=False)
         assert s[-1] < 1e-6 * s[0] and s[-2] > 0.1 * s[0]
         # minimum-norm answer on the rank-(n-1) data: kappa is that of the kept directions
-        assert rel_err(be.to_numpy(r.coef), ref) <= tolerance(method, np.float32, s[0] / s[-2], m, n)
+        assert rel_err(be.to_numpy(r.coef), ref) <= threshold(method, np.float32, s[0] / s[-2], m, n)
 
 
 @pytest.mark.parametrize("shape", [(3000, 8), (8, 60)], ids=["tall", "wide"])
@@ -87,7 +88,7 @@ def test_float32_against_float64_reference(be, method, shape):
     rng = np.random.default_rng(2)
     m, n = shape
     for cond in (10.0, 300.0):
-        X = design(rng, m, n, cond).astype(np.float32)
+        X = design(rng, (m, n), cond).astype(np.float32)
         y = (X.astype(np.float64) @ rng.standard_normal(n) + 0.01 * rng.standard_normal(m)).astype(np.float32)
         for fit_intercept in (False, True):
             coef, _, _, Xc = reference(X.astype(np.float64), y.astype(np.float64), fit_intercept=fit_intercept)
@@ -99,7 +100,7 @@ def test_float32_against_float64_reference(be, method, shape):
             got = be.to_numpy(r.coef)
             assert got.dtype == np.float32
             assert int(be.to_numpy(r.rank)) == min(m - int(fit_intercept), n)
-            tol = tolerance(method, np.float32, kappa, m, n, eta)
+            tol = threshold(method, np.float32, kappa, m, n, eta)
             assert rel_err(got, coef) <= tol, f"cond {cond} intercept {fit_intercept}"
 
 
@@ -122,4 +123,4 @@ def test_streamed_tall_float32_keeps_real_directions(be, cls, method, delta):
     eta = np.linalg.norm(y64 - X64 @ ref) / (s[0] * np.linalg.norm(ref))
     assert int(be.to_numpy(r.rank)) == 2
     w = be.to_numpy(r.coef).astype(np.float64)
-    assert rel_err(w, ref) <= tolerance(method, np.float32, s[0] / s[1], m, 2, eta)
+    assert rel_err(w, ref) <= threshold(method, np.float32, s[0] / s[1], m, 2, eta)

@@ -12,16 +12,17 @@ direction erred by about the weight of that direction in the solution, ~0.5 here
 from __future__ import annotations
 
 import numpy as np
-from problems import design, rel_err
+from problems import rel_err
 
 import lsq_backends as lsq
+from lsq_backends.check.problems import design
 
 EPS32 = float(np.finfo(np.float32).eps)
 
 
 def _tall(m, n, cond, seed=0):
     rng = np.random.default_rng(seed)
-    X = design(rng, m, n, cond).astype(np.float32)
+    X = design(rng, (m, n), cond).astype(np.float32)
     y = (X.astype(np.float64) @ rng.standard_normal(n)).astype(np.float32)
     return X, y
 

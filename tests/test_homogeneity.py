@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from problems import design, tolerance
 
 import lsq_backends as lsq
+from lsq_backends.check.problems import design, threshold
 from lsq_backends.estimators import LinearRegression, Ridge, RidgeCV
 
 # (a, b, c): X * 2**a, y * 2**b, sample_weight * 2**(2c): X at 1e+-200 and 1e+-300, y at 1e+-200,
@@ -43,7 +43,7 @@ def _scales(be, penalized=False):
 
 def _problem(m=30, n=4, k=None, seed=0):
     rng = np.random.default_rng(seed)
-    X = design(rng, m, n, cond=30.0) + 1.5
+    X = design(rng, (m, n), 30.0) + 1.5
     coef = rng.standard_normal((n,) if k is None else (n, k))
     y = X @ coef + 0.05 * rng.standard_normal((m,) if k is None else (m, k)) + 2.0
     return X, y, rng.uniform(0.5, 2.0, m)
@@ -146,7 +146,7 @@ def test_ridge_cv_subnormal_weights_and_penalties(be):
     alphas = np.array([0.25, 1.0, 4.0])
     base = lsq.ridge_cv(be.asarray(X), be.asarray(y), be.asarray(alphas))
     w = _put(be, np.ones(24), -1062)
-    if be.name == "jax":  # XLA computes with subnormals as zeros: refused, naming the argument
+    if be.library == "jax":  # XLA computes with subnormals as zeros: refused, naming the argument
         with pytest.raises(ValueError, match="sample_weight holds subnormal numbers"):
             lsq.ridge_cv(be.asarray(X), be.asarray(y), be.asarray(alphas), sample_weight=w)
         with pytest.raises(ValueError, match="alphas holds subnormal numbers"):
@@ -229,7 +229,7 @@ def test_accumulator_chunks_of_different_scales(be):
     for cls in (lsq.NormalAccumulator, lsq.QRAccumulator):
         acc = cls().update(be.asarray(Xs[:5]), be.asarray(ys[:5])).update(be.asarray(Xs[5:]), be.asarray(ys[5:]))
         r = acc.solve()
-        tol = tolerance("normal" if cls is lsq.NormalAccumulator else "qr", np.float64, 30.0, 40, 4)
+        tol = threshold("normal" if cls is lsq.NormalAccumulator else "qr", np.float64, 30.0, 40, 4)
         err = np.linalg.norm(be.to_numpy(r.coef) - ref.coef) / np.linalg.norm(ref.coef)
         assert err <= tol, f"{cls.__name__}: {err:.3g} > {tol:.3g}"
 
@@ -259,7 +259,7 @@ def test_uniform_subnormal_weights(be, method):
     ones = be.asarray(np.ones(30))
     base = lsq.lstsq(be.asarray(X), be.asarray(y), method=method, fit_intercept=True, sample_weight=ones, **opts)
     for w in (5e-324, 1e-318):
-        if be.name == "jax":  # XLA computes with subnormals as zeros: refused, naming the argument
+        if be.library == "jax":  # XLA computes with subnormals as zeros: refused, naming the argument
             with pytest.raises(ValueError, match="sample_weight holds subnormal numbers"):
                 lsq.lstsq(be.asarray(X), be.asarray(y), method=method, sample_weight=be.asarray(np.full(30, w)))
             continue
@@ -270,7 +270,7 @@ def test_uniform_subnormal_weights(be, method):
             _same(be, r.coef, base.coef, 0, f"{method}: coef")
             _same(be, r.rss, base.rss, -1074, f"{method}: rss")
         else:
-            tol = 1e-8 if method in ("lsqr", "lsmr") else tolerance(method, np.float64, 30.0, 30, 4)
+            tol = 1e-8 if method in ("lsqr", "lsmr") else threshold(method, np.float64, 30.0, 30, 4)
             assert np.linalg.norm(got - want) <= tol * np.linalg.norm(want), f"{method}, w = {w}"
 
 

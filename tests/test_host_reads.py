@@ -19,20 +19,17 @@ import pytest
 
 import lsq_backends as lsq
 from lsq_backends.check import count_host_reads
+from lsq_backends.check.backends import find_backends
+from lsq_backends.check.problems import design
 
 
 def _backend(name):
-    if name == "torch":
-        torch = pytest.importorskip("torch")
-        return (lambda a: torch.asarray(a)), "torch"
-    strict = pytest.importorskip("array_api_strict")
-    return (lambda a: strict.asarray(a)), "array_api_strict"
-
-
-def _design(rng, m, n, cond=10.0):
-    U = np.linalg.qr(rng.standard_normal((m, min(m, n))))[0]
-    V = np.linalg.qr(rng.standard_normal((n, min(m, n))))[0]
-    return (U * np.geomspace(1, 1 / cond, min(m, n))) @ V.T
+    """The registry's backend ``name`` (array-api-strict off its default device), or a skip
+    where it cannot run here."""
+    found, _, failed = find_backends([name])
+    if not found:
+        pytest.skip(failed[0][1])
+    return found[0]
 
 
 @pytest.mark.parametrize("lib", ["torch", "array_api_strict"])
@@ -40,9 +37,10 @@ def _design(rng, m, n, cond=10.0):
 @pytest.mark.parametrize("method", ["auto", "normal", "qr", "svd"])
 @pytest.mark.parametrize("extras", ["plain", "intercept", "weights"])
 def test_one_read_per_fit(lib, shape, method, extras, numpy_reference):
-    put, _ = _backend(lib)
+    be = _backend(lib)
+    put = be.asarray
     rng = np.random.default_rng(0)
-    X = _design(rng, *shape)
+    X = design(rng, shape, 10.0)
     y = rng.standard_normal(shape[0])
     kw = {}
     if extras != "plain":
@@ -53,14 +51,15 @@ def test_one_read_per_fit(lib, shape, method, extras, numpy_reference):
     with count_host_reads(lib) as n:
         r = lsq.lstsq(Xd, yd, method=method, **kw)
     assert n.count == 1, f"{n.count} host reads"
-    ref = lsq.lstsq(X, y, method=method, **{k: (np.asarray(v) if k == "sample_weight" else v) for k, v in kw.items()})
-    np.testing.assert_allclose(np.asarray(r.coef), ref.coef, rtol=1e-10, atol=1e-12)
+    ref = lsq.lstsq(X, y, method=method, **{k: (be.to_numpy(v) if k == "sample_weight" else v) for k, v in kw.items()})
+    np.testing.assert_allclose(be.to_numpy(r.coef), ref.coef, rtol=1e-10, atol=1e-12)
 
 
 @pytest.mark.parametrize("lib", ["torch", "array_api_strict"])
 @pytest.mark.parametrize("method", ["auto", "normal", "qr"])
 def test_fallback_costs_one_more_read(lib, method, numpy_reference):
-    put, _ = _backend(lib)
+    be = _backend(lib)
+    put = be.asarray
     rng = np.random.default_rng(1)
     X = rng.standard_normal((100, 5))
     X[:, 3] = X[:, 1]  # rank 4: the fallback to the SVD runs
@@ -75,7 +74,8 @@ def test_fallback_costs_one_more_read(lib, method, numpy_reference):
 
 @pytest.mark.parametrize("lib", ["torch", "array_api_strict"])
 def test_ridge_and_bad_input_reads(lib, numpy_reference):
-    put, _ = _backend(lib)
+    be = _backend(lib)
+    put = be.asarray
     rng = np.random.default_rng(2)
     X, y = put(rng.standard_normal((50, 4))), put(rng.standard_normal(50))
     with count_host_reads(lib) as n:
@@ -209,17 +209,18 @@ def test_constants_made_on_the_device_are_exact(lib, dtype, numpy_reference):
     penalties equal the host values exactly."""
     from lsq_backends._backend import _compat
 
-    put, _ = _backend(lib)
+    be = _backend(lib)
+    put = be.asarray
     like = put(np.zeros(1, dtype=dtype))
     xp = _compat.array_namespace(like)
     nbits = 10 if dtype == "float64" else 7
-    step, up, down = (np.asarray(a) for a in _compat.powers_of_two(xp, nbits, like))
+    step, up, down = (be.to_numpy(a) for a in _compat.powers_of_two(xp, nbits, like))
     np.testing.assert_array_equal(step, np.asarray([2.0**b for b in range(nbits)], dtype=dtype))
     np.testing.assert_array_equal(up, np.asarray([2.0 ** (2**b) for b in range(nbits)], dtype=dtype))
     np.testing.assert_array_equal(down, np.asarray([2.0 ** -(2**b) for b in range(nbits)], dtype=dtype))
     values = [0.1, 1.0, 1e-300 if dtype == "float64" else 1e-30, 3]
     got = _compat.constants(xp, values, like.dtype, like)
-    np.testing.assert_array_equal(np.asarray(got), np.asarray(values, dtype=dtype))
+    np.testing.assert_array_equal(be.to_numpy(got), np.asarray(values, dtype=dtype))
     assert tuple(_compat.constants(xp, 0.1, like.dtype, like).shape) == ()
 
 
@@ -276,7 +277,7 @@ def test_xla_gpu_syncs_match_the_capability_table(entry, request, monkeypatch):
     monkeypatch.setattr(jax.lax, "while_loop", while_loop)
     monkeypatch.setattr(_control, "steps_per_trip", lambda jax: 10)
     rng = np.random.default_rng(7)
-    X = jnp.asarray(_design(rng, 311, 7))  # a shape of its own: traced afresh, with the callbacks
+    X = jnp.asarray(design(rng, (311, 7), 10.0))  # a shape of its own: traced afresh, with the callbacks
     y = X @ jnp.asarray(rng.standard_normal(7))
     with count_host_reads("jax-cpu") as reads:
         r = jax.block_until_ready(_xla_entries()[entry](X, y))

@@ -32,7 +32,7 @@ def test_numpy_bools_are_flags(be):
         np.testing.assert_array_equal(_np(be, a.coef), _np(be, b.coef))
     reg = lsq.LinearRegression(fit_intercept=f, check_finite=t).fit(Xb, yb)
     np.testing.assert_allclose(_np(be, reg.coef_), _np(be, lsq.lstsq(Xb, yb).coef), rtol=1e-12)
-    if be.name != "dask":
+    if be.library != "dask":
         d = lsq.diagnostics(Xb, yb, fit_intercept=t, check_finite=t)
         np.testing.assert_allclose(_np(be, d.coef), _np(be, pairs[0][1].coef), rtol=1e-12)
 

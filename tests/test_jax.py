@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from problems import METHODS, design
+from problems import METHODS
 
 import lsq_backends as lsq
+from lsq_backends.check.problems import design
 
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
@@ -16,7 +17,7 @@ STATIC_RIDGE = ("method", "fit_intercept", "check_finite", "per_target")
 
 def _data(m=30, n=5, k=None, seed=0, rank=None):
     rng = np.random.default_rng(seed)
-    X = design(rng, m, n, cond=20.0, rank=rank) + (1.0 if rank is None else 0.0)
+    X = design(rng, (m, n), 20.0, rank=rank) + (1.0 if rank is None else 0.0)
     y = rng.standard_normal((m,) if k is None else (m, k))
     return jnp.asarray(X), jnp.asarray(y), jnp.asarray(rng.uniform(0.5, 2, m))
 
@@ -62,7 +63,7 @@ def test_jit_falls_back_on_rank_deficiency(method):
 @pytest.mark.parametrize("method", METHODS)
 def test_vmap_equals_batched(method):
     rng = np.random.default_rng(1)
-    X = jnp.asarray(np.stack([design(rng, 20, 4, 10.0) for _ in range(5)]))
+    X = jnp.asarray(np.stack([design(rng, (20, 4), 10.0) for _ in range(5)]))
     y = jnp.asarray(rng.standard_normal((5, 20)))
     mapped = jax.vmap(lambda a, b: lsq.lstsq(a, b, method=method, fit_intercept=True))(X, y)
     batched = lsq.lstsq(X, y, method=method, fit_intercept=True)

@@ -4,23 +4,24 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from problems import center, design
+from problems import center
 
 import lsq_backends as lsq
+from lsq_backends.check.problems import design
 
 ALPHAS = np.array([0.01, 0.3, 1.0, 20.0])
 
 
 @pytest.fixture
 def jnp(be):
-    if be.name != "jax":
+    if be.library != "jax":
         pytest.skip("JAX tracing: runs in the jax backend's session")
     return be.xp
 
 
 def _data(m=30, n=5, k=None, seed=0):
     rng = np.random.default_rng(seed)
-    X = design(rng, m, n, cond=20.0) + 1.0
+    X = design(rng, (m, n), 20.0) + 1.0
     y = rng.standard_normal((m,) if k is None else (m, k))
     return X, y, rng.uniform(0.5, 2, m)
 

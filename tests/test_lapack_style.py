@@ -237,7 +237,7 @@ def _gram_fallback(be, method):
     """Does ``method``'s rank fallback work on the Gram matrix? ``normal`` on JAX falls back to
     the eigendecomposition of the Gram matrix already formed (documented, ``normal.py``): its
     accuracy class is the normal equations' (~u kappa**2), not the SVD path's."""
-    return method == "normal" and be.name == "jax"
+    return method == "normal" and be.library == "jax"
 
 
 def _gram_resolved(be, method, dtype, P, m, n):
@@ -311,7 +311,7 @@ def _cases(part, be, dtype):
     """(m, n, k, kappa, deficient, residual, scale) for one test item."""
     kappas = (10.0, 1 / math.sqrt(2 * _u(dtype)))
     out = []
-    if be.name in _SLOW:
+    if be.library in _SLOW:
         key = part if part in ("full", "deficient") else "scaled"
         cases = _REDUCED[key] if dtype == "float64" else _REDUCED[key][:1]
         for (m, n), k, kappa in cases:
@@ -342,10 +342,10 @@ def _cases(part, be, dtype):
 def test_lapack_ratios(be, method, part, dtype, request):
     """Every case of ``part`` (module doc) with ``method``: all ratios below THRESH times
     their growth, the prescribed rank, finite results, an rss consistent with coef."""
-    if be.name in _SLOW and dtype == "float32" and part != "full":
-        pytest.skip(f"{be.name}: float32 runs the full-rank part only (each call costs ~0.2-0.5 s)")
-    if be.name in _SLOW and part in ("gram_big", "gram_small"):
-        pytest.skip(f"{be.name}: the over/underflow scales only (each call costs ~0.2-0.5 s)")
+    if be.library in _SLOW and dtype == "float32" and part != "full":
+        pytest.skip(f"{be.library}: float32 runs the full-rank part only (each call costs ~0.2-0.5 s)")
+    if be.library in _SLOW and part in ("gram_big", "gram_small"):
+        pytest.skip(f"{be.library}: the over/underflow scales only (each call costs ~0.2-0.5 s)")
     mark = _known_xfail(be, method, part)
     if mark is not None:
         request.applymarker(mark)

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from problems import design
 from test_lsqr import check_within_bound
 
 import lsq_backends as lsq
+from lsq_backends.check.problems import design
 
 sl = pytest.importorskip("scipy.sparse.linalg")
 
@@ -138,7 +138,7 @@ def test_random_same_as_scipy(eager, shape, alpha):
     """Several targets in one call (one per-column recurrence each), cond 5: SciPy's counts,
     stop reasons and iterates, column by column; warm starts too (without a penalty)."""
     rng = np.random.default_rng(1)
-    X = design(rng, *shape, cond=5.0)
+    X = design(rng, shape, 5.0)
     Y = rng.standard_normal((shape[0], 3))
     kw = dict(atol=1e-9, btol=1e-9, max_iter=3 * min(shape))
     alphas = None if alpha is None else np.array([alpha, 2 * alpha, 0.0])
@@ -155,7 +155,7 @@ def test_random_same_as_scipy(eager, shape, alpha):
 def test_conlim_and_max_iter(eager):
     """istop 3 (conlim) and 7 (max_iter) as SciPy, with its iterate at that point."""
     rng = np.random.default_rng(2)
-    X = design(rng, 200, 50, cond=1e4)
+    X = design(rng, (200, 50), 1e4)
     y = rng.standard_normal(200)
     for c in (1.0, 1e3):  # at 1e3 X an estimate started wrong (min rbar before it is seen) stops at once
         res = _fit(eager, c * X, y, conlim=10.0)  # stops at 9 iterations, with a spread of 1.6e-12
@@ -171,7 +171,7 @@ def test_small_scale_does_not_read_as_ill_conditioned(eager):
     scale-free from its first iteration, so the fit converges as on X itself (SciPy's, whose
     first estimate compares X's scale with 1, stops there at istop 3 with the first iterate)."""
     rng = np.random.default_rng(8)
-    X, w = design(rng, 40, 3, cond=3.0), np.array([1.0, 2.0, 3.0])
+    X, w = design(rng, (40, 3), 3.0), np.array([1.0, 2.0, 3.0])
     y = X @ w + 0.1 * rng.standard_normal(40)
     want = np.linalg.lstsq(X, y, rcond=None)[0]
     for c in (1e-20, 1e-100):
@@ -187,7 +187,7 @@ def test_within_bound(eager, shape, k, dtype):
     """Intercept, weights and a per-target penalty: within the stopping rule's bound of the
     direct solution, at the default tolerances (100 ulps in float32)."""
     rng = np.random.default_rng(3)
-    X = design(rng, *shape, cond=20.0)
+    X = design(rng, shape, 20.0)
     y = rng.standard_normal((shape[0],) if k is None else (shape[0], k))
     sw = np.linspace(0.5, 2.0, shape[0])
     args = [eager.asarray(a, dtype) for a in (X, y)]
@@ -206,12 +206,12 @@ def test_zero_target_and_stack(eager):
     """A zero target stops at once (istop 0, W = 0) beside a running one; a stack of problems
     runs one recurrence per problem and column."""
     rng = np.random.default_rng(4)
-    X = design(rng, 30, 6)
+    X = design(rng, (30, 6), 10.0)
     Y = np.stack([rng.standard_normal(30), np.zeros(30)], axis=1)
     res = lsq.lstsq(eager.asarray(X), eager.asarray(Y), method="lsmr")
     assert eager.to_numpy(res.istop).tolist()[1] == 0 and eager.to_numpy(res.n_iter).tolist()[1] == 0
     np.testing.assert_array_equal(eager.to_numpy(res.coef)[:, 1], 0.0)
-    Xs = np.stack([design(rng, 30, 6, cond=3.0) for _ in range(3)])
+    Xs = np.stack([design(rng, (30, 6), 3.0) for _ in range(3)])
     ys = rng.standard_normal((3, 30))
     res = lsq.lstsq(eager.asarray(Xs), eager.asarray(ys), method="lsmr", atol=1e-10, btol=1e-10)
     for i in range(3):
@@ -226,7 +226,7 @@ def test_dask_warm_start(be):
     if not be.lazy:
         pytest.skip("Dask only")
     rng = np.random.default_rng(5)
-    arrays = design(rng, 30, 6, cond=3.0), rng.standard_normal((30, 2)), np.array([0.5, 0.0]), np.ones((6, 2))
+    arrays = design(rng, (30, 6), 3.0), rng.standard_normal((30, 2)), np.array([0.5, 0.0]), np.ones((6, 2))
     kw = dict(method="lsmr", per_target=True, atol=1e-8, btol=1e-8)
     got, want = (
         lsq.ridge(*(conv(a) for a in arrays[:3]), x0=conv(arrays[3]), **kw) for conv in (be.asarray, np.asarray)
@@ -281,7 +281,7 @@ def test_jit_vmap(request):
     jax = pytest.importorskip("jax") if "jax" in request.config._lsq_backends else pytest.skip("jax session only")
     jnp = jax.numpy
     rng = np.random.default_rng(8)
-    X, y = design(rng, 40, 70, cond=3.0), rng.standard_normal((40, 2))
+    X, y = design(rng, (40, 70), 3.0), rng.standard_normal((40, 2))
     x0 = rng.standard_normal((70, 2))
     static = ("method", "fit_intercept", "atol", "btol", "max_iter", "per_target", "conlim")
     fit = jax.jit(lsq.ridge, static_argnames=static)

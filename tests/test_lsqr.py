@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from problems import center, design, reference
+from problems import center, reference
 
 import lsq_backends as lsq
+from lsq_backends.check.problems import design
 
 sl = pytest.importorskip("scipy.sparse.linalg")
 
@@ -62,7 +63,7 @@ def check_within_bound(res, be, X, Y, *, alpha=None, sw=None, fit_intercept=Fals
 
 def _problem(m, n, k=None, cond=20.0, seed=0, rank=None):
     rng = np.random.default_rng(seed)
-    X = design(rng, m, n, cond=cond, rank=rank)
+    X = design(rng, (m, n), cond, rank=rank)
     y = rng.standard_normal((m,) if k is None else (m, k))
     return X, y
 
@@ -202,7 +203,7 @@ def test_constant_column_float32_and_ridge(eager):
 def test_constant_column_derivative_is_the_direct_methods(eager):
     """Differentiated, the dropped column keeps X's own derivative: the gradient with respect
     to X is the direct methods' (the rule's at a dropped direction), not zero in that column."""
-    if eager.name not in ("torch", "jax"):
+    if eager.library not in ("torch", "jax"):
         pytest.skip("PyTorch autograd and JAX")
     X, y = _problem(20, 3, seed=10, cond=5.0)
     X[:, 1] = 0.1
@@ -214,7 +215,7 @@ def test_constant_column_derivative_is_the_direct_methods(eager):
 
     grads = {}
     for method in ("lsqr", "svd"):
-        if eager.name == "torch":
+        if eager.library == "torch":
             Xa = eager.asarray(X)
             Xa.requires_grad_(True)
             loss(Xa, method).backward()

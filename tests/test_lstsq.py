@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from problems import METHODS, cond, design, reference, rel_err, tolerance
+from problems import METHODS, cond, reference, rel_err
 
 import lsq_backends as lsq
+from lsq_backends.check.problems import design, threshold
 
 DTYPES = ("float64", "float32")
 
@@ -37,7 +38,7 @@ CASES = {
 def _make(case, seed=0):
     batch, m, n, k, fit_intercept, weighted, kappa = CASES[case]
     rng = np.random.default_rng(seed)
-    X = np.stack([design(rng, m, n, kappa) for _ in range(int(np.prod(batch)))]).reshape(batch + (m, n))
+    X = np.stack([design(rng, (m, n), kappa) for _ in range(int(np.prod(batch)))]).reshape(batch + (m, n))
     X = X + 3.0  # an offset the intercept must absorb
     w_true = rng.standard_normal((n,) if k is None else (n, k))
     y = X @ w_true + 1e-3 * rng.standard_normal(batch + ((m,) if k is None else (m, k)))
@@ -52,7 +53,7 @@ def _check(be, res, ref, method, dtype, m, n, eta_scale=1.0):
     for name in ("coef", "intercept", "rss"):
         assert tuple(getattr(res, name).shape) == tuple(np.shape(locals()[name]) if name != "coef" else coef.shape)
     kappa = cond(Xc)
-    tol = tolerance(method, dtype, kappa, m, n, _np_eta(Xc, coef, rss) * eta_scale)
+    tol = threshold(method, dtype, kappa, m, n, _np_eta(Xc, coef, rss) * eta_scale)
     assert rel_err(be.to_numpy(res.coef), coef) <= tol
     scale = max(np.abs(coef).max(), 1.0) * (np.abs(Xc).max() + 3.0)
     assert np.max(np.abs(be.to_numpy(res.intercept) - intercept)) <= tol * scale
@@ -160,7 +161,7 @@ def test_rank_deficient_gives_minimum_norm(be, method, shape):
     """Every method detects rank deficiency and returns the minimum-norm solution and rank."""
     m, n, r = shape
     rng = np.random.default_rng(5)
-    X = design(rng, m, n, cond=10.0, rank=r)
+    X = design(rng, (m, n), 10.0, rank=r)
     y = rng.standard_normal(m)
     coef, _, rss, Xc = reference(X, y)
     res = lsq.lstsq(be.asarray(X), be.asarray(y), method=method)
@@ -203,7 +204,7 @@ def test_normal_rank_fallback_per_target_ridge(be):
     res = lsq.ridge(
         be.asarray(X), be.asarray(y), be.asarray(alpha), method="normal", fit_intercept=False, per_target=True
     )
-    tol = tolerance("normal", np.float64, s[0] / s[keep][-1], *X.shape)
+    tol = threshold("normal", np.float64, s[0] / s[keep][-1], *X.shape)
     assert rel_err(be.to_numpy(res.coef), ref) <= tol
     assert int(be.to_numpy(res.rank)) == 4
 
@@ -239,11 +240,11 @@ def test_namespace_dtype_preserved(be, method):
         res = lsq.lstsq(be.asarray(X, dtype), be.asarray(y, dtype), method=method, fit_intercept=True)
         for name in ("coef", "intercept", "rss"):
             field = getattr(res, name)
-            assert type(field) is type(be.asarray(X, dtype)) or be.name == "numpy"
+            assert type(field) is type(be.asarray(X, dtype)) or be.library == "numpy"
             assert field.dtype == getattr(xp, dtype)
     # Integers become the default float dtype.
     res = lsq.lstsq(be.asarray(np.arange(12).reshape(6, 2) ** 2), be.asarray(np.arange(6)), method=method)
-    assert res.coef.dtype == xp.asarray(1.0).dtype if be.name != "dask" else res.coef.dtype == np.float64
+    assert res.coef.dtype == xp.asarray(1.0).dtype if be.library != "dask" else res.coef.dtype == np.float64
 
 
 def test_empty(be):
@@ -261,7 +262,7 @@ def test_column_units_do_not_matter(be, method):
     """Columns in wildly different units (1e-6 .. 1e6): the rank tests are scale-free, and the
     answer is the unit-scale answer rescaled, to the accuracy of the equilibrated problem."""
     rng = np.random.default_rng(8)
-    X0 = design(rng, 40, 5, cond=10.0)
+    X0 = design(rng, (40, 5), 10.0)
     y = rng.standard_normal(40)
     scale = 10.0 ** np.array([-6, -3, 0, 3, 6])
     ref = np.linalg.lstsq(X0, y, rcond=None)[0] / scale
@@ -290,8 +291,8 @@ def test_constant_column_with_intercept(be, method):
 def test_refine_keeps_minimum_norm_and_wide_answers(be, method):
     """Refinement applies to tall full-rank problems only; the others come back unchanged."""
     rng = np.random.default_rng(10)
-    zero_column = np.c_[design(rng, 30, 4, cond=10.0), np.zeros(30)]  # R has an exact 0 pivot
-    for X in (design(rng, 30, 6, cond=10.0, rank=4), design(rng, 5, 9, cond=10.0), zero_column):
+    zero_column = np.c_[design(rng, (30, 4), 10.0), np.zeros(30)]  # R has an exact 0 pivot
+    for X in (design(rng, (30, 6), 10.0, rank=4), design(rng, (5, 9), 10.0), zero_column):
         y = rng.standard_normal(X.shape[0])
         plain = lsq.lstsq(be.asarray(X), be.asarray(y), method=method)
         refined = lsq.lstsq(be.asarray(X), be.asarray(y), method=method, refine=2)

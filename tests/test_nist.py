@@ -102,10 +102,10 @@ def _coef_lre(name, method, be):
     (~2 s per fit here), which alone would take the suite past its time budget;
     ``python -m benchmarks.accuracy --backends jax`` measures the eager path.
     """
-    key = (name, be.name)
+    key = (name, be.library)
     if key not in _FITS:
         methods = ("svd", "qr", "auto", "auto+r1")
-        _FITS[key] = accuracy.lsq_fits(_load(name), methods, be.asarray, be.to_numpy, jit=be.name == "jax")
+        _FITS[key] = accuracy.lsq_fits(_load(name), methods, be.asarray, be.to_numpy, jit=be.library == "jax")
     return _FITS[key][method][0]
 
 
@@ -144,20 +144,20 @@ def test_stable_methods_reach_conditioning_floor(name, method, be):
     ds = _load(name)
     floor = max(0.0, nist.expected_digits(ds) - MARGIN)
     got = _coef_lre(name, method, be)
-    assert got >= floor, f"{be.name} {method} on {name}: {got:.1f} digits < floor {floor:.1f}"
+    assert got >= floor, f"{be.library} {method} on {name}: {got:.1f} digits < floor {floor:.1f}"
 
 
 @pytest.mark.parametrize(("name", "method"), _cases(("auto",), KNOWN_BELOW_PEER))
 def test_auto_matches_numpy_lstsq(name, method, be):
     peer = _numpy_lstsq_lre(name)
     got = _coef_lre(name, method, be)
-    if got < peer - PEER_SLACK and (be.name, name) in KNOWN_BELOW_PEER_ON:
-        pytest.xfail(KNOWN_BELOW_PEER_ON[(be.name, name)])
-    assert got >= peer - PEER_SLACK, f"{be.name} auto on {name}: {got:.1f} digits < numpy.linalg.lstsq {peer:.1f}"
+    if got < peer - PEER_SLACK and (be.library, name) in KNOWN_BELOW_PEER_ON:
+        pytest.xfail(KNOWN_BELOW_PEER_ON[(be.library, name)])
+    assert got >= peer - PEER_SLACK, f"{be.library} auto on {name}: {got:.1f} digits < numpy.linalg.lstsq {peer:.1f}"
 
 
 @pytest.mark.parametrize("name", nist.DATASETS)
 def test_refined_auto_reaches_seven_digits(name, be):
     """Issue #3's target: auto with one step of double-double refinement >= 7 digits everywhere."""
     got = _coef_lre(name, "auto+r1", be)
-    assert got >= 7.0, f"{be.name} auto+refine on {name}: {got:.1f} digits"
+    assert got >= 7.0, f"{be.library} auto+refine on {name}: {got:.1f} digits"

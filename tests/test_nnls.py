@@ -63,7 +63,7 @@ def test_matches_scipy(be, shape):
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_intercept_weights_penalty(be, dtype):
-    if be.name == "jax" and dtype == "float32":
+    if be.library == "jax" and dtype == "float32":
         pytest.skip("JAX runs with x64 here; float32 is covered by the other backends")
     rng = np.random.default_rng(3)
     X, Y = _problem(rng, 90, 12, 3)

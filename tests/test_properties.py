@@ -6,10 +6,10 @@ derandomized (reproducible; no example database; ``LSQ_PROPERTY_EXAMPLES=N`` run
 ones instead: 600 per property passed on both backends), ``deadline=None``, and the draw
 covers the method, shapes (tall and wide), ``fit_intercept``, vector or matrix ``y``, a column
 offset and the conditioning (cond up to 1e3 before centering). Data come from a drawn seed
-through ``problems.design``; Hypothesis shrinks the shapes, method and parameters.
+through ``lsq_backends.check.problems.design``; Hypothesis shrinks the shapes, method and parameters.
 
 Tolerances (``_tol``): two fits of the same problem that differ by rounding agree to twice the
-error bound of one, ``problems.tolerance`` (eps (kappa + kappa**2 eta) for QR/SVD, eps kappa**2
+error bound of one, ``lsq_backends.check.problems.threshold`` (eps (kappa + kappa**2 eta) for QR/SVD, eps kappa**2
 for the normal equations and auto) plus the rounding of y (eps kappa beta, beta = ||y|| /
 (||A|| ||w||); times kappa for the normal equations), with kappa, eta, beta measured on the
 matrix A each fit factorizes: centered and weighted, stacked on sqrt(alpha) I for ridge.
@@ -31,9 +31,10 @@ import pytest
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-from problems import METHODS, center, design, tolerance  # noqa: E402
+from problems import METHODS, center  # noqa: E402
 
 import lsq_backends as lsq  # noqa: E402
+from lsq_backends.check.problems import design, threshold  # noqa: E402
 
 BACKENDS = ("numpy", "array_api_strict")
 # LSQ_PROPERTY_EXAMPLES=1000 pytest tests/test_properties.py: a longer, randomized search.
@@ -49,7 +50,7 @@ SETTINGS = settings(
 
 @pytest.fixture(autouse=True)
 def _only_cheap_backends(be):
-    if be.name not in BACKENDS:
+    if be.library not in BACKENDS:
         pytest.skip(f"property tests run on {', '.join(BACKENDS)} (many small fits each)")
 
 
@@ -79,7 +80,7 @@ def _kappa(X, sw=None, fit_intercept=False):
 
 def _tol(method, X, y, sw=None, fit_intercept=False, alpha=None, factor=4.0):
     """Relative error bound on coef for one fit (``factor`` covers the two fits compared):
-    ``problems.tolerance`` with eta = ||r|| / (||A|| ||w||), plus the rounding of y itself,
+    ``lsq_backends.check.problems.threshold`` with eta = ||r|| / (||A|| ||w||), plus the rounding of y itself,
     kappa * beta with beta = ||y|| / (||A|| ||w||) (kappa**2 * beta for the normal equations,
     which round A^T y): it matters when w is small next to y. A is the matrix factorized:
     the centered, weighted X, stacked on sqrt(alpha) I for ridge (the ridge solution is the
@@ -99,8 +100,8 @@ def _tol(method, X, y, sw=None, fit_intercept=False, alpha=None, factor=4.0):
     aw = sv[0] * np.linalg.norm(coef)
     eta = float(np.linalg.norm(Y - A @ coef) / aw) if aw > 0 else 0.0
     beta = float(np.linalg.norm(Y) / aw) if aw > 0 else 0.0
-    base = tolerance(method, "float64", kappa, m, n, eta)
-    extra = tolerance("qr", "float64", kappa, m, n) * beta
+    base = threshold(method, "float64", kappa, m, n, eta)
+    extra = threshold("qr", "float64", kappa, m, n) * beta
     if method in ("normal", "auto"):
         extra *= kappa
     return factor * (base + extra)
@@ -144,7 +145,7 @@ def problems(draw, *, tall=None, k_choices=(None, 1, 3)):
     offset = draw(st.sampled_from([0.0, 1.0, -20.0])) if fit_intercept else 0.0
     k = draw(st.sampled_from(k_choices))
     rng = np.random.default_rng(seed)
-    X = design(rng, m, n, cond) * 10.0**exponent + offset
+    X = design(rng, (m, n), cond) * 10.0**exponent + offset
     y = rng.standard_normal(m if k is None else (m, k)) * 10.0 ** draw(st.integers(-2, 2))
     return X, y, method, fit_intercept, seed
 

@@ -11,7 +11,7 @@ solution that is not the minimum-norm one.
 Reference: the truncated SVD of the centered X, keeping singular values above the cutoff
 times ``max(s_max, largest column norm before centering)`` (the intercept's scale, which the
 SVD path documents; without an intercept this is ``numpy.linalg.lstsq``, checked too). Rank:
-equal; coef: within ``problems.tolerance`` of the retained part, with kappa ``scale / min(s_r,
+equal; coef: within ``check.problems.threshold`` of the retained part, with kappa ``scale / min(s_r,
 s_r - s_{r+1})`` (the gap that truncation's sensitivity depends on, Wedin; the scale the
 data's rounding is relative to). Draws whose
 singular values lie within a factor 2 of the default cutoff (or 1e-6 relative of an explicit
@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from problems import tolerance
 
 import lsq_backends as lsq
+from lsq_backends.check.problems import threshold
 
 lazy_fits = ("lstsq", "ridge")  # JAX: under jax.jit; Dask: no compute inside the fit
 
@@ -43,7 +43,7 @@ def _blas(one_blas_thread):
 def _count(be, full):
     """Random problems per test: all on NumPy, fewer where each fit costs more (on Dask, whose
     lazy fits build both branches of every decision, one)."""
-    return {"numpy": full, "dask": 1}.get(be.name, max(full // 4, 20))
+    return {"numpy": full, "dask": 1}.get(be.library, max(full // 4, 20))
 
 
 def reference(X, Y, rcond=None, fit_intercept=False, alpha=None):
@@ -90,7 +90,7 @@ def _fits(be, Xs, Ys, **kw):
             return lsq.lstsq(X, Y, **kw)
         return lsq.ridge(X, Y, be.asarray(alpha), per_target=True, **kw)
 
-    if be.name == "jax":
+    if be.library == "jax":
         import jax
 
         r = jax.vmap(lambda X, Y: tuple(fit(X, Y)[:3]))(be.asarray(Xs), be.asarray(Ys))
@@ -114,7 +114,7 @@ def _check_all(be, method, Xs, Ys, rcond=None, fit_intercept=False, alpha=None):
     bad = []
     for i, (X, (w, b, r, kappa, eta, _)) in enumerate(zip(Xs, refs, strict=True)):
         m, n = X.shape
-        tol = tolerance(method, np.float64, kappa, m, n, eta)
+        tol = threshold(method, np.float64, kappa, m, n, eta)
         err = np.linalg.norm(coef[i] - w) / max(np.linalg.norm(w), 1e-300)
         err_b = np.linalg.norm(intercept[i] - b) / max(
             np.linalg.norm(b) + np.linalg.norm(X) * np.linalg.norm(w), 1e-300
@@ -137,7 +137,7 @@ def test_explicit_rcond_is_honoured(be, method):
     r = lsq.lstsq(be.asarray(X), be.asarray(y), method=method, rcond=0.5)
     assert int(be.to_numpy(r.rank)) == rank == 4
     coef, _, _, kappa, eta, _ = reference(X, y[:, None], 0.5)
-    np.testing.assert_allclose(be.to_numpy(r.coef), w, rtol=0, atol=tolerance(method, np.float64, kappa, 8, 6, eta))
+    np.testing.assert_allclose(be.to_numpy(r.coef), w, rtol=0, atol=threshold(method, np.float64, kappa, 8, 6, eta))
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -151,7 +151,7 @@ def test_row_at_rounding_level(be, method):
     r = lsq.lstsq(be.asarray(X), be.asarray(y), method=method)
     assert int(be.to_numpy(r.rank)) == rank == 2
     coef, _, _, kappa, eta, _ = reference(X, y[:, None])
-    tol = tolerance(method, np.float64, kappa, 3, 3, eta) * np.linalg.norm(w)
+    tol = threshold(method, np.float64, kappa, 3, 3, eta) * np.linalg.norm(w)
     np.testing.assert_allclose(be.to_numpy(r.coef), w, rtol=0, atol=tol)
 
 
@@ -253,10 +253,10 @@ def test_accumulators_about_as_many_rows_as_features(be, kind, rows):
     min(m - 1, n); the accumulators reported rank n and a solution of larger norm (5 x 5:
     rank 5, |coef| 2.90 where lstsq gives rank 4, 1.90)."""
     rng = np.random.default_rng(5)
-    N = {"numpy": 60, "dask": 2}.get(be.name, 10)
+    N = {"numpy": 60, "dask": 2}.get(be.library, 10)
     bad = []
     for _ in range(N):
-        n = int(rng.integers(3, 9)) if be.name == "numpy" else 5  # JAX compiles a solve per n
+        n = int(rng.integers(3, 9)) if be.library == "numpy" else 5  # JAX compiles a solve per n
         m = n + rows
         X, Y = rng.standard_normal((m, n)), rng.standard_normal((m, 1))
         w, b, r, kappa, eta, ambiguous = reference(X, Y, fit_intercept=True)
@@ -265,7 +265,7 @@ def test_accumulators_about_as_many_rows_as_features(be, kind, rows):
         res = acc.update(be.asarray(X[h:]), be.asarray(Y[h:])).solve()
         got, rank = be.to_numpy(res.coef), int(be.to_numpy(res.rank))
         # NormalAccumulator: the normal equations' error, eps kappa**2
-        tol = tolerance("normal" if kind == "NormalAccumulator" else "qr", np.float64, kappa, m, n, eta)
+        tol = threshold("normal" if kind == "NormalAccumulator" else "qr", np.float64, kappa, m, n, eta)
         err = np.linalg.norm(got - w) / max(np.linalg.norm(w), 1e-300)
         if not ambiguous and (rank != r or not err <= tol):
             bad.append(f"{m} x {n}: rank {rank} (want {r}), coef error {err:.2g} (tol {tol:.2g})")

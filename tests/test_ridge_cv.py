@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from problems import center, design, rel_err
+from problems import center, rel_err
 
 import lsq_backends as lsq
+from lsq_backends.check.problems import design
 
 ALPHAS = np.logspace(-2, 3, 11)
 SHAPES = {"tall": (30, 5, None), "tall_multi": (30, 5, 3), "wide_multi": (8, 15, 2), "wide": (9, 15, None)}
@@ -21,7 +22,7 @@ SHAPES = {"tall": (30, 5, None), "tall_multi": (30, 5, 3), "wide_multi": (8, 15,
 def _data(shape, seed=0, weighted=False, batch=()):
     m, n, k = SHAPES[shape]
     rng = np.random.default_rng(seed)
-    X = np.stack([design(rng, m, n, cond=20.0) for _ in range(int(np.prod(batch)))]).reshape(batch + (m, n)) + 2.0
+    X = np.stack([design(rng, (m, n), 20.0) for _ in range(int(np.prod(batch)))]).reshape(batch + (m, n)) + 2.0
     y = X @ rng.standard_normal((n,) if k is None else (n, k))
     y = y + 0.5 * rng.standard_normal(y.shape)
     sw = None

@@ -97,7 +97,7 @@ def test_leave_one_out_predictions_on_every_backend(be, scoring):
     np.testing.assert_allclose(be.to_numpy(r.cv_values), loo, rtol=tol, atol=tol * np.abs(loo).max())
     ref = lsq.ridge_cv(X, Y, ALPHAS, sample_weight=sw, scoring=scoring)
     np.testing.assert_allclose(be.to_numpy(r.scores), ref.scores, rtol=tol, atol=tol)
-    if scoring == "explained_variance" and be.name == "numpy":
+    if scoring == "explained_variance" and be.library == "numpy":
         from sklearn.metrics import explained_variance_score
 
         want = [[explained_variance_score(Y[:, j], loo[i, :, j], sample_weight=sw) for j in range(2)] for i in range(5)]

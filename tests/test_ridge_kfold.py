@@ -59,7 +59,7 @@ TOL = {"float64": 1e-10, "float32": 2e-3}  # scores of cond-~10 centered data: e
 @pytest.mark.parametrize("scoring", [None, "r2"])
 @pytest.mark.parametrize("weighted", [False, True])
 def test_kfold_matches_brute_force(be, dtype, scoring, weighted):
-    if be.name == "jax" and (dtype == "float32" or scoring):
+    if be.library == "jax" and (dtype == "float32" or scoring):
         pytest.skip(
             "JAX: float64 with the default scoring (each case compiles per fold shape; the rest is shared code)"
         )

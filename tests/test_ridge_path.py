@@ -3,16 +3,17 @@
 Tolerances come from the conditioning of each regularized system: with s the singular values
 of the centered, weighted X, cond(X^T X + alpha I) = (s_max**2 + alpha) / (s_min**2 + alpha). The
 Gram route (normal, auto) errs like eps times that, the SVD route (svd, qr) like eps times its
-square root plus the large-residual term (``problems.tolerance``).
+square root plus the large-residual term (``check.problems.threshold``).
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from problems import METHODS, center, design, rel_err, tolerance
+from problems import METHODS, center, rel_err
 
 import lsq_backends as lsq
+from lsq_backends.check.problems import design, threshold
 
 ALPHAS = np.array([1e-3, 0.1, 1.0, 30.0, 1e3])
 
@@ -29,7 +30,7 @@ CASES = {
 def _make(case, seed=0, cond=30.0):
     batch, m, n, k, fit_intercept, weighted = CASES[case]
     rng = np.random.default_rng(seed)
-    X = np.stack([design(rng, m, n, cond) for _ in range(int(np.prod(batch)))]).reshape(batch + (m, n)) + 3.0
+    X = np.stack([design(rng, (m, n), cond) for _ in range(int(np.prod(batch)))]).reshape(batch + (m, n)) + 3.0
     w = rng.standard_normal((n,) if k is None else (n, k))
     y = X @ w + 0.1 * rng.standard_normal(batch + ((m,) if k is None else (m, k)))
     sw = rng.uniform(0.5, 2.0, m) if weighted else None
@@ -52,7 +53,7 @@ def reference(X, y, *, alpha, sw=None, fit_intercept=False):
 
 
 def _tol(method, dtype, Xc, coef, rss, alpha):
-    """problems.tolerance for the augmented system [Xc; sqrt(alpha) I], whose condition
+    """check.problems.threshold for the augmented system [Xc; sqrt(alpha) I], whose condition
     number is the square root of the regularized Gram matrix's."""
     s = np.linalg.svd(Xc, compute_uv=False)
     s_max, s_min = float(s.max()), float(s.min())
@@ -61,7 +62,7 @@ def _tol(method, dtype, Xc, coef, rss, alpha):
     kappa = np.sqrt((s_max**2 + alpha) / (s_min**2 + alpha))
     w = np.linalg.norm(coef)
     eta = np.sqrt(np.sum(rss) + alpha * w**2) / (np.sqrt(s_max**2 + alpha) * w) if w > 0 else 0.0
-    return tolerance(method, dtype, kappa, *Xc.shape[-2:], eta)
+    return threshold(method, dtype, kappa, *Xc.shape[-2:], eta)
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
@@ -70,7 +71,7 @@ def _tol(method, dtype, Xc, coef, rss, alpha):
 def test_path_matches_reference(be, case, method, dtype):
     if dtype == "float32" and case not in ("tall", "wide_intercept_multi"):
         pytest.skip("float32: one tall and one wide case keep the suite fast")
-    if be.name in ("jax", "dask") and case in ("tall", "wide", "batched") and dtype == "float64":
+    if be.library in ("jax", "dask") and case in ("tall", "wide", "batched") and dtype == "float64":
         # Each eager JAX call compiles (auto: both branches), each Dask call builds a graph:
         # the weighted/intercept cases cover the same code; numpy, torch and strict run all.
         pytest.skip("jax/dask: the two weighted cases with an intercept keep the suite fast")
@@ -114,7 +115,7 @@ def test_path_matches_reference(be, case, method, dtype):
 @pytest.mark.parametrize("method", METHODS)
 def test_path_point_equals_single_fit(be, method):
     """r.coef[i] is ridge(alpha[i]): also for a 1-element path, which keeps its axis."""
-    if be.name == "jax" and method == "auto":
+    if be.library == "jax" and method == "auto":
         pytest.skip("jax: each eager auto call compiles both branches; test_jax_path covers it")
     X, y, sw, _ = _make("tall_weighted_multi", seed=3)
     Xb, yb, swb = be.asarray(X), be.asarray(y), be.asarray(sw)
@@ -147,7 +148,7 @@ def test_zero_penalty_on_rank_deficient_x_is_minimum_norm(be, method):
     """alpha = 0 on the path: the minimum-norm least-squares solution, the rank of X; a
     positive penalty: rank n. ``auto`` sees the infinite condition number and takes the SVD."""
     rng = np.random.default_rng(5)
-    X = design(rng, 30, 6, cond=10.0, rank=4)
+    X = design(rng, (30, 6), 10.0, rank=4)
     y = rng.standard_normal(30)
     res = lsq.ridge(be.asarray(X), be.asarray(y), be.asarray([0.0, 1.0]), method=method, fit_intercept=False)
     ref = np.linalg.lstsq(X, y, rcond=None)[0]
@@ -162,7 +163,7 @@ def test_ill_conditioned_path_keeps_svd_accuracy(be, method):
     """cond(X) = 1e6 and alpha down to 1e-10: the Gram route's bound (eps * 1e12 * ...) is
     useless; auto must switch to the SVD route and meet the SVD route's bound."""
     rng = np.random.default_rng(6)
-    X = design(rng, 50, 5, cond=1e6)
+    X = design(rng, (50, 5), 1e6)
     y = X @ rng.standard_normal(5) + 1e-8 * rng.standard_normal(50)
     alphas = np.array([1e-10, 1e-4])
     res = lsq.ridge(be.asarray(X), be.asarray(y), be.asarray(alphas), method=method, fit_intercept=False)

@@ -2,7 +2,7 @@
 
 X (or y) is multiplied by ``c`` and the answer mapped back to unit scale (coef * c / t,
 intercept / t, rss / t**2, singular values / c) is compared with the float64 NumPy reference of
-the unit-scale problem, within the unit-scale error bounds (``problems.tolerance``: eps kappa
+the unit-scale problem, within the unit-scale error bounds (``check.problems.threshold``: eps kappa
 for QR/SVD plus the residual term, eps kappa**2 for the normal equations; LSQR within what its
 stopping rule allows, ``test_lsqr.error_bound``). ``c`` is a power of ten, so ``c X`` is X up to
 one rounding per entry, well inside those bounds.
@@ -21,10 +21,11 @@ import math
 
 import numpy as np
 import pytest
-from problems import center, design, tolerance
+from problems import center
 from test_lsqr import error_bound
 
 import lsq_backends as lsq
+from lsq_backends.check.problems import design, threshold
 
 # The results that are not representable (rss of y ~ 1e300) overflow, as NumPy's would.
 pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
@@ -35,7 +36,7 @@ SCALES = (1e-300, 1e-200, 1e-100, 1e-20, 1.0, 1e20, 1e100, 1e200, 1e300)
 def _scales(be):
     """Every scale, or on Dask (a graph per fit, ~1 s each) the extremes and unity: the scaling
     is the same backend-agnostic code, swept in full on the eager backends."""
-    return (1e-300, 1.0, 1e300) if be.name == "dask" else SCALES
+    return (1e-300, 1.0, 1e300) if be.library == "dask" else SCALES
 
 
 METHODS = ("auto", "normal", "qr", "svd", "lsqr")
@@ -46,7 +47,7 @@ TOL = 1e-10  # lsqr's atol = btol here: its error bound stays far below the solu
 
 def _problem(m, n, seed=0):
     rng = np.random.default_rng(seed)
-    X = design(rng, m, n, cond=30.0)
+    X = design(rng, (m, n), 30.0)
     y = X @ rng.standard_normal(n) + 0.05 * rng.standard_normal(m) + 2.0
     return X, y
 
@@ -84,7 +85,7 @@ def _bound(method, X, kappa, eta, Xc, yc, coef, alpha):
     if method == "lsqr":
         g = 1 / (float(np.max(np.abs(coef))) or 1.0)  # the bound is homogeneous in (y, coef)
         return error_bound(Xc, yc * g, coef * g, alpha, TOL, TOL, EPS) / np.linalg.norm(coef * g)
-    return tolerance(method, np.float64, kappa, *X.shape, eta)
+    return threshold(method, np.float64, kappa, *X.shape, eta)
 
 
 def _fit(be, method, X, y, *, alpha=None, fit_intercept):
@@ -169,7 +170,7 @@ def test_ridge_every_scale_of_x(be, method, fit_intercept):
                 Xc, Yc, _, _ = center(X, y, None, fit_intercept)
                 want = (Xc.T @ Yc[:, 0]) * c / alpha
                 got = be.to_numpy(_fit(be, method, X * c, y, alpha=alpha, fit_intercept=fit_intercept).coef)
-                tol = 10 * TOL if method == "lsqr" else tolerance(method, np.float64, 1.0, 20, 4)
+                tol = 10 * TOL if method == "lsqr" else threshold(method, np.float64, 1.0, 20, 4)
                 err = _rel(got, want)
                 assert err <= tol, f"X * {c:g}, alpha {alpha:g}: coef error {err:.3g} > {tol:.3g}"
                 continue
@@ -187,7 +188,7 @@ def test_ridge_path_every_scale_of_x(be, method):
         r = lsq.ridge(be.asarray(X * c), be.asarray(y), be.asarray(unit * c * c), method=method)
         coef = be.to_numpy(r.coef).astype(np.float64) * c
         for i, ref in enumerate(refs):
-            tol = tolerance(method, np.float64, ref[6], 20, 4, ref[7])
+            tol = threshold(method, np.float64, ref[6], 20, 4, ref[7])
             assert _rel(coef[i], ref[0]) <= tol, f"X * {c:g}, alpha {unit[i] * c * c:g}"
 
 

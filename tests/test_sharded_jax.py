@@ -17,7 +17,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from problems import tolerance
+
+from lsq_backends.check.problems import threshold
 
 pytest.importorskip("jax")
 M, N, K = 4000, 8, 2
@@ -74,7 +75,7 @@ def test_sharded_equals_one_device(run, case):
     X, _ = _data(case)
     s = np.linalg.svd(X - X.mean(0) if "intercept" in case else X, compute_uv=False)
     kappa = s[0] / s[N - 2] if case == "rank_deficient" else s[0] / s[-1]  # of the kept part
-    tol = tolerance("normal", np.float64, kappa, M, N)
+    tol = threshold("normal", np.float64, kappa, M, N)
     sharded, single = run[case]["sharded"], run[case]["single"]
     for a, b in zip(sharded, single, strict=False):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=tol, atol=0)
@@ -86,7 +87,7 @@ def test_rank_deficient_fallback_gives_minimum_norm(run):
     X, Y = _data("rank_deficient")
     coef, _, _, s = np.linalg.lstsq(X, Y, rcond=None)
     assert run["rank_deficient"]["rank"] == [N - 1, N - 1]
-    tol = tolerance("normal", np.float64, s[0] / s[N - 2], M, N)
+    tol = threshold("normal", np.float64, s[0] / s[N - 2], M, N)
     got = np.asarray(run["rank_deficient"]["sharded"][0])
     assert np.linalg.norm(got - coef) <= tol * np.linalg.norm(coef)
 

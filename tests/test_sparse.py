@@ -31,12 +31,12 @@ def _problem(m=300, n=40, k=2, density=0.1, seed=0):
 
 def _native(be, A):
     """The sparse kinds of the backend's own library (none: [])."""
-    if be.name == "torch":
+    if be.library == "torch":
         import torch
 
         dense = torch.asarray(A.toarray())
         return [dense.to_sparse_coo(), dense.to_sparse_csr()]
-    if be.name == "jax":
+    if be.library == "jax":
         from jax.experimental import sparse as jsparse
 
         return [jsparse.BCOO.from_scipy_sparse(A)]

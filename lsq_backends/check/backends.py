@@ -1,8 +1,12 @@
-"""The array backends the self-check can run, found on this machine without importing any of
-them before they are asked for.
+"""The array backends the self-check, the test suite and the benchmarks run on, found on this
+machine without importing any of them before they are asked for.
 
 Each :class:`Backend` puts NumPy data on its device, reads results back, synchronizes (so a
 timing is honest) and knows its own least-squares solver and a bare ``X.T @ X`` to compare with.
+
+A backend is named by its library and device (``torch-cuda``), or by its library alone for the
+library's default device: ``jax`` is JAX's default device (a GPU where JAX has one), ``torch``
+is PyTorch's, the CPU.
 """
 
 from __future__ import annotations
@@ -12,10 +16,19 @@ import os
 
 import numpy as np
 
-__all__ = ["ALL_NAMES", "Backend", "BackendUnavailableError", "find_backends", "unknown_names"]
+__all__ = ["ALL_NAMES", "LIBRARIES", "Backend", "BackendUnavailableError", "find_backends", "unknown_names"]
 
-#: Every name ``--backends`` accepts (``jax-<platform>`` also accepts other JAX platforms).
+#: Every backend, as a library on one device (``jax-<platform>`` also accepts other JAX platforms).
 ALL_NAMES = ("numpy", "array_api_strict", "dask", "jax-cpu", "jax-gpu", "torch-cpu", "torch-cuda", "cupy")
+#: library name -> the module it is imported as; the name alone picks the library's default device.
+LIBRARIES = {
+    "numpy": "numpy",
+    "array_api_strict": "array_api_strict",
+    "dask": "dask.array",
+    "jax": "jax",
+    "torch": "torch",
+    "cupy": "cupy",
+}
 DASK_BLOCKS = 4  # row blocks per Dask array
 
 
@@ -29,7 +42,9 @@ class Backend:
     Attributes
     ----------
     name : str
-        As ``--backends`` spells it (``"torch-cuda"``).
+        Library and device, as ``--backends`` spells it (``"torch-cuda"``).
+    library : str
+        The library alone (``"torch"``), a key of :data:`LIBRARIES`.
     xp : module
         The array namespace of its arrays (``array_api_compat.array_namespace``).
     device : object
@@ -40,63 +55,70 @@ class Backend:
         The library's version.
     modes : tuple of str
         ``("eager",)``, or ``("eager", "jit")`` for JAX.
+    default : bool
+        On the library's default device (what the library's name alone picks).
     """
 
-    def __init__(self, name, module, xp, device=None, device_name="cpu", modes=("eager",), version=None):
+    def __init__(self, name, module, xp, device=None, device_name="cpu", modes=("eager",), version=None, default=True):
         self.name, self.module, self.xp, self.device = name, module, xp, device
-        self.device_name, self.modes = device_name, modes
+        self.device_name, self.modes, self.default = device_name, modes, default
         self.version = version or getattr(module, "__version__", "?")
-        self.family = name.split("-")[0]
+        self.library = name.split("-")[0]
         self._jitted = {}
 
     def __repr__(self):
         return f"Backend({self.name!r}, device={self.device_name!r})"
 
     # -- data ------------------------------------------------------------------------------
-    def put(self, a, /):
-        """The NumPy array ``a`` as an array of this backend, on its device."""
-        a = np.ascontiguousarray(a)
-        if self.family == "dask":
+    def asarray(self, a, /, dtype=None):
+        """The NumPy array (or array-like) ``a``, cast to ``dtype`` if given, as an array of this
+        backend on its device; Dask arrays come in :data:`DASK_BLOCKS` row blocks."""
+        a = np.asarray(a) if dtype is None else np.asarray(a).astype(dtype)
+        if self.library == "dask":
             rows = -(-a.shape[0] // DASK_BLOCKS) if a.ndim else ()
             return self.module.from_array(a, chunks=(max(rows, 1),) + a.shape[1:] if a.ndim else ())
-        if self.family == "torch":
-            return self.module.from_numpy(a).to(self.device)
-        if self.family == "jax":
+        if self.library == "jax":
             import jax
 
-            return jax.device_put(a, self.device)
+            # The default device uncommitted, as jnp.asarray makes it; another one committed.
+            return jax.device_put(a, None if self.default else self.device)
         if self.device is not None:
             return self.xp.asarray(a, device=self.device)
         return self.xp.asarray(a)
 
-    def get(self, x, /):
-        """A result array (or one :meth:`finish` computed) as a float64 (or integer) NumPy
-        array; ``None`` stays ``None``."""
+    def to_numpy(self, x, /):
+        """A result array (or one :meth:`finish` computed) as a NumPy array; ``None`` stays
+        ``None``."""
         if x is None:
             return None
-        if self.family == "dask":
+        if self.library == "dask":
             x = x.compute() if hasattr(x, "compute") else x
-        elif self.family == "torch":
+        elif self.library == "torch":
             x = x.detach().cpu().numpy()
-        elif self.family == "cupy":
+        elif self.library == "cupy":
             x = x.get()
-        elif self.family == "array_api_strict":
+        elif self.library == "array_api_strict":
             x = np.asarray(x.to_device(self.module.asarray(0).device))
         return np.asarray(x)
 
+    @property
+    def lazy(self):
+        """Results are computed only when read (Dask)."""
+        return self.library == "dask"
+
     def finish(self, out, /):
         """Wait until ``out`` (an array, a tuple of arrays or None) is really computed."""
-        if self.family == "jax":
+        if self.library == "jax":
             import jax
 
             return jax.block_until_ready(out)
-        if self.family == "dask":
+        if self.library == "dask":
             import dask
 
             return dask.compute(out)[0]
         if self.name == "torch-cuda":
             self.module.cuda.synchronize()
-        elif self.family == "cupy":
+        elif self.library == "cupy":
             self.module.cuda.Device().synchronize()
         return out
 
@@ -121,32 +143,32 @@ class Backend:
         ``None`` where it has none for this shape."""
         batched = X.ndim == 3
         m, n = X.shape[-2:]
-        if self.family == "numpy":
+        if self.library == "numpy":
             if batched:
                 return lambda: [np.linalg.lstsq(a, b, rcond=None)[0] for a, b in zip(X, y, strict=False)]
             return lambda: np.linalg.lstsq(X, y, rcond=None)[0]
-        if self.family == "torch":
+        if self.library == "torch":
             # gelsd (the SVD, as NumPy) on the CPU; CUDA has only gels, for tall full-rank X.
             if self.name == "torch-cuda":
                 return None if m < n else (lambda: self.module.linalg.lstsq(X, y[..., None]).solution)
             return lambda: self.module.linalg.lstsq(X, y[..., None], driver="gelsd").solution
-        if self.family == "jax":
+        if self.library == "jax":
             import jax
             import jax.numpy as jnp
 
             solve = jax.vmap(jnp.linalg.lstsq) if batched else jnp.linalg.lstsq
             fn = self._jit_once(("lstsq", batched), lambda: jax.jit(lambda a, b: solve(a, b)[0]))
             return lambda: fn(X, y)
-        if self.family == "cupy":
+        if self.library == "cupy":
             return None if batched else (lambda: self.module.linalg.lstsq(X, y, rcond=None)[0])
-        if self.family == "dask":
+        if self.library == "dask":
             # Dask's TSQR: tall X in row blocks only.
             return None if batched or m < n else (lambda: self.module.linalg.lstsq(X, y)[0])
         return None  # array-api-strict: the standard has no lstsq
 
     def gram(self, X, /):
         """A zero-argument call of a bare ``X.T @ X`` (full precision on JAX)."""
-        if self.family == "jax":
+        if self.library == "jax":
             import jax
             import jax.numpy as jnp
 
@@ -206,7 +228,7 @@ def _torch():
     found = [Backend("torch-cpu", torch, xp, torch.device("cpu"), "cpu")]
     if torch.cuda.is_available():
         device = torch.device("cuda", torch.cuda.current_device())
-        found.append(Backend("torch-cuda", torch, xp, device, torch.cuda.get_device_name(device)))
+        found.append(Backend("torch-cuda", torch, xp, device, torch.cuda.get_device_name(device), default=False))
     return found
 
 
@@ -223,8 +245,9 @@ def _jax():
         platforms.setdefault(_jax_platform(device), device)
     found = []
     for platform, device in platforms.items():
-        kind = getattr(device, "device_kind", "")
-        found.append(Backend(f"jax-{platform}", jax, jnp, device, f"{device} {kind}".strip(), ("eager", "jit")))
+        label = f"{device} {getattr(device, 'device_kind', '')}".strip()
+        default = device == jax.devices()[0]
+        found.append(Backend(f"jax-{platform}", jax, jnp, device, label, ("eager", "jit"), default=default))
     return found
 
 
@@ -253,7 +276,8 @@ _FINDERS = {"numpy": _numpy, "array_api_strict": _strict, "dask": _dask, "torch"
 
 def unknown_names(names):
     """The names in ``names`` that are no backend (``jax-<platform>`` is one for any platform)."""
-    return [n for n in names if n not in ALL_NAMES and not (n.startswith("jax-") and len(n) > 4)]
+    known = (*ALL_NAMES, *LIBRARIES)
+    return [n for n in names if n not in known and not (n.startswith("jax-") and len(n) > 4)]
 
 
 def find_backends(names=None):
@@ -262,11 +286,13 @@ def find_backends(names=None):
     Parameters
     ----------
     names : list of str, optional
-        Backends asked for (:data:`ALL_NAMES`); ``None``: every one that can run here.
+        Backends asked for (:data:`ALL_NAMES`, or a library of :data:`LIBRARIES` for its
+        default device); ``None``: every one that can run here.
 
     Returns
     -------
     backends : list of Backend
+        In the order asked for (one per name).
     skipped : list of (name, reason)
         Not asked for by name and unable to run here.
     failed : list of (name, reason)
@@ -275,24 +301,25 @@ def find_backends(names=None):
     if names is not None:
         unknown = unknown_names(names)
         if unknown:
-            msg = f"unknown backend(s) {unknown}; choose from {', '.join(ALL_NAMES)}"
+            msg = f"unknown backend(s) {unknown}; choose from {', '.join((*ALL_NAMES, *LIBRARIES))}"
             raise ValueError(msg)
     wanted = list(ALL_NAMES) if names is None else list(dict.fromkeys(names))
-    backends, skipped, failed = [], [], []
+    skipped, failed = [], []
     found = {}
-    for family in dict.fromkeys(n.split("-")[0] for n in wanted):
+    for library in dict.fromkeys(n.split("-")[0] for n in wanted):
         try:
-            found.update({b.name: b for b in _FINDERS[family]()})
+            mine = _FINDERS[library]()
         except BackendUnavailableError as exc:
-            for name in (n for n in wanted if n.split("-")[0] == family):
+            for name in (n for n in wanted if n.split("-")[0] == library):
                 (skipped if names is None else failed).append((name, str(exc)))
             continue
-        for name in (n for n in wanted if n.split("-")[0] == family):
+        found.update({b.name: b for b in mine})
+        if library in wanted and library not in found:  # the library's name: its default device
+            found[library] = next(b for b in mine if b.default)
+        for name in (n for n in wanted if n.split("-")[0] == library):
             if name not in found:
-                reason = (
-                    f"{name}: no such device here (found {', '.join(sorted(k for k in found if k.startswith(family)))})"
-                )
-                (skipped if names is None else failed).append((name, reason))
+                have = ", ".join(b.name for b in mine)
+                (skipped if names is None else failed).append((name, f"{name}: no such device here (found {have})"))
     extra = [b for name, b in found.items() if names is None and name not in wanted]
     backends = [found[n] for n in wanted if n in found] + extra
     return backends, skipped, failed

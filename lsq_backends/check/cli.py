@@ -72,7 +72,7 @@ def versions(backends):
         except importlib.metadata.PackageNotFoundError:
             pass
     for backend in backends:
-        found.setdefault(backend.family, backend.version)
+        found.setdefault(backend.library, backend.version)
     return found
 
 
@@ -122,7 +122,7 @@ def run(args, out=print):
     out(f"python {platform.python_version()}, numpy {np.__version__}, lsq_backends {lsq_backends.__version__}\n")
     for b in backends:
         modes = " and ".join(b.modes)
-        out(f"- {b.name}: {b.device_name} ({b.family} {b.version}; {modes})")
+        out(f"- {b.name}: {b.device_name} ({b.library} {b.version}; {modes})")
     for name, reason in skipped:
         out(f"- {name}: skipped: {reason}")
     for name, reason in failed:
@@ -133,7 +133,7 @@ def run(args, out=print):
     rows, left_out = [], {}
     for backend in backends:
         chosen, left_out[backend.name] = cases(backend, problems, quick=args.quick)
-        timed = timer if not (args.quick and backend.family in SLOW) else None
+        timed = timer if not (args.quick and backend.library in SLOW) else None
         for mode, problem, method in chosen:
             rows.append(run_case(backend, mode, problem, method, timer=timed))
     out(table(rows))

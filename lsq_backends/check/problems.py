@@ -28,7 +28,7 @@ import numpy as np
 
 from .._solvers import RECORDS, record
 
-__all__ = ["SIZES", "Problem", "make_problems", "score"]
+__all__ = ["SIZES", "Problem", "design", "make_problems", "score", "threshold"]
 
 LSTSQ_METHODS = tuple(r.name for r in RECORDS)
 PATH_METHODS = tuple(r.name for r in RECORDS if r.path_route is not None)  # lsqr fits one alpha at a time
@@ -86,7 +86,9 @@ class Problem:
 
 
 def design(rng, shape, kappa, rank=None):
-    """``X = U diag(s) V^T``, ``s`` log-spaced from 1 to 1/kappa, zero past ``rank``."""
+    """``X = U diag(s) V^T`` of ``shape`` (``(..., m, n)``) with orthonormal ``U``, ``V`` drawn
+    from ``rng`` and singular values ``s`` log-spaced from 1 to ``1/kappa``, then zero past
+    ``rank``: the condition number of the rank kept is ``kappa``."""
     *batch, m, n = shape
     p = min(m, n)
     rank = p if rank is None else rank
@@ -177,8 +179,10 @@ def make_problems(*, quick, dtypes=("float64", "float32"), seed=0):
     return problems
 
 
-def threshold(method, dtype, kappa, eta, m, n):
-    """The pass threshold on the relative error of ``coef`` (see the module docstring)."""
+def threshold(method, dtype, kappa, m, n, eta=0.0):
+    """The pass threshold on the relative error of ``coef`` of ``method`` on an ``m x n``
+    problem in ``dtype`` with condition number ``kappa`` and residual term ``eta`` (see the
+    module docstring)."""
     eps = float(np.finfo(dtype).eps)
     c = 10.0 * np.sqrt(max(m, n, 1))
     backward = kappa + kappa**2 * eta
@@ -204,6 +208,6 @@ def score(problem, method, coef):
     errors = np.linalg.norm(coef2 - ref2, axis=-1) / np.maximum(np.linalg.norm(ref2, axis=-1), np.finfo(float).tiny)
     errors = np.where(np.isfinite(errors), errors, np.inf)
     m, n = problem.X.shape[-2:]
-    bounds = threshold(method, problem.dtype, problem.kappa, problem.eta, m, n)
+    bounds = threshold(method, problem.dtype, problem.kappa, m, n, problem.eta)
     worst = int(np.argmax(errors / bounds))
     return float(errors[worst]), float(np.broadcast_to(bounds, errors.shape)[worst])

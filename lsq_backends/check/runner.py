@@ -54,9 +54,9 @@ def quick_case(backend, mode, problem, method):
     """Whether ``--quick`` runs this case. All of them on most backends; a few on JAX, where
     each jitted case compiles (1-3 s on a CPU) and an eager call costs seconds, and on Dask,
     where a fit is ~0.3 s of graph work (lsqr: seconds). Those few are not timed."""
-    if backend.family not in SLOW:
+    if backend.library not in SLOW:
         return True
-    if backend.family == "jax" and mode == "eager":
+    if backend.library == "jax" and mode == "eager":
         return problem.dtype == "float64" and problem.name == "tall" and method == DEFAULT
     if problem.dtype == "float32":
         return problem.name == "tall" and method == DEFAULT
@@ -149,7 +149,7 @@ def _counted_call(backend, call):
             result = call()
         return result, str(reads), reads
     except Exception as exc:
-        if backend.family != "jax" or not _is_transfer_guard_error(exc):
+        if backend.library != "jax" or not _is_transfer_guard_error(exc):
             raise
         with count_host_reads(backend.name, guard=False) as reads:
             result = call()
@@ -161,7 +161,7 @@ def run_case(backend, mode, problem, method, *, timer=None):
     row = Row(backend.name, mode, problem.name, problem.shape, method, problem.dtype)
     start = time.perf_counter()
     try:
-        X, y = backend.put(problem.X), backend.put(problem.y)
+        X, y = backend.asarray(problem.X), backend.asarray(problem.y)
         # rcond cuts singular values, which the iterative methods have none of (they refuse
         # one): their rank deficient problems converge to the minimum-norm solution without it.
         options = {k: v for k, v in problem.options.items() if not record(method).iterative or k != "rcond"}
@@ -173,7 +173,7 @@ def run_case(backend, mode, problem, method, *, timer=None):
 
         else:
             fit = backend.fitter(lsq_backends.ridge, mode, ridge=True)
-            alpha = backend.put(problem.alpha) if problem.kind == "path" else float(problem.alpha)
+            alpha = backend.asarray(problem.alpha) if problem.kind == "path" else float(problem.alpha)
 
             def call():
                 return fit(X, y, alpha, method=method, **options)
@@ -182,7 +182,7 @@ def run_case(backend, mode, problem, method, *, timer=None):
         row.host_read_count = reads.count
         row.host_read_events = dict(collections.Counter(reads.events)) if reads.count is not None else None
         row.placement = check_placement(result, X)
-        coef = backend.get(result.coef)
+        coef = backend.to_numpy(result.coef)
         row.error, row.threshold = score(problem, method, coef)
         passed = row.error <= row.threshold and row.placement == "ok"
         if row.error > row.threshold:
