@@ -7,10 +7,10 @@ to a type checker and the docstrings say which shapes are meant.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
+from ._backend._compat import Array as Array
 from ._solvers import Method as Method  # the registry's names
 
-Array = Any
 CVMode = Literal["auto", "eigen", "svd"]
 CovType = Literal["nonrobust", "HC0", "HC1", "HC2", "HC3"]

@@ -363,6 +363,7 @@ def diagnostics(
     problem = prepare(v, keep_original=True, scale="per_target")
     _check_shapes(problem, fit_intercept)
     xp = problem.xp
+    assert problem.original is not None  # prepared with keep_original
     X0, Y0, root = problem.original
     m, n = X0.shape[-2:]
     dev, dtype = _compat.device(X0), X0.dtype

@@ -23,6 +23,7 @@ masked updates).
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import array_api_compat as _aac
 import numpy as _np
@@ -35,8 +36,15 @@ from ._products import cross, matmul
 from ._triangular import SMALL_STACK, batch_last, cho_solve, solve_triangular, triangular_inverse
 from ._vectors import column_norms, known_ones, multiply_add, nonzero_or_one, plain_namespace, select
 
+# An array of any array-API library, and the namespace of one: the standard has no common
+# static type for them, so both are Any to a type checker; docstrings give the shapes.
+Array = Any
+Namespace = Any
+
 __all__ = [
+    "Array",
     "Checks",
+    "Namespace",
     "align_rows",
     "arg_best",
     "array_namespace",

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import Any, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 from .._backend import _compat
+from .._backend._compat import Array, Checks, Namespace
 from .._solvers import METHODS, record
 from .._solvers.linalg._center import eliminate_intercept
 from .._solvers.linalg._gram_data import shifts
@@ -22,30 +24,30 @@ from .._solvers.linalg._shared import check_fraction
 from ._alpha import failure, validate_alpha
 from ._frames import from_pandas
 from ._kinds import check_kind, check_known_shape
-from ._scaling import flushed, gram_certificate, scale_problem
+from ._scaling import Scale, flushed, gram_certificate, scale_problem
 
 
 class Problem(NamedTuple):
     """A validated problem, centered and weighted, ready for a solver."""
 
-    xp: Any
-    X: Any  # (..., m', n) scaled by sqrt(sample_weight), intercept eliminated (m' = m - 1 for wide X;
+    xp: Namespace
+    X: Array  # (..., m', n) scaled by sqrt(sample_weight), intercept eliminated (m' = m - 1 for wide X;
     #   tall X keeps m rows, the first one zero: see _center.eliminate_intercept; m with eliminate=False)
-    Y: Any  # (..., m', k), same treatment
-    alpha: Any  # None (least squares) or array (kα,) with kα in {1, k}
-    x_offset: Any  # (..., 1, n) or None (with ``gram_center``: shifts near the means, see TallGram)
-    y_offset: Any  # (..., 1, k) or None
+    Y: Array  # (..., m', k), same treatment
+    alpha: Array | None  # None (least squares) or (kα,) with kα in {1, k}
+    x_offset: Array | None  # (..., 1, n) (with ``gram_center``: shifts near the means, see TallGram)
+    y_offset: Array | None  # (..., 1, k)
     y_was_vector: bool
-    offset_sq: Any  # (..., n) what centering removed from the squared column norms, or None
-    original: Any  # (X, Y, root): validated, uncentered, unweighted (root = sqrt(weights) or
-    # None), kept for ``refine`` only; else None (with a cast input it would hold a copy of X)
-    check: Any = None  # X's finiteness test deferred to the Gram matrix (``gram_check``), or None
-    checks: Any = None  # the value checks not yet read (``_compat.Checks``), with ``defer_checks``
-    scale: Any = None  # ``_scaling.Scale``: X, Y, sqrt(w) (and alpha) were divided by powers of two, or None
+    offset_sq: Array | None  # (..., n) what centering removed from the squared column norms
+    original: tuple[Array, Array, Array | None] | None  # (X, Y, root): validated, uncentered,
+    #   unweighted (root = sqrt(weights) or None), kept for ``refine`` only (a cast input: a copy of X)
+    check: Callable[[Array], None] | None = None  # X's finiteness test deferred to the Gram matrix
+    #   (``gram_check``), or the scale certificate (``_scaling.gram_certificate``): records, reads nothing
+    checks: Checks | None = None  # the value checks not yet read, with ``defer_checks``
+    scale: Scale | None = None  # X, Y, sqrt(w) (and alpha) were divided by powers of two
     gram_center: bool = False  # X and Y left uncentered and unweighted (``x_offset``, ``y_offset``
     #   shifts near their weighted means, ``root`` the weights): the Gram route centers on the n x n side
-    root: Any = None  # with ``gram_center``: sqrt(sample_weight) (..., m, 1), or None
-    #   (x_offset, y_offset their weighted means): the Gram route centers on the n x n side
+    root: Array | None = None  # with ``gram_center``: sqrt(sample_weight) (..., m, 1), or None
 
 
 def as_array(xp, a, name, dev, like=None):
@@ -220,13 +222,13 @@ class Validated(NamedTuple):
     """Inputs that passed the shape, dtype and device checks, cast to one float dtype; their
     value checks recorded in ``checks``, not yet read."""
 
-    xp: Any
-    X: Any  # (..., m, n)
-    Y: Any  # (..., m, k)
-    sample_weight: Any  # (m,) or (..., m), or None
-    alpha: Any  # validated alpha array, or None
+    xp: Namespace
+    X: Array  # (..., m, n)
+    Y: Array  # (..., m, k)
+    sample_weight: Array | None  # (m,) or (..., m)
+    alpha: Array | None  # validated alpha array
     y_was_vector: bool
-    checks: Any  # _compat.Checks
+    checks: Checks
     fit_intercept: bool = False
     check_finite: bool = True
     x_check_deferred: bool = False  # X's finiteness left to its Gram matrix (:func:`gram_check`)
@@ -237,7 +239,7 @@ class Penalty(NamedTuple):
     array, checked by ``_alpha.validate_alpha``), one per target or not, and the name errors
     call it by (``alphas`` for ``ridge_cv``)."""
 
-    alpha: Any
+    alpha: object  # a number, a list or an array: as the caller gave it
     per_target: bool = False
     name: str = "alpha"
 

@@ -276,6 +276,7 @@ def ridge_cv(
     undefined = _kfold.undefined_folds(pairs, scoring) if held_out else ()
     # Read with the other value checks, in one host read, before any factorization.
     checks = problem.checks
+    assert checks is not None  # prepared with defer_checks
     if not _compat.is_lazy(alphas) and not held_out:  # held-out folds take alpha = 0, as scikit-learn
         msg = "alphas must be positive for leave-one-out and GCV (held-out folds, cv=k, also take 0)"
         checks.add(xp.all(alphas > 0), failure(ValueError, msg))

@@ -9,23 +9,24 @@ and never compares method names. Records are static Python data: read while a fi
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from .._backend._compat import Array
+
+if TYPE_CHECKING:
+    from .linalg._factor import Factor
 
 
 class Solution(NamedTuple):
-    """What every method's ``solve`` returns, from every branch: the coefficients (..., n, k),
-    the rank (...,), and where the method has them, the singular values (``svd``), the
-    iteration counts (iterative methods), the residual sum of squares (the refined normal
-    equations), the ``_factor.Factor`` solved with (``factor=True``) and why each target
-    stopped (``lsmr``)."""
+    """What every method's ``solve`` returns, from every branch."""
 
-    coef: Any
-    rank: Any
-    s: Any = None
-    n_iter: Any = None
-    rss: Any = None
-    factor: Any = None
-    istop: Any = None
+    coef: Array  # (..., n, k)
+    rank: Array  # (...,) integer; -1 where an iterative method estimates none (least squares)
+    s: Array | None = None  # (..., min(m, n)) singular values: svd only
+    n_iter: Array | None = None  # (..., k) iterations: the iterative methods only
+    rss: Array | None = None  # (..., k) residual sum of squares: the refined normal equations
+    factor: Factor | None = None  # the factorization solved with, when asked (``factor=True``)
+    istop: Array | None = None  # (..., k) why each target stopped: lsmr only
 
 
 # A direct method's row of the capability table (``lsq_backends.capabilities``): every
