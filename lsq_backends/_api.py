@@ -1,4 +1,18 @@
-"""Public entry points: validate, center/weight, dispatch to a solver, assemble the result."""
+"""Public entry points: validate, center/weight, dispatch to a solver, assemble the result.
+
+``_fit``: one dense fit of ``lstsq`` or ``ridge``, step by step:
+
+1. prepare (``_input.prepare``): validate, with the value checks left pending; the scale
+   (powers of two); the weights and the intercept (or, on the Gram route, only the means);
+2. solve (``_solve``, or a ridge path's ``_path.fit_path``), which reads the pending checks
+   with its first route decision;
+3. finish: the intercept, rss and refinement (in ``_solve``), the scale undone, the shapes of
+   the caller's input.
+
+With ``by_gram``, X's scale is left to the Gram matrix's certificate where the method forms one
+(``_scaling.gram_certificate``). Where the certificate fails it raises ``Rescale``, and the fit
+starts again, with the ``max |X|`` passes.
+"""
 
 from __future__ import annotations
 
@@ -47,18 +61,9 @@ class Spec(NamedTuple):
 
 
 def _fit(X, y, sample_weight, alpha, spec, by_gram=True):
-    """One dense fit of ``lstsq`` or ``ridge``, step by step:
-
-    1. prepare (``_input.prepare``): validate, with the value checks left pending; the scale
-       (powers of two); the weights and the intercept (or, on the Gram route, only the means);
-    2. solve (:func:`_solve`, or a ridge path's ``_path.fit_path``), which reads the pending
-       checks with its first route decision;
-    3. finish: the intercept, rss and refinement (in :func:`_solve`), the scale undone, the
-       shapes of the caller's input.
-
-    ``by_gram``: X's scale is left to the Gram matrix's certificate where the method forms one
-    (``_scaling.gram_certificate``); where it fails, it raises ``Rescale`` and the fit starts
-    again here, with the ``max |X|`` passes."""
+    """One dense fit of ``lstsq`` or ``ridge``: prepare, solve (:func:`_solve` or ``_path.fit_path``), finish
+    (module docstring: ``_fit``). ``by_gram``: X's scale is left to the Gram matrix's certificate; where that
+    fails (``Rescale``) the fit starts again here, with the ``max |X|`` passes."""
     rec = record(spec.method)
     defer = rec.forms_gram and not spec.path  # a path factors its own way (``_path``)
     try:

@@ -254,11 +254,10 @@ def _solve(xp, A, Y, w, alpha, method, fit_intercept, options, big=None):
 
 
 def _scaled(xp, A, Y, alpha, options, big, root):
-    """The problem at unit scale, as ``_scaling`` puts dense X (powers of two, chosen on the
-    device, mapped back exactly): the map ``A 2**-kx`` (``kx`` from X's largest entry times the
-    largest weight's root; 0 for an operator, whose entries are unknown), ``Y 2**-ky`` (per
-    target), ``alpha 2**-2kx`` and a warm start ``x0 2**(kx - ky)``. Returns ``(map, Y, alpha,
-    options, (coef factor, rss factor))``: coef = coef' 2**(ky - kx), rss = rss' 2**(2 ky)."""
+    """The problem at unit scale, as ``_scaling`` puts dense X (powers of two, chosen on the device, mapped back
+    exactly). ``kx`` comes from X's largest entry times the largest weight's root (0 for an operator: its entries
+    are unknown). Scaled: the map ``A 2**-kx``, ``Y 2**-ky`` (per target), ``alpha 2**-2kx``, a start ``x0 2**(kx - ky)``.
+    Returns ``(map, Y, alpha, options, (coef factor, rss factor))``: coef = coef' 2**(ky - kx), rss = rss' 2**(2 ky)."""
     ly = log2_abs(xp, xp.maximum(xp.max(Y, axis=0), -xp.min(Y, axis=0)))  # (k,): max |Y|, no |Y| temporary
     lx = xp.zeros_like(ly[:1]) if big is None else xp.reshape(log2_abs(xp, big), (1,))
     if big is not None and root is not None:

@@ -9,10 +9,10 @@ corrections with the QR factors of X in working precision::
 Unlike plain refinement of w alone, this converges at rate ~ eps * cond(X) even for large
 residuals, where the error of QR itself carries an eps * cond(X)**2 * ||r|| term. The
 extended-precision sums are built from standard operations only (Veltkamp's splitting for exact
-products, a pairwise TwoSum tree for sums), so they run, and trace, on every backend. Cost: one
-QR of X plus O(mnk) per step, with temporaries of about 8 m n k + 5 m n elements (the partial
+products, a pairwise TwoSum tree for sums). So they run, and trace, on every backend. Cost: one
+QR of X plus O(mnk) per step, with temporaries of about 8 m n k + 5 m n elements. (The partial
 products, 4 m n k, and the first level of their sum, 4 m n k, written in place on NumPy; X's
-halves and Q): meant for the small and hard problems (NIST's Wampler, Filip), not for
+halves and Q.) It is meant for the small and hard problems (NIST's Wampler, Filip), not for
 10^5 x 10^3 designs. Measured with tracemalloc on NumPy at m = 2000, n = 20
 (``pytest -s tests/test_refine_memory.py``): a peak of 12.2 m n at k = 1 and 37.7 m n at
 k = 4, where four separate products, their negated copies and one concatenation took 21.7 m n
@@ -20,6 +20,20 @@ and 84.3 m n.
 
 Applies to full-rank tall problems (m >= n); elsewhere the input solution is returned
 unchanged (selected with ``where``, so it traces under ``jax.jit``).
+
+``_split``: ``t = x * 2**s + x`` rather than ``x * (2**s + 1)``. The multiplication is by a power
+of two (exact). So a compiler that contracts multiply-adds into FMAs cannot change any rounding
+here (XLA on CPU does, inside fusions).
+
+``_dd_sum``: ``x`` is a temporary the caller made and no longer needs. On NumPy each level's
+TwoSum writes its error terms into the halves of the level's input (``_compat.update_fresh``).
+So the first level allocates two half-size arrays beside ``x``. The roundings are those of the
+out-of-place formula, ``e = (a - (s - bb)) + (b - bb)``, with signs flipped exactly.
+
+``_products``: each half of X against each half of B, by one broadcast product of stacks. The
+stacks are laid out so that the product is the result as it is: no list of four products, no
+concatenated copy. (A permuted stack made NumPy's product follow its layout, and the reshape
+then copied it.)
 """
 
 from __future__ import annotations
@@ -29,12 +43,8 @@ from ._backend._compat import matmul, mT
 
 
 def _split(xp, x):
-    """x = hi + lo exactly, each with at most half the significand (Veltkamp).
-
-    ``t = x * 2**s + x`` rather than ``x * (2**s + 1)``: the multiplication is by a power of two
-    (exact), so a compiler that contracts multiply-adds into FMAs (XLA on CPU does, inside
-    fusions) cannot change any rounding here.
-    """
+    """x = hi + lo exactly, each with at most half the significand (Veltkamp). The constant multiplies
+    by a power of two, so FMA contraction changes no rounding (module docstring: ``_split``)."""
     s = 134217728.0 if xp.finfo(x.dtype).eps < 1e-10 else 4096.0  # 2**27 (f64), 2**12 (f32)
     t = x * s + x
     hi = t - (t - x)
@@ -42,14 +52,9 @@ def _split(xp, x):
 
 
 def _dd_sum(xp, x, axis):
-    """Sum along ``axis`` (-1, -2 or -3) to about twice the working precision: a pairwise tree
-    of TwoSums whose rounding errors are carried along. Returns the sum as an unevaluated pair
-    ``(hi, lo)``, the axis kept with length 1.
-
-    ``x`` is a temporary the caller made and no longer needs: on NumPy each level's TwoSum
-    writes its error terms into the halves of the level's input (``_compat.update_fresh``), so
-    the first level allocates two half-size arrays beside ``x`` (the same roundings as the
-    out-of-place formula, ``e = (a - (s - bb)) + (b - bb)``, with signs flipped exactly)."""
+    """Sum along ``axis`` (-1, -2 or -3) to about twice the working precision: a pairwise tree of TwoSums
+    whose rounding errors are carried along. Returns an unevaluated pair ``(hi, lo)``, the axis kept (length 1).
+    ``x``: a temporary the caller no longer needs; NumPy writes into it (module docstring: ``_dd_sum``)."""
     rest = (slice(None),) * (-axis - 1)
 
     def halves(a):
@@ -77,13 +82,10 @@ def _dd_sum(xp, x, axis):
 
 
 def _products(xp, halves, B, rows):
-    """The four exact partial products of X (``halves``: its two, from :func:`_split`) and B
-    (..., p, k), as ONE temporary for :func:`_dd_sum`: the terms of the sum over j of
-    ``X_ij B_jt`` (``rows=False``: (..., m, 4n, k), X W) or over i of ``X_ij B_it``
-    (``rows=True``: (..., 4m, n, k), X^T R), each half of X against each half of B, by one
-    broadcast product of stacks laid out so that the product is the result as it is (no list
-    of four products, no concatenated copy; a permuted stack made NumPy's product follow its
-    layout, and the reshape then copied it)."""
+    """The four exact partial products of X (``halves``: its two, from :func:`_split`) and B (..., p, k), as ONE
+    temporary for :func:`_dd_sum`. They are the terms of the sum over j of ``X_ij B_jt`` (``rows=False``:
+    (..., m, 4n, k), X W) or over i of ``X_ij B_it`` (``rows=True``: (..., 4m, n, k), X^T R). One broadcast
+    product, no copy (module docstring: ``_products``)."""
     m, n = halves[0].shape[-2:]
     Bs = xp.stack(_split(xp, B), axis=-3)  # (..., 2, p, k)
     if rows:  # (..., 2, 2, m, n, k): [a, b, i, j, t] = X_a[i, j] B_b[i, t]

@@ -15,6 +15,14 @@ variance comes out as ``sigma**2 (1/S + ||xbar R^{-1}||**2)``, and the sandwich 
 the orthonormal basis ``Q_a = A R_a^{-1} = [sqrt(w)/sqrt(S), Xc R^{-1}]`` built from the
 centered data (``Xc = sqrt(W)(X - xbar)``), which avoids the cancellation an explicit column of
 ones next to large, offset columns (Longley, Wampler) would cause, and needs no second QR.
+
+``_inverse_factor``: whether R has full rank is decided scale-free. The test takes the singular
+values of R with its columns scaled to the norms they had before centering (as the lstsq rank
+tests do). So units do not matter, and a column that centering reduced to rounding noise (a
+constant column next to an intercept) counts as dependent. At full rank it takes the triangular
+inverse, accurate on graded R such as Filip's powers. Otherwise it takes the pseudo-inverse of
+R as :func:`lsq_backends.lstsq` does (its SVD with lstsq's cutoff). That gives the minimum-norm
+coefficients of lstsq, scikit-learn and ``numpy.linalg.pinv``, and the rank lstsq reports.
 """
 
 from __future__ import annotations
@@ -181,17 +189,9 @@ def _no_dof_warning(xp, df_resid, m, p):
 
 
 def _inverse_factor(xp, R, Z, offset_sq, m, n):
-    """``R^{-1}`` (or a pseudo-inverse when R is numerically singular), the coefficients
-    ``R^{-1} Z`` and the rank of R.
-
-    Whether R has full rank is decided scale-free, on the singular values of R with columns
-    scaled to the norms they had before centering (as the lstsq rank tests): units do not
-    matter, and a column that centering reduced to rounding noise (a constant column next to
-    an intercept) counts as dependent. Full rank: the triangular inverse (accurate on graded R
-    such as Filip's powers). Otherwise the pseudo-inverse of R as :func:`lsq_backends.lstsq`
-    takes it (its SVD with lstsq's cutoff): the minimum-norm coefficients of lstsq,
-    scikit-learn and ``numpy.linalg.pinv``, and the rank lstsq reports.
-    """
+    """``R^{-1}`` (or a pseudo-inverse when R is numerically singular), the coefficients ``R^{-1} Z`` and the
+    rank of R. The rank is decided scale-free; full rank takes the triangular inverse, else lstsq's SVD with
+    its cutoff (module docstring: ``_inverse_factor``)."""
     if n == 0:  # the intercept-only model: nothing to factor
         return R, Z[..., :0, :], full_int(xp, tuple(R.shape[:-2]), 0, R)
     colsq = xp.sum(R * R, axis=-2)

@@ -14,24 +14,23 @@ are plain array operations and are differentiated as they are), with ``r = Y - X
 SVD, a path's or the Gram matrix's eigendecomposition), never a new one. With ``alpha > 0``,
 ``N = 0`` and this is the exact derivative. With ``alpha = 0`` it is the derivative of the
 pseudo-inverse solution ``X^+ Y`` (Golub and Pereyra, 1973) wherever the numerical rank is
-locally constant; it never divides by a dropped singular value, so it is finite everywhere,
+locally constant. It never divides by a dropped singular value, so it is finite everywhere,
 X = 0 included. Wide X (m < n) takes the same rule in the row space, from the m x m factor of
 ``X X^T + alpha I`` the wide fit has (``_rule``).
 
 Directions that change the rank: with ``X = U S V^T`` (rank r, ``U_0``, ``V_0`` the
-complements), the rule ignores the block ``U_0^T dX V_0`` of a direction (the only part that
-moves a zero singular value away from zero) and returns the derivative along the rest, the
-derivative of the solution on the manifold of rank-r matrices (as if the dropped singular
-values were held at zero). The true solution jumps there, by ``1/t`` of a singular value ``t``
-that leaves zero: no derivative exists. At X = 0 (rank 0) every direction changes the rank, and
-the rule returns ``dw = 0``.
+complements), the rule ignores the block ``U_0^T dX V_0`` of a direction. That block is the
+only part that moves a zero singular value away from zero. The rule returns the derivative
+along the rest: the derivative of the solution on the manifold of rank-r matrices (as if the
+dropped singular values were held at zero). The true solution jumps there, by ``1/t`` of a
+singular value ``t`` that leaves zero: no derivative exists. At X = 0 (rank 0) every direction
+changes the rank, and the rule returns ``dw = 0``.
 
 The rule itself is ``_rule`` (array API). JAX: a ``jax.custom_jvp`` (``jvp``, ``grad``,
 ``jacfwd``, ``jacrev``, ``vmap`` and ``jit`` compose). PyTorch: ``_torch_autograd``. LSQR has no
-factor: ``K`` is applied by the same iteration, implicitly, never by unrolling (one penalty:
-two LSQR solves, ``X_a^+ (X_a^+)^T`` with ``X_a = [X; sqrt(alpha) I]``; one per target:
-:func:`lsqr_factor`); under JAX inside ``lax.custom_linear_solve``, so that reverse mode
-transposes it as the symmetric solve it is.
+factor: ``K`` is applied by the same iteration, implicitly, never by unrolling (``lsqr_factor``
+and ``_per_target`` below). Under JAX it runs inside ``lax.custom_linear_solve``, so that reverse
+mode transposes it as the symmetric solve it is.
 
 Where the rule applies: every method, tall or wide X, one penalty or none, one per target,
 a penalty path (``ridge`` with a 1-D alpha: every penalty from the path's one factorization),
@@ -40,6 +39,18 @@ at the unrefined fit, whose factor it has (the refinement steps run on detached 
 are not differentiated; ``pass_through``). Not here: ``ridge_cv`` (its scores are exact in
 ``alphas`` through its own steps, its coefficients not), ``diagnostics``, the accumulators
 and ``nnls``, differentiated through their own steps.
+
+``lsqr_factor``: with one penalty or none, ``K g = X_a^+ (X_a^+)^T g`` (two LSQR solves, on
+``X_a^T`` and on ``X_a``) with ``X_a = [X; sqrt(alpha) I]``. That is ``(X^T X + alpha I)^+`` for
+every ``alpha >= 0``, and ``N v = v - K X_a^T X_a v``. JAX passes ``symmetric_solve(matvec,
+solve)`` (``lax.custom_linear_solve``), which makes ``K`` transposable.
+
+``_per_target``: a penalty per target (column j of a (..., n, k) block gets ``alpha_j``) uses
+LSQR's own per-column damping. It needs no copy of X per target. ``q`` is the damped solution of
+``X^T q = g``, ``q = (X X^T + alpha I)^+ X g``. Where ``alpha_j > 0``, ``K g = (g - X^T q) /
+alpha_j``, as ``(X^T X + alpha I) (g - X^T q) = alpha g``. Where ``alpha_j = 0``, ``K g = X^+ q``:
+a second LSQR solve, on those columns only (the others start converged). ``N`` is zero where
+``alpha_j > 0``.
 """
 
 from __future__ import annotations
@@ -57,12 +68,9 @@ from ._rule import linearize, penalty, singular_tangent, tangent
 
 
 def lsqr_factor(xp, X, alpha, options, symmetric_solve=None):
-    """LSQR's ``K`` and ``N`` as operators (``_factor.Operators``), at the fit's tolerances.
-    One penalty or none: ``K g = X_a^+ (X_a^+)^T g`` (two LSQR solves, on ``X_a^T`` and on
-    ``X_a``) with ``X_a = [X; sqrt(alpha) I]``, which is ``(X^T X + alpha I)^+`` for every
-    ``alpha >= 0``; ``N v = v - K X_a^T X_a v``. One penalty per target: :func:`_per_target`.
-    JAX passes ``symmetric_solve(matvec, solve)`` (``lax.custom_linear_solve``): a
-    transposable ``K``."""
+    """LSQR's ``K`` and ``N`` as operators (``_factor.Operators``), at the fit's tolerances: ``K`` as two
+    LSQR solves (one penalty or none), or :func:`_per_target` (one per target). JAX passes
+    ``symmetric_solve(matvec, solve)``, a transposable ``K`` (module docstring: ``lsqr_factor``)."""
     lsqr = record("lsqr").solve
     n = X.shape[-1]
     if alpha is not None and alpha.shape[0] > 1:
@@ -89,12 +97,9 @@ def lsqr_factor(xp, X, alpha, options, symmetric_solve=None):
 
 
 def _per_target(xp, X, alpha, options, symmetric_solve):
-    """LSQR's operators with a penalty per target (column j of a (..., n, k) block gets
-    ``alpha_j``), by LSQR's own per-column damping, with no copy of X per target: ``q`` the
-    damped solution of ``X^T q = g``, ``q = (X X^T + alpha I)^+ X g``; then, where
-    ``alpha_j > 0``, ``K g = (g - X^T q) / alpha_j`` (as ``(X^T X + alpha I) (g - X^T q) =
-    alpha g``), and where ``alpha_j = 0``, ``K g = X^+ q`` (a second LSQR solve, on those
-    columns only: the others start converged). ``N`` is zero where ``alpha_j > 0``."""
+    """LSQR's operators with a penalty per target (column j of a (..., n, k) block gets ``alpha_j``),
+    by LSQR's own per-column damping, with no copy of X per target. ``N`` is zero where ``alpha_j > 0``
+    (module docstring: ``_per_target``)."""
     lsqr = record("lsqr").solve
     nd = X.ndim  # the blocks (..., n, k) have X's rank: alpha (k,) as (1, ..., 1, k)
     a = _compat.as_rank(xp, alpha, nd)

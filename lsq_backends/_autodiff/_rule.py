@@ -18,6 +18,13 @@ the terms before). Only m x m operators and products with X: never an n x n matr
 
 Stacks: ``K``/``M`` may be a stack per target (..., k, p, p), or an operator (a callable: LSQR's
 iteration, or a penalty path's spectral factor, with the solution's leading penalty axis).
+
+``_solve``: one step of the corrected seminormal equations (Björck): ``x = K v``, then
+``x + K (v - (X^T X + alpha I) x)``. A factor's ``K`` applied to ``X^T v`` errs like
+eps * cond(X)**2 (the normal equations' error). The step brings it to the eps * cond(X) of the
+QR or SVD factor it came from, for two more products with X. Not for LSQR's ``K``: each
+application is two LSQR solves, and it is accurate to its tolerance anyway. The step is
+symmetric in ``v``: ``2 K v - K G K v``.
 """
 
 from __future__ import annotations
@@ -92,12 +99,8 @@ def _gram_times(xp, X, alpha, x, rows=False):
 
 
 def _solve(xp, lin, v):
-    """``K v`` (wide: ``M v``), refined by one step where ``lin.corrected`` (corrected
-    seminormal equations, Bjorck): ``x = K v``, then ``x + K (v - (X^T X + alpha I) x)``. A
-    factor's ``K`` applied to ``X^T v`` errs like eps * cond(X)**2 (the normal equations'); the
-    step brings it to the eps * cond(X) of the QR or SVD factor it came from, for two more
-    products with X. Not for LSQR's ``K`` (each application is two LSQR solves; it is accurate
-    to its tolerance anyway). Symmetric in ``v``: ``2 K v - K G K v``."""
+    """``K v`` (wide: ``M v``), refined by one step of the corrected seminormal equations where
+    ``lin.corrected``: error eps * cond(X), not eps * cond(X)**2 (module docstring: ``_solve``)."""
     x = apply(xp, lin.K, v)
     if lin.corrected:
         x = x + apply(xp, lin.K, v - _gram_times(xp, lin.X, lin.alpha, x, lin.wide))

@@ -1,23 +1,63 @@
 """The layer that knows about individual array libraries: solvers call only this module.
 
 Every solver is written against the Python array API standard. The standard lacks a few things a
-least-squares library needs (a triangular solve, a value-dependent branch that survives
-``jax.jit``, full-precision matrix products on GPUs), and some libraries deviate from it. Each
-branch below names the quirk it handles; every function ends in a standard fallback so that any
+least-squares library needs: a triangular solve, a value-dependent branch that survives
+``jax.jit``, full-precision matrix products on GPUs. And some libraries deviate from it. Each
+branch below names the quirk it handles. Every function ends in a standard fallback, so that any
 other array-API library works, only more slowly.
 
-Nothing here imports JAX, PyTorch, CuPy or Dask at module level: a branch is taken only when the
-caller's arrays already come from that library, so the library is already imported.
+Nothing here imports JAX, PyTorch, CuPy or Dask at module level. A branch is taken only when
+the caller's arrays come from that library, so the library is already imported.
 
-Private helpers belong to this layer and are reached through it: :mod:`._control`
-(``branch``, ``loop``, ``jit``: branches and loops that survive tracing, and the value checks
-read with them), :mod:`._factorizations` (Cholesky, QR, SVD, eigh: each library's failure
-modes and its cheaper routes), :mod:`._triangular` (triangular solves and inverses, which the
-standard lacks), :mod:`._dask_blocks` (the NumPy code that runs inside Dask tasks) and
-:mod:`._precision` (full float32 products on PyTorch and CuPy, whatever the process-wide
-settings), through :mod:`._products`, :mod:`._devices` (constants made on the device, the
-input's device entered on CuPy) and :mod:`._vectors` (the Krylov solvers' column norms and
-masked updates).
+Private helpers belong to this layer and are reached through it:
+
+- :mod:`._control`: ``branch``, ``loop``, ``jit``: branches and loops that survive tracing, and
+  the value checks read with them;
+- :mod:`._factorizations`: Cholesky, QR, SVD, eigh: each library's failure modes and its cheaper
+  routes;
+- :mod:`._triangular`: triangular solves and inverses, which the standard lacks;
+- :mod:`._dask_blocks`: the NumPy code that runs inside Dask tasks;
+- :mod:`._precision`: full float32 products on PyTorch and CuPy, whatever the process-wide
+  settings, reached through :mod:`._products`;
+- :mod:`._devices`: constants made on the device, the input's device entered on CuPy;
+- :mod:`._vectors`: the Krylov solvers' column norms and masked updates.
+
+The quirks of the functions below (the figures behind them are in the design notes):
+
+``compiled``: eager JAX dispatches each operation on its own. It traces and compiles each
+``lax.cond`` or ``while_loop`` outside ``jit`` anew on every call. Public entry points called on
+concrete JAX arrays run as one compiled call instead. It is compiled once per static
+configuration and input shape (JAX's own cache).
+
+``branches_share_memory``: XLA reserves the temporaries of both branches of a ``conditional``,
+taken or not. So a fallback that needs a copy of X costs that memory in every fit, run or not
+(design notes). Such a fallback is a QR of X, which on sharded X also gathers all of X onto
+every device. The sharding of X is not visible while tracing, and the copy is X-sized on one
+device too. So the answer depends on the library alone.
+
+``finite_test``: NaN and infinity propagate through a sum. The other libraries multiply by a
+vector of ones. On NumPy a sum over the rows does better: one read, a result of one row (design
+notes).
+
+``arg_best``: Dask's argmin and argmax graphs hold ``dask.array.chunk.argmin``/``argmax``. These
+name themselves ``numpy.argmin``/``argmax`` without being them, so plain pickle refuses the
+result and every fitted estimator holding it. On Dask: one block along the axis, NumPy's
+function on it.
+
+``normal_products``: on NumPy each product is a separate pass over X from memory. For narrow X
+(n <= 64) the cross-product X^T Y is nearly all memory traffic (design notes). Both are formed
+block by block over the rows, so the second product reads each block from cache. Elsewhere:
+two products (XLA fuses; GPUs are not memory-bound the same way).
+
+``update_fresh`` (and ``minus_fresh``, ``sum_of_squares``, ``zero_first_row``): NumPy evaluates
+eagerly and fuses nothing. So each step of a chain on an X-sized array allocates another
+X-sized array; writing into a temporary the caller made keeps one. ``zero_first_row`` writes
+the row in place where a ``where`` would allocate. Other libraries get the standard
+out-of-place operation: in-place writes break ``jax.jit``, and XLA fuses the chain (and the
+select into its producer) anyway.
+
+``diagonal``: NumPy returns a strided view. Elementwise work on it over a stack of small
+matrices is slower than on a copy, copy included (design notes).
 """
 
 from __future__ import annotations
@@ -133,8 +173,8 @@ def device(x):
 
 
 def plain_numpy(*arrays) -> bool:
-    """True when every argument is None or a plain NumPy array (no subclass): such inputs
-    are neither JAX nor PyTorch arrays, need no conversion, and live on the CPU. (A loop, not
+    """True when every argument is None or a plain NumPy array (no subclass). Such inputs are
+    neither JAX nor PyTorch arrays, need no conversion, and live on the CPU. (A loop, not
     ``all`` over a generator: called several times per fit, on the small-fit route.)"""
     for a in arrays:
         if a is not None and type(a) is not _np.ndarray:
@@ -157,8 +197,8 @@ def is_host_array(a) -> bool:
 
 
 def free_to_read(xp) -> bool:
-    """Values of ``xp``'s arrays are read at no cost (NumPy: eager, in host memory), so code may
-    read them as it goes and skip the work they show to be needless."""
+    """Values of ``xp``'s arrays are read at no cost (NumPy: eager, in host memory). So code may
+    read them as it goes, and skip the work they show to be needless."""
     return _aac.is_numpy_namespace(xp)
 
 
@@ -180,8 +220,8 @@ def flushes_subnormals(xp) -> bool:
 
 
 def host_blas(xp, X) -> bool:
-    """2-D NumPy ``X``: SciPy's BLAS and LAPACK take it as it is, and each product is a pass
-    over X from memory (row blocks that stay in cache pay)."""
+    """2-D NumPy ``X``: SciPy's BLAS and LAPACK take it as it is. Each product is a pass over X
+    from memory, so row blocks that stay in cache pay."""
     return _aac.is_numpy_namespace(xp) and X.ndim == 2
 
 
@@ -195,12 +235,9 @@ def is_torch_sparse(X) -> bool:
 
 
 def finite_test(xp, a):
-    """A 0-d boolean array, True where ``a`` (..., m, k) or (m,) holds no NaN or infinity, or
-    where huge finite values overflow the test (then only an exact test can tell): one pass
-    over ``a``, no boolean temporary of its size.
-
-    Quirk: on NumPy a sum over the rows (one read, a result of one row) beats the product with
-    a vector of ones that the other libraries get (design notes)."""
+    """A 0-d boolean array, True where ``a`` (..., m, k) or (m,) holds no NaN or infinity. False can also
+    mean huge finite values overflowed the test: only an exact test can tell. One pass over ``a``, no
+    boolean temporary of its size (NumPy: a sum over the rows; module docstring)."""
     if _aac.is_numpy_namespace(xp):
         flat = a.reshape(-1, a.shape[-1]) if a.ndim > 1 else a.reshape(-1, 1)
         return _np.isfinite(flat.sum(axis=0)).all()
@@ -237,13 +274,8 @@ _COMPILED: dict = {}
 
 
 def compiled(fn, static_argnames):
-    """``jax.jit(fn, static_argnames=...)``, made once per function.
-
-    Quirk: eager JAX dispatches each operation on its own, and each ``lax.cond`` or
-    ``while_loop`` outside ``jit`` is traced and compiled anew on every call (design notes).
-    Public entry points called on
-    concrete JAX arrays run as one compiled call instead, compiled once per static
-    configuration and input shape (JAX's own cache)."""
+    """``jax.jit(fn, static_argnames=...)``, made once per function: what an entry point called on
+    concrete JAX arrays runs, one compiled call (module docstring)."""
     if fn not in _COMPILED:
         import jax
 
@@ -254,14 +286,7 @@ def compiled(fn, static_argnames):
 def branches_share_memory(xp) -> bool:
     """True where both branches of a value-dependent :func:`branch` are compiled into one program
     whose memory holds the buffers of each: JAX (``lax.cond``; public entry points always run
-    compiled, see :func:`compiled`).
-
-    Quirk: XLA reserves the temporaries of both branches of a ``conditional``, taken or not. A
-    fallback that needs a copy of X (a QR of X; on sharded X also the all-gather of X onto every
-    device) costs that memory on every fit: a jitted ``normal`` fit of X 400000 x 50 float64
-    sharded by rows over 4 devices reserved 362 MB a device (9x its 40 MB shard) for a QR
-    fallback it never ran. The sharding of X is not visible while tracing, and the copy is
-    X-sized on one device too, so this depends on the library alone."""
+    compiled, see :func:`compiled`). A fallback that copies X then costs memory in every fit (module docstring)."""
     return _aac.is_jax_namespace(xp)
 
 
@@ -285,7 +310,7 @@ def align_rows(xp, a, like):
     if _aac.is_dask_namespace(xp):
         # Quirk: a new (m, 1) array (ones, arange) or the caller's y and weights may be chunked
         # unlike X; combining them made Dask split and re-merge X's chunks (a copy of X in
-        # every pass, a third of a fit's time at 2e6 x 20). Rechunk the thin one instead.
+        # every pass, design notes). Rechunk the thin one instead.
         return a.rechunk({a.ndim - 2: like.chunks[-2]})
     return a
 
@@ -294,7 +319,7 @@ def take_rows(xp, a, idx):
     """Rows ``idx`` (a NumPy integer array, e.g. a cross-validation fold) of ``a`` (..., m, c).
 
     Quirk: Dask takes NumPy indices as they are (a Dask index array would make the selection
-    lazy in its shape); every other library needs them as its own array on ``a``'s device."""
+    lazy in its shape). Every other library needs them as its own array on ``a``'s device."""
     if not _aac.is_dask_namespace(xp):
         idx = xp.asarray(idx, device=device(a))
     return xp.take(a, idx, axis=-2)
@@ -302,11 +327,8 @@ def take_rows(xp, a, idx):
 
 def arg_best(xp, x, axis, largest=False):
     """Index of the first minimum (with ``largest``, maximum) along ``axis`` of a small array
-    (penalties by targets, an active set's candidates).
-
-    Quirk: Dask's argmin and argmax graphs hold ``dask.array.chunk.argmin``/``argmax``, which
-    name themselves ``numpy.argmin``/``argmax`` without being them, so plain pickle refuses
-    the result and every fitted estimator holding it. One block along the axis, NumPy's on it."""
+    (penalties by targets, an active set's candidates). On Dask a graph that plain pickle takes
+    (module docstring)."""
     if _aac.is_dask_namespace(xp):
         ax = axis % x.ndim
         kernel = functools.partial(numpy_arg_best, axis=ax, largest=largest)
@@ -375,7 +397,7 @@ def float64_for(xp, dev):
 
 def reduce_sum(xp, a, axis=None, keepdims=False):
     """``xp.sum`` of a float array. Quirk: NumPy's ``sum`` (and the namespace's wrapper around
-    it) costs more than the reduction on the small arrays of a small fit; the method does not
+    it) costs more than the reduction on a small fit's small arrays. The method does not
     (design notes)."""
     if _aac.is_numpy_namespace(xp):
         return a.sum(axis=axis, keepdims=keepdims)
@@ -442,11 +464,7 @@ def positive_or_one(xp, a):
 
 
 def diagonal(xp, a):
-    """Diagonal of a stack of square matrices, shape (..., p).
-
-    Quirk: NumPy returns a strided view, and elementwise work on it over a stack of small
-    matrices is slower than on a copy, copy included (design notes).
-    """
+    """Diagonal of a stack of square matrices, shape (..., p): a copy on a NumPy stack (module docstring)."""
     if _aac.is_numpy_namespace(xp):
         d = a.diagonal(axis1=-2, axis2=-1)  # a read-only view, as xp.linalg.diagonal's
         return d.copy() if a.ndim > 2 else d
@@ -460,14 +478,8 @@ GRAM_BLOCK_MAX_COLUMNS = 64
 
 
 def normal_products(xp, X, Y):
-    """``(X^T X, X^T Y)`` for tall X.
-
-    Quirk: on NumPy each product is a separate pass over X from memory; for narrow X
-    (n <= 64) the cross-product X^T Y is nearly all memory traffic (design notes). Both are
-    formed block by block over the rows,
-    so the second product reads each block from cache. Elsewhere: two products (XLA fuses,
-    GPUs are not memory-bound the same way).
-    """
+    """``(X^T X, X^T Y)`` for tall X. NumPy (2-D X, n <= 64): both formed block by block over the rows,
+    the second product reading each block from cache (module docstring). Elsewhere two products."""
     m, n = X.shape[-2:]
     rows = max(GRAM_BLOCK_ELEMENTS // max(n, 1), 1)
     if _aac.is_numpy_namespace(xp) and X.ndim == 2 and n <= GRAM_BLOCK_MAX_COLUMNS and m >= 4 * rows:
@@ -483,23 +495,18 @@ def normal_products(xp, X, Y):
 
 
 def update_fresh(xp, a, op, b):
-    """``op(a, b)`` (``op`` a standard elementwise function name, e.g. "subtract"), where ``a``
-    is (a view of) a temporary the caller made and holds no other reference to.
-
-    Quirk: NumPy evaluates eagerly and fuses nothing, so each step of a chain on an X-sized
-    array allocates another X-sized array; writing into the temporary keeps one. Other
-    libraries get the standard out-of-place operation (in-place writes break ``jax.jit``,
-    and XLA fuses the chain anyway).
-    """
+    """``op(a, b)``, ``op`` a standard elementwise function's name (e.g. "subtract"). ``a`` is (a view
+    of) a temporary the caller made and holds no other reference to: NumPy writes the result into
+    it, other libraries operate out of place (module docstring)."""
     if _aac.is_numpy_namespace(xp) and getattr(a, "flags", None) is not None and a.flags.writeable:
         return getattr(xp, op)(a, b, out=a)
     return getattr(xp, op)(a, b)
 
 
 def minus_fresh(xp, b, a):
-    """``b - a``, where ``a`` is a temporary the caller made (a product ``X @ W``: the residual
-    ``Y - X @ W``), as :func:`update_fresh`: written into ``a`` on NumPy where the shapes
-    allow (an X-sized temporary fewer)."""
+    """``b - a``, where ``a`` is a temporary the caller made: a product ``X @ W``, for the residual
+    ``Y - X @ W``. As :func:`update_fresh`, NumPy writes it into ``a`` where the shapes allow (an
+    X-sized temporary fewer)."""
     if (
         _aac.is_numpy_namespace(xp) and getattr(a, "flags", None) is not None and a.flags.writeable
         and tuple(_np.broadcast_shapes(b.shape, a.shape)) == tuple(a.shape)
@@ -515,11 +522,9 @@ def sum_of_squares(xp, a, axis):
 
 
 def zero_first_row(xp, a, first):
-    """``a`` (..., m, k) with its first row set to zero; ``first`` (m, 1) is True on that row
-    only, and ``a`` a temporary the caller made (as for :func:`update_fresh`).
-
-    Quirk: on NumPy a ``where`` would allocate another X-sized array; the row is written in
-    place. Other libraries select (XLA fuses it into the producer)."""
+    """``a`` (..., m, k) with its first row set to zero; ``first`` (m, 1) is True on that row only.
+    ``a`` is a temporary the caller made: NumPy writes the row in place (as :func:`update_fresh`),
+    other libraries select (module docstring)."""
     if _aac.is_numpy_namespace(xp) and getattr(a, "flags", None) is not None and a.flags.writeable:
         a[..., :1, :] = 0
         return a

@@ -1,9 +1,55 @@
 """Control flow that survives tracing: value-dependent branches, loops, compilation.
 
 Part of the backend-quirk layer (re-exported by :mod:`lsq_backends._backend._compat`, through which
-solvers call it): a robust solver must branch on values it computed (Cholesky failed, R is
-singular) and iterate until converged, and each array library needs its own way to do that
-without breaking ``jax.jit`` or computing a Dask graph early.
+solvers call it). A robust solver must branch on values it computed (Cholesky failed, R is
+singular) and iterate until converged. Each array library needs its own way to do that without
+breaking ``jax.jit`` or computing a Dask graph early.
+
+``branch``: the value-dependent branch every robust solver needs (Cholesky failed, R is
+singular, X is ill conditioned), made so that it never breaks tracing.
+
+- JAX, traced: ``lax.cond``, a traced branch. Under ``jax.jit`` nothing leaves the device;
+  under ``vmap`` it becomes a select. A concrete (eager) JAX predicate is read like the eager
+  libraries' below: a ``lax.cond`` outside ``jit`` is traced and compiled anew on every call.
+- Dask: both branches are built into the graph and selected with ``where``, so nothing is
+  computed before the user asks. The operands of each branch are gated by ``pred``. So the
+  pass over X that a fallback needs (the tree QR of ``qr_apply``) is skipped at compute time
+  when the branch is not taken. Only its O(n^3) small-factor work runs.
+- Eager libraries (NumPy, CuPy, PyTorch, array-api-strict): one scalar is read to choose the
+  branch, together with the value checks still pending (see :class:`Checks`). Only one branch
+  runs.
+
+``loop``: ``body`` must leave a finished state unchanged (mask its updates with ``where``). The
+loop may run it a few more times, so when it stops is not a result, only a saving.
+
+- JAX, traced (under ``jax.jit``, ``vmap``): ``lax.while_loop``; under ``vmap`` it runs until
+  every problem is done. XLA:GPU reads the loop's predicate on the host every trip. So on
+  accelerators each trip runs 10 iterations (a ``fori_loop``, whose known trip count needs no
+  read), then ``max_iter % 10`` more. Not reverse-mode differentiable. Eager JAX takes the
+  Python loop below: a ``while_loop`` outside ``jit`` is traced and compiled anew on every
+  call (seconds), each eager operation only once.
+- Eager libraries: a Python loop that reads ``done`` (one boolean) every few iterations. It
+  reads every iteration where arrays live in host memory (NumPy, array-api-strict, PyTorch on
+  the CPU): the read is free. On a GPU it reads every 10th, as each read waits for the queued
+  kernels.
+- Dask: a lazy loop would grow the graph by one iteration's tasks each time round, and would
+  only ever be computed whole. So every 10 iterations the state is persisted (computed, kept
+  in memory, the graph cut) and ``done`` read. The fit computes, and its results are Dask
+  arrays backed by persisted chunks. ``operands`` are persisted once, first; otherwise every
+  block of iterations would recompute them (X centered and weighted) from their graph.
+  Building each iteration's graph costs time per array operation, hundreds per LSQR iteration
+  (design notes). That pays where a product with X takes longer.
+
+``over_columns``: peak memory is one block's.
+
+- JAX, traced: ``lax.map`` over the blocks, each cut with ``dynamic_slice``. The columns are
+  padded with zeros to a whole number of blocks, and the padding is cut from the outputs. One
+  compiled body, whatever the number of blocks, and one block live at a time.
+- Elsewhere: a Python loop over slices (views on NumPy; lazy slices on Dask).
+
+``jit``: eager JAX compiles every operation for each new shape. A function of many small
+operations called on chunks (streaming updates) is far faster as one compiled call. Inside a
+caller's ``jax.jit`` the inner one is simply inlined.
 """
 
 from __future__ import annotations
@@ -47,10 +93,10 @@ class Checks:
     """Value checks of a fit, answered together with its next host read.
 
     Every ``bool()`` of a device value is a device synchronization on CuPy and CUDA PyTorch.
-    Validation records each check as a 0-d boolean array (``ok``) and a callable ``on_fail``
-    that raises the error (or, for a fast test that can give false alarms, runs the exact
-    test); :meth:`read` packs all of them and the solver's route decision into one integer,
-    read once. Checks of lazy arrays are never recorded (nothing can be read there).
+    Validation records each check as a 0-d boolean array (``ok``) and a callable ``on_fail``.
+    That raises the error, or, for a fast test that can give false alarms, runs the exact test.
+    :meth:`read` packs all of them and the solver's route decision into one integer, read once.
+    Checks of lazy arrays are never recorded (nothing can be read there).
     """
 
     def __init__(self):
@@ -104,8 +150,8 @@ def deferred(checks):
 
 
 def flush_checks(xp):
-    """Read the pending checks now (one host read, none if there are none): before work that
-    would fail on bad values with a library's own error (an SVD of NaN raises in LAPACK)."""
+    """Read the pending checks now (one host read, none if there are none). For use before work
+    that would fail on bad values with a library's own error (an SVD of NaN raises in LAPACK)."""
     checks = _PENDING.get()
     if checks is not None and checks.items:
         checks.read(xp)
@@ -121,12 +167,7 @@ def read_now(xp, pred):
 
 
 def jit(xp, fn):
-    """``fn`` compiled on JAX (once per input shape), unchanged elsewhere.
-
-    Quirk: eager JAX compiles every operation for each new shape; a function of many small
-    operations called on chunks (streaming updates) is far faster as one compiled call.
-    Inside a caller's ``jax.jit`` the inner one is simply inlined.
-    """
+    """``fn`` compiled on JAX (once per input shape), unchanged elsewhere (module docstring: ``jit``)."""
     if _aac.is_jax_namespace(xp):
         import jax
 
@@ -137,21 +178,8 @@ def jit(xp, fn):
 def branch(xp, pred, true_fn, false_fn, operands):
     """``true_fn(*operands)`` if the scalar boolean ``pred`` holds, else ``false_fn(*operands)``.
 
-    The value-dependent branch every robust solver needs (Cholesky failed, R is singular, X is
-    ill conditioned), made so that it never breaks tracing:
-
-    - JAX, traced: ``lax.cond``, a traced branch; under ``jax.jit`` nothing leaves the device,
-      under ``vmap`` it becomes a select. A concrete (eager) JAX predicate is read like the
-      eager libraries' below: a ``lax.cond`` outside ``jit`` is traced and compiled anew on
-      every call.
-    - Dask: both branches are built into the graph and selected with ``where``, so nothing is
-      computed before the user asks. The operands of each branch are gated by ``pred``, so
-      the pass over X that a fallback needs (the tree QR of ``qr_apply``) is skipped at
-      compute time when the branch is not taken; only its O(n^3) small-factor work runs.
-    - Eager libraries (NumPy, CuPy, PyTorch, array-api-strict): one scalar is read to choose the
-      branch (together with the value checks still pending, see :class:`Checks`); only one
-      branch runs.
-    """
+    Traced JAX: ``lax.cond``. Dask: both branches (operands gated by ``pred``), joined by ``where``.
+    Eager libraries, concrete JAX included: one host read, one branch runs (module docstring: ``branch``)."""
     if _aac.is_jax_namespace(xp) and is_lazy(pred):
         import jax
 
@@ -195,30 +223,10 @@ def steps_per_trip(jax):
 
 
 def loop(xp, body, state, max_iter, done, operands=()):
-    """``state = body(state, *operands)`` up to ``max_iter`` times, stopping once the scalar
-    ``done(state)`` holds; ``state`` is a tuple of arrays (a NamedTuple) whose shapes ``body``
-    keeps, ``operands`` the arrays every iteration reads (X).
+    """``state = body(state, *operands)`` up to ``max_iter`` times, stopping once the scalar ``done(state)`` holds.
 
-    ``body`` must leave a finished state unchanged (mask its updates with ``where``): the loop
-    may run it a few more times, so when it stops is not a result, only a saving.
-
-    - JAX, traced (under ``jax.jit``, ``vmap``): ``lax.while_loop`` (under ``vmap`` it runs
-      until every problem is done). XLA:GPU reads the loop's predicate on the host every trip:
-      on accelerators each trip runs 10 iterations (a ``fori_loop``, whose known trip count
-      needs no read), then ``max_iter % 10`` more. Not reverse-mode differentiable.
-      Eager JAX takes the Python loop below: a ``while_loop`` outside ``jit`` is traced and
-      compiled anew on every call (seconds), each eager operation only once.
-    - Eager libraries: a Python loop that reads ``done`` (one boolean) every few iterations:
-      every one where arrays live in host memory (NumPy, array-api-strict, PyTorch on the CPU;
-      the read is free), every 10th on a GPU, where each read waits for the queued kernels.
-    - Dask: a lazy loop would grow the graph by one iteration's tasks each time round and only
-      ever be computed whole, so every 10 iterations the state is persisted (computed, kept in
-      memory, the graph cut) and ``done`` read: the fit computes, and its results are Dask
-      arrays backed by persisted chunks. ``operands`` are persisted once, first: otherwise
-      every block of iterations would recompute them (X centered and weighted) from their
-      graph. Building each iteration's graph costs time per array operation (hundreds per LSQR
-      iteration; design notes): worth it when a product with X takes longer than that.
-    """
+    ``state``: a NamedTuple of arrays whose shapes ``body`` keeps; ``operands``: the arrays each iteration reads (X).
+    ``body`` must leave a finished state unchanged: it may run a few more times (module docstring: ``loop``)."""
     if _aac.is_jax_namespace(xp) and any(_is_tracer(a) for a in (*state, *operands)):
         import jax
 
@@ -261,23 +269,18 @@ def loop(xp, body, state, max_iter, done, operands=()):
 
 
 def kept(xp, a):
-    """``a``, computed and kept in memory on Dask (persisted: a product that every iteration
-    reads, inside a closure the loop cannot persist for it), else as it is."""
+    """``a``, persisted on Dask (computed and kept in memory), else as it is. For a product that
+    every iteration reads inside a closure, which the loop cannot persist."""
     if _aac.is_dask_namespace(xp):
         return a.persist()
     return a
 
 
 def over_columns(xp, fn, arrays, batch):
-    """``fn`` on consecutive blocks of ``batch`` columns (the last axis) of every array of
-    ``arrays`` (all with the same number of columns); its outputs (a tuple of arrays whose last
-    axis runs over the block's columns) joined along that axis. Peak memory is one block's.
+    """``fn`` on consecutive blocks of ``batch`` columns (the last axis) of ``arrays``, all as many columns wide.
 
-    - JAX, traced: ``lax.map`` over the blocks (each cut with ``dynamic_slice``; the columns
-      padded with zeros to a whole number of blocks, the padding cut from the outputs): one
-      compiled body, whatever the number of blocks, and one block live at a time.
-    - Elsewhere: a Python loop over slices (views on NumPy; lazy slices on Dask).
-    """
+    ``fn`` returns a tuple of arrays whose last axis runs over the block's columns; these are joined along it.
+    Peak memory is one block's. Traced JAX: ``lax.map``; elsewhere a Python loop (module docstring)."""
     k = arrays[0].shape[-1]
     batch = max(1, min(batch, k))
     if _aac.is_jax_namespace(xp) and any(_is_tracer(a) for a in arrays):

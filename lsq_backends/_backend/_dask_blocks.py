@@ -1,8 +1,8 @@
 """Dask's block kernels: the NumPy/SciPy code that runs inside Dask tasks.
 
-Part of the backend-quirk layer: :mod:`lsq_backends._backend._compat` reaches here when the caller's
-arrays are Dask arrays (the factorizations Dask lacks or gets wrong, the one-pass tree QR, the
-gates of a lazy branch). Nothing here imports Dask at module level.
+Part of the backend-quirk layer: :mod:`lsq_backends._backend._compat` reaches here when the
+caller's arrays are Dask arrays. Here are the factorizations Dask lacks or gets wrong, the
+one-pass tree QR and the gates of a lazy branch. Nothing here imports Dask at module level.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def solve_triangular_block(a_blk, b_blk, lower):
     import numpy as np
     import scipy.linalg
 
-    # Both branches of a choice are computed on Dask (see cond): the branch not taken may
+    # Both branches of a choice are computed on Dask (see ``_control.branch``): the branch not taken may
     # meet an exactly singular triangle, on which SciPy raises. NaN, like the other paths.
     try:
         return scipy.linalg.solve_triangular(a_blk, b_blk, lower=lower, check_finite=False)
@@ -79,7 +79,7 @@ _TREE = 8  # R factors stacked and re-factored per node of the Dask TSQR tree
 
 
 def dask_tsqr_apply(x, y):
-    """(R, Q^T y) of a row-chunked Dask X (m, n) from the R factor of [X | y]: one QR per row
+    """(R, Q^T y) of a row-chunked Dask X (m, n) from the R factor of [X | y]. One QR per row
     chunk, then QRs of stacks of ``_TREE`` triangles up a tree; Q is never formed."""
     import dask.array as da
 

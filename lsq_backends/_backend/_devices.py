@@ -4,17 +4,18 @@ these through it).
 Two quirks of the GPU libraries decide how a fit makes its own arrays:
 
 - **Constants made on the device.** ``xp.asarray(<Python number or list>, device=cuda)`` builds
-  the array in host memory and copies it over: on PyTorch a blocking copy (``memcpy_and_sync``),
-  on CuPy a synchronous ``cudaMemcpy`` from pageable memory, either way a stream
-  synchronization in the middle of a fit. On those two libraries :func:`constants` fills the
-  array on the device instead (``xp.full``, no host data), and :func:`powers_of_two` computes
-  its table there; on PyTorch on the CPU too (the same code path as on CUDA, so that CPU tests
-  see it). Elsewhere the values are taken as they are: JAX's transfers do not block (and under
-  ``jit`` a constant is free), Dask and array-api-strict live in host memory.
+  the array in host memory and copies it over. On PyTorch that is a blocking copy
+  (``memcpy_and_sync``), on CuPy a synchronous ``cudaMemcpy`` from pageable memory. Either way
+  it is a stream synchronization in the middle of a fit. On those two libraries
+  :func:`constants` fills the array on the device instead (``xp.full``, no host data), and
+  :func:`powers_of_two` computes its table there. PyTorch on the CPU takes the same code path as
+  on CUDA, so that CPU tests see it. Elsewhere the values are taken as they are. JAX's transfers
+  do not block (and under ``jit`` a constant is free); Dask and array-api-strict live in host
+  memory.
 - **The input's device entered (CuPy).** array-api-compat ignores ``device=`` in CuPy's creation
-  functions (CuPy has no such argument: arrays land on the *current* device), so a fit of X on
+  functions (CuPy has no such argument: arrays land on the *current* device). So a fit of X on
   GPU 1 made its zeros, identities and constants on GPU 0. :func:`on_input_device` wraps every
-  public entry point: it makes the device of the first CuPy array among the arguments current
+  public entry point. It makes the device of the first CuPy array among the arguments current
   for the call (``with X.device:``); elsewhere it changes nothing.
 """
 
@@ -48,11 +49,9 @@ def _copy_blocks(xp):
 
 
 def constants(xp, values, dtype, like):
-    """Python numbers as an array of ``dtype`` on ``like``'s device (``like`` an array or a
-    device): a number gives a 0-d array, a flat list or tuple a 1-D one, a NumPy array its
-    own shape. On PyTorch and CuPy made on the device (fills), never copied from host memory,
-    except more than :data:`FILL_MAX` values, and anything else (nested, ragged, not
-    numbers), which ``xp.asarray`` takes as it is; elsewhere ``xp.asarray``."""
+    """Python numbers as an array of ``dtype`` on ``like``'s device (``like`` an array or a device). A
+    number gives a 0-d array, a flat list or tuple a 1-D one, a NumPy array its own shape. PyTorch and
+    CuPy fill up to :data:`FILL_MAX` numbers on the device; the rest, and other libraries: ``xp.asarray``."""
     dev = _device_of(like)
     if _aac.is_numpy_namespace(xp):
         return xp.asarray(values, dtype=dtype)
@@ -71,11 +70,9 @@ def constants(xp, values, dtype, like):
 
 
 def powers_of_two(xp, nbits, like):
-    """``(2**b, 2**(2**b), 2**-(2**b))`` for ``b = 0 .. nbits - 1``, exactly, in ``like``'s dtype
-    on its device: from one running product of 2s (every partial product a power of two,
-    hence exact in any order of evaluation), no host data, on PyTorch and CuPy; elsewhere
-    (and on a namespace older than the 2024.12 standard, without ``cumulative_prod``) the
-    values are taken from host memory."""
+    """``(2**b, 2**(2**b), 2**-(2**b))`` for ``b = 0 .. nbits - 1``, exactly, in ``like``'s dtype on its device.
+    PyTorch and CuPy: from one running product of twos (each partial product a power of two, exact in any
+    order), no host data. Elsewhere, or without the 2024.12 standard's ``cumulative_prod``: from host memory."""
     if not _copy_blocks(xp) or not hasattr(xp, "cumulative_prod"):
         dev = None if _aac.is_numpy_namespace(xp) else _aac.device(like)
         return tuple(
@@ -110,9 +107,9 @@ def _cupy_arrays(objs):
 
 
 def device_scope(*objs):
-    """A context in which the device of the first CuPy array among ``objs`` (arrays, tuples of
-    them, objects holding a tuple ``state`` of them) is CuPy's current device; a no-op
-    context where there is none."""
+    """A context in which the device of the first CuPy array among ``objs`` is CuPy's current
+    device; a no-op context where there is none. ``objs``: arrays, tuples of them, objects
+    holding a tuple ``state`` of them."""
     for a in _cupy_arrays(objs):
         return a.device  # cupy.cuda.Device: entering it makes it current
     return contextlib.nullcontext()
@@ -120,7 +117,7 @@ def device_scope(*objs):
 
 def on_input_device(fn):
     """``fn`` run with the device of its CuPy arguments current (:func:`device_scope` of the
-    positional and keyword arguments): a public entry point's own arrays are made on X's
+    positional and keyword arguments). So a public entry point's own arrays are made on X's
     device."""
 
     @functools.wraps(fn)

@@ -3,6 +3,22 @@ the :mod:`._compat` layer, through which solvers reach them.
 
 Each function names the quirk it handles (how a library reports failure, which route avoids
 forming Q) and ends in the standard call.
+
+``cholesky``: callers check the diagonal of the factor (positive, finite) instead of catching
+exceptions. Exceptions would not work under ``jax.jit``, and would differ across libraries.
+
+``checked_cholesky``: the factor is tested on the device (no host read), in O(p^2). Its pivots
+must be positive and finite, and its rows' squared norms must reproduce diag(a). That holds for
+a true factor up to rounding (~p eps); it is off by O(1) in the rows a failed factorization never
+reached.
+
+``svd``: after :func:`qr_implicit` on NumPy the factor went through SciPy's LAPACK, so SciPy's
+SVD follows it. NumPy and SciPy ship separate OpenBLAS thread pools. Switching pools between two
+calls costs the wait of the other pool's spinning threads (design notes).
+
+``retry_on_cpu``: torch's CUDA eigh and svd (cuSOLVER's Jacobi and QR-iteration drivers) raise
+on matrices the CPU's LAPACK factors (clustered or tiny singular values). The matrices here are
+small (p x p), so the retry costs one round trip of p^2 numbers, on failure only.
 """
 
 from __future__ import annotations
@@ -26,13 +42,9 @@ def _is_linalg_error(exc: BaseException) -> bool:
 
 
 def checked_cholesky(xp, L, a):
-    """``L`` where it is the Cholesky factor of ``a``, NaN where the factorization failed and
-    left a partial factor (LAPACK-style: a non-positive pivot where it stopped, the untouched
-    input below it).
-
-    Tested on the device (no host read), in O(p^2): positive finite pivots, and rows whose
-    squared norms reproduce diag(a) (exact for a true factor up to rounding, ~p eps; off by
-    O(1) in the rows a failed factorization never reached)."""
+    """``L`` where it is the Cholesky factor of ``a``, NaN where the factorization failed. A failure
+    leaves a partial factor, LAPACK-style: a non-positive pivot where it stopped, the untouched
+    input below it. Tested on the device in O(p^2) (module docstring)."""
     d = xp.linalg.diagonal(L)
     diag_a = xp.linalg.diagonal(a)
     rows = xp.sum(L * L, axis=-1)
@@ -42,11 +54,8 @@ def checked_cholesky(xp, L, a):
 
 
 def cholesky(xp, a):
-    """Lower Cholesky factor of the stack ``a``; NaN instead of an exception where it fails.
-
-    Callers check the diagonal of the factor (positive, finite) instead of catching exceptions,
-    which would not work under ``jax.jit`` and would differ across libraries.
-    """
+    """Lower Cholesky factor of the stack ``a``; NaN instead of an exception where it fails (callers
+    check the factor's diagonal; module docstring)."""
     if _aac.is_jax_namespace(xp):
         # JAX already returns NaN for a matrix that is not positive definite.
         return xp.linalg.cholesky(a)
@@ -103,10 +112,10 @@ def qr(xp, x):
 
 
 def qr_implicit(xp, x):
-    """Reduced QR of the tall stack ``x`` (..., m, n), m >= n: ``(R, q_times)`` with
-    ``q_times(c) = Q @ c`` for ``c`` (..., n, k), Q applied from its Householder reflectors
-    (LAPACK's ormqr) where the library can: forming Q (orgqr) costs about as much as the
-    factorization, and the wide solvers only ever need Q times a small matrix."""
+    """Reduced QR of the tall stack ``x`` (..., m, n), m >= n: ``(R, q_times)`` with ``q_times(c) =
+    Q @ c`` for ``c`` (..., n, k). Q is applied from its Householder reflectors (LAPACK's ormqr)
+    where the library can. Forming Q (orgqr) costs about as much as the factorization, and the
+    wide solvers only ever need Q times a small matrix."""
     m, n = x.shape[-2:]
     if _aac.is_torch_namespace(xp):
         import torch
@@ -149,8 +158,8 @@ def qr_implicit(xp, x):
 
 
 def qr_apply(xp, x, y):
-    """``(R, Q^T y)`` of the reduced QR of ``x`` (..., m, n), m >= n, without forming Q where
-    the library can apply it implicitly (LAPACK's ormqr): half the flops of forming Q."""
+    """``(R, Q^T y)`` of the reduced QR of ``x`` (..., m, n), m >= n. Q is not formed where the
+    library can apply it implicitly (LAPACK's ormqr): half the flops of forming Q."""
     n = x.shape[-1]
     if _aac.is_dask_namespace(xp) and x.ndim == 2:
         # Dask's TSQR forms Q (held in memory between its two stages) and Q^T y is one more
@@ -181,13 +190,9 @@ def qr_apply(xp, x, y):
 
 
 def svd(xp, x, *, after_qr_implicit=False):
-    """Thin SVD ``x = U @ diag(s) @ Vh`` of the stack ``x`` (..., m, n).
-
-    ``after_qr_implicit``: ``x`` is the factor of a :func:`qr_implicit` just made. On NumPy that
-    went through SciPy's LAPACK, so SciPy's SVD follows it. Quirk: NumPy and SciPy ship
-    separate OpenBLAS thread pools, and switching pools between two calls costs the wait of
-    the other pool's spinning threads (design notes).
-    """
+    """Thin SVD ``x = U @ diag(s) @ Vh`` of the stack ``x`` (..., m, n). ``after_qr_implicit``: ``x`` is
+    the factor of a :func:`qr_implicit` just made; on NumPy SciPy's SVD then follows SciPy's QR, in
+    one BLAS thread pool (module docstring)."""
     if after_qr_implicit and _aac.is_numpy_namespace(xp) and x.ndim == 2 and scipy_for(xp) is not None:
         import scipy.linalg
 
@@ -224,11 +229,8 @@ def eigh(xp, a):
 
 
 def retry_on_cpu(fn, a):
-    """``fn(a)``, retried on the CPU when CUDA's solver fails to converge.
-
-    Quirk: torch's CUDA eigh and svd (cuSOLVER's Jacobi and QR-iteration drivers) raise on
-    matrices the CPU's LAPACK factors (clustered or tiny singular values); the matrices here
-    are small (p x p), so the retry costs one round trip of p^2 numbers, on failure only."""
+    """``fn(a)`` of a small (p, p) ``a``, retried on the CPU when CUDA's solver fails to converge (torch's
+    CUDA eigh and svd; module docstring)."""
     try:
         return fn(a)
     except Exception as exc:  # noqa: BLE001 -- re-raised unless it is a LinAlgError
@@ -272,6 +274,6 @@ def qr_r(xp, x):
 
 def one_pass_qr(xp) -> bool:
     """True where Householder QR of a tall 2-D X is one pass over its rows (Dask: a tree of
-    per-chunk QRs), cheaper than CholeskyQR2's three passes (Gram, X M, Q1^T Q1)."""
+    per-chunk QRs). That is cheaper than CholeskyQR2's three passes (Gram, X M, Q1^T Q1)."""
     # Quirk (Dask): every pass over X is a traversal of the whole graph on the workers.
     return _aac.is_dask_namespace(xp)

@@ -2,30 +2,41 @@
 :mod:`._compat` layer (reached through ``_compat.matmul``, the one place products are made).
 
 A Gram matrix or a ``Q^T y`` formed in TF32 (10 explicit mantissa bits) or bfloat16 (7) keeps
-about 3 (or 2) correct digits, and the factorization after it cannot recover them. PyTorch and
-CuPy read the precision of float32 products from process-wide settings a user may have lowered
-for their own network training:
+about 3 (or 2) correct digits. The factorization after it cannot recover them. PyTorch and CuPy
+read the precision of float32 products from process-wide settings, which a user may have
+lowered for their own network training:
 
 - PyTorch: ``torch.set_float32_matmul_precision("high"/"medium")``,
   ``torch.backends.cuda.matmul.allow_tf32 = True`` or, from torch 2.9 on,
   ``torch.backends.cuda.matmul.fp32_precision = "tf32"`` (CUDA, cuBLAS) and
   ``torch.backends.mkldnn.matmul.fp32_precision = "bf16"`` (CPU, oneDNN on CPUs with bfloat16
   units; ``set_float32_matmul_precision("medium")`` sets it). The setting is read when the
-  product is dispatched, so it is forced to full precision around that call and put back after.
-  cuBLAS's triangular solve (trsm) runs on the handle torch switches to TF32 math as well: the
-  float32 triangular solves of ``_triangular`` are guarded the same way.
-- CuPy: ``CUPY_TF32=1`` makes float32 products use ``CUBLAS_COMPUTE_32F_FAST_TF32``; CuPy keeps
-  the compute type per dtype in ``cupy._core._routines_linalg`` (private, but the only handle):
-  where it is TF32, BF16 or FP16, ``COMPUTE_TYPE_PEDANTIC`` (``CUBLAS_COMPUTE_32F_PEDANTIC``,
-  full float32 in every phase) is set around the call; CuPy's default (full float32) is left
+  product is dispatched. So it is forced to full precision around that call, and put back after.
+  cuBLAS's triangular solve (trsm) runs on the handle torch switches to TF32 math as well. So
+  the float32 triangular solves of ``_triangular`` are guarded the same way.
+- CuPy: ``CUPY_TF32=1`` makes float32 products use ``CUBLAS_COMPUTE_32F_FAST_TF32``. CuPy keeps
+  the compute type per dtype in ``cupy._core._routines_linalg`` (private, but the only handle).
+  Where it is TF32, BF16 or FP16, ``COMPUTE_TYPE_PEDANTIC`` (``CUBLAS_COMPUTE_32F_PEDANTIC``,
+  full float32 in every phase) is set around the call. CuPy's default (full float32) is left
   alone. Where that private API is missing the product runs unguarded.
 
 Only float32 is affected (float64 products never use reduced precision). Nothing is changed when
 the settings already are full precision, so the common case costs a read of two flags. The
-override is counted across threads: the user's settings are put back when the last product that
-needed them finishes (another thread's own float32 products meanwhile also run at full
-precision). ``tests/test_precision_guards.py`` checks every guard on the devices of the session
+override is counted across threads. The user's settings are put back when the last product that
+needed them finishes; meanwhile another thread's own float32 products also run at full
+precision. ``tests/test_precision_guards.py`` checks every guard on the devices of the session
 (torch on the CPU and CUDA, CuPy), and with stand-ins where the library cannot run.
+
+``torch_force``: one decision for all devices. Products on the CPU and on a GPU in two threads
+share the override (``OVERRIDES["torch"]``), so whoever forces first forces every backend.
+Quirk (torch >= 2.9): the legacy global precision (``set_float32_matmul_precision``,
+``allow_tf32``) and the per-backend ``fp32_precision`` knobs are separate state. The legacy
+getters raise ("mix of the legacy and new APIs") while they disagree. Forcing a knob alone under
+a legacy "high" made ``torch.backends.cuda.matmul.allow_tf32`` raise in every other thread for
+as long as a product ran. So the settings are forced through the API the user set. A lowered
+legacy precision is set to "highest" (which sets the knobs to full precision too) and put back.
+Knobs lowered through the new API alone are set to "ieee" and put back. Either way every getter
+answers meanwhile.
 """
 
 from __future__ import annotations
@@ -40,8 +51,8 @@ __all__ = ["Override", "cupy_force", "full_float32", "torch_force"]
 
 class Override:
     """A process-wide setting forced for the duration of a ``with`` block, nested and across
-    threads: the first block in forces it (``force()`` returns the function that restores the
-    user's value, or None when nothing had to change), the last one out restores it."""
+    threads. The first block in forces it: ``force()`` returns the function that restores the
+    user's value, or None when nothing had to change. The last one out restores it."""
 
     def __init__(self):
         self._lock = threading.Lock()
@@ -65,7 +76,8 @@ class Override:
 
 
 # One per process-wide state: torch's precision settings (the global one and the per-backend
-# knobs are forced and restored together, see torch_force), CuPy's float32 compute type.
+# knobs are forced and restored together, see ``torch_force`` in the module docstring), CuPy's
+# float32 compute type.
 OVERRIDES = {"torch": Override(), "cupy": Override()}
 
 # Values of torch's per-backend ``fp32_precision`` (torch >= 2.9) that mean full float32:
@@ -94,20 +106,9 @@ def _legacy_precision(torch):
 
 
 def torch_force(torch):
-    """Force full float32 products on every torch backend (cuBLAS and oneDNN); returns the
-    function that restores the user's settings, or None when they already are full precision.
-
-    One decision for all devices: products on the CPU and on a GPU in two threads share the
-    override (``OVERRIDES["torch"]``), so whoever forces first forces every backend.
-
-    Quirk (torch >= 2.9): the legacy global precision (``set_float32_matmul_precision``,
-    ``allow_tf32``) and the per-backend ``fp32_precision`` knobs are separate state, and the
-    legacy getters raise ("mix of the legacy and new APIs") while they disagree: forcing a knob
-    alone under a legacy "high" made ``torch.backends.cuda.matmul.allow_tf32`` raise in every
-    other thread for as long as a product ran. The settings are forced through the API the user
-    set: a lowered legacy precision is set to "highest" (which sets the knobs to full precision
-    too) and put back; knobs lowered through the new API alone are set to "ieee" and put back.
-    Either way every getter answers meanwhile."""
+    """Force full float32 products on every torch backend (cuBLAS and oneDNN), through the API the
+    user lowered them with (module docstring). Returns the function that restores the user's
+    settings, or None when they already are full precision."""
     knobs = _torch_knobs(torch)
     if knobs is None:  # before 2.9 one global setting drives both backends
         precision = torch.get_float32_matmul_precision()
@@ -150,10 +151,9 @@ _CUPY_LOWERED = ("COMPUTE_TYPE_TF32", "COMPUTE_TYPE_BF16", "COMPUTE_TYPE_FP16")
 
 
 def cupy_force(cupy, dtype):
-    """Force ``CUBLAS_COMPUTE_32F_PEDANTIC`` for CuPy's products of ``dtype`` where a lowered
-    compute type (TF32, BF16, FP16) was asked for; returns the function that restores it, or
-    None (already full precision: CuPy's default is, and is left alone; or CuPy without the
-    private ``_routines_linalg`` compute-type API: left as it is)."""
+    """Force ``CUBLAS_COMPUTE_32F_PEDANTIC`` for CuPy's products of ``dtype`` where a lowered compute
+    type (TF32, BF16, FP16) was asked for. Returns the function that restores it, or None: already
+    full precision (CuPy's default, left alone), or no private ``_routines_linalg`` API (left as it is)."""
     try:
         from cupy._core import _routines_linalg as linalg
 

@@ -1,9 +1,17 @@
 """Triangular solves and inverses, which the array API standard lacks: part of the
 :mod:`._compat` layer (solvers reach these through it).
 
-Each library's own solver is used where it has one (SciPy, jax.scipy, cupyx, torch); stacks of
-small triangles on NumPy are solved by substitution vectorized over the stack; every other
+Each library's own solver is used where it has one (SciPy, jax.scipy, cupyx, torch). Stacks of
+small triangles on NumPy are solved by substitution vectorized over the stack. Every other
 library gets the standard fallback, LU of the triangle.
+
+``_substitute``: the substitution is written with elementwise operations over the whole stack,
+n**2 / 2 array operations in all. NumPy's batched LU (``linalg.solve``) would pay a few
+microseconds per matrix instead. Backward stable, as any substitution.
+
+``batch_last``: NumPy's elementwise operations on a strided entry ``a[..., i, j]`` of a stack
+are far slower than on a contiguous vector (design notes). Flattening the stack, problems last,
+forces one copy instead.
 """
 
 from __future__ import annotations
@@ -99,8 +107,8 @@ _LAPACK: dict = {}
 
 def lapack_for(name, dtype):
     """SciPy's LAPACK routine ``name`` for the NumPy float ``dtype`` (float32 or float64), or
-    None (no SciPy, another dtype); looked up once (``get_lapack_funcs`` costs about half the
-    routine on a small factor)."""
+    None (no SciPy, another dtype). Looked up once: ``get_lapack_funcs`` costs about half the
+    routine on a small factor (design notes)."""
     key = (name, dtype)
     if key not in _LAPACK:
         fn = None
@@ -125,11 +133,9 @@ def _cupy_batched_solve():
 
 
 def cho_solve(xp, L, b, *, Lt=None):
-    """Solve ``L L^T x = b`` for lower Cholesky factors ``L`` (..., n, n), ``b`` (..., n, k).
-
-    ``Lt``, if given, is ``batch_last(xp, L)``: on stacks of small factors the two sweeps (and
-    the condition estimate, see ``condest``) share that one copy of the stack.
-    """
+    """Solve ``L L^T x = b`` for lower Cholesky factors ``L`` (..., n, n), ``b`` (..., n, k). ``Lt``, if
+    given, is ``batch_last(xp, L)``. On stacks of small factors the two sweeps share that one copy
+    of the stack (and so does the condition estimate, ``condest``)."""
     lapack = _numpy_lapack(xp, L, b, "potrs")
     if lapack is not None:  # both sweeps in one LAPACK call
         return lapack(L, b, lower=True)[0]
@@ -156,9 +162,7 @@ def _substitutes(xp, a, b):
 
 def _substitute(xp, a, b, lower, *, at=None, transpose=False):
     """Forward (or back) substitution for a stack of small triangles and one right-hand side,
-    written with elementwise operations over the whole stack: n**2 / 2 array operations in
-    all, instead of NumPy's batched LU (``linalg.solve``), which pays a few microseconds per
-    matrix. Backward stable, as any substitution. ``transpose`` solves with ``a^T`` (``lower``
+    elementwise over the whole stack (module docstring). ``transpose`` solves with ``a^T`` (``lower``
     then describes ``a^T``); ``at`` is ``batch_last(a)`` if the caller already has it."""
     n = a.shape[-1]
     batch = tuple(a.shape[:-2]) if a.ndim >= b.ndim else tuple(b.shape[:-2])
@@ -176,12 +180,9 @@ def _substitute(xp, a, b, lower, *, at=None, transpose=False):
 
 
 def batch_last(xp, a):
-    """The stack ``a`` (..., p, q) as a (p, q, N) array with the N = prod(...) problems along
-    its last, contiguous axis, for code that works entry by entry over a whole stack.
-
-    Quirk: NumPy's elementwise operations on a strided entry ``a[..., i, j]`` of a stack are
-    far slower than on a contiguous vector (design notes); flattening forces one copy instead.
-    """
+    """The stack ``a`` (..., p, q) as a (p, q, N) array, the N = prod(...) problems along its last,
+    contiguous axis. One copy, for code that works entry by entry over a whole stack (module
+    docstring)."""
     p, q = a.shape[-2:]
     flat = xp.reshape(a, (-1, p, q))
     return xp.reshape(xp.reshape(xp.permute_dims(flat, (1, 2, 0)), (-1,)), (p, q, flat.shape[0]))

@@ -2,21 +2,32 @@
 layer (re-exported by :mod:`lsq_backends._backend._compat`).
 
 An iteration of LSMR or LSQR on a sparse X is a pair of sparse products and a dozen passes
-over vectors of length m and n; on NumPy, where nothing fuses, each pass is memory traffic, and
-at 10^6 x 10^5 with 5 non-zeros a row the passes cost as much as the products. Three NumPy
-quirks, all about reading values, which costs nothing in host memory:
+over vectors of length m and n. On NumPy, where nothing fuses, each pass is memory traffic: on
+a large sparse X the passes cost as much as the products (design notes). Three NumPy quirks,
+all about reading values, which costs nothing in host memory:
 
-- a column norm scaled against underflow (max, divide, square, sum: four passes and two
-  temporaries) is needed only when the plain sum of squares leaves the normal range;
-- a masked update (``where`` over the whole state, a copy of every vector) is needed only
-  while some columns have stopped and others run;
-- a scale of the products by a power of two (the problem put at unit scale) is applied only
-  where it is not 1.
+- A column norm scaled against underflow (max, divide, square, sum: four passes and two
+  temporaries) is needed only when the plain sum of squares leaves the normal range.
+  :func:`column_norms` keeps the plain sum (one pass, ``einsum``: no temporary, no BLAS
+  threads) where every column's lies in ``[p * tiny / eps, max]``. There the squares that
+  underflow can lose at most eps of it, and none overflows.
+- A masked update (``where`` over the whole state, a copy of every vector) is needed only
+  while some columns have stopped and others run (:func:`select`).
+- A scale of the products by a power of two (the problem put at unit scale) is applied only
+  where it is not 1 (:func:`known_ones`). A multiplication of a long vector by 1 is a pass over
+  it, and an allocation, for nothing.
 
-And one about memory traffic: the updates ``a * c + b`` of long vectors are formed block by
-block (:func:`multiply_add`), the product ``a * c`` never written out whole.
+And one about memory traffic: NumPy writes ``a * c`` whole into a new array and reads it back,
+and the sum into another. On the Krylov solvers' vectors of length m these are passes over
+memory (and writes to memory not in cache) that the update does not need. So
+:func:`multiply_add` multiplies a 2-D ``a`` block of rows by block into a small buffer that
+stays in cache. It adds each block into the result (``b`` itself where it is fresh).
 
-Elsewhere (traced JAX, GPUs, Dask) nothing is read: the scaled norm and ``where`` always.
+Elsewhere (traced JAX, GPUs, Dask) nothing is read: a read would wait for the device or break
+tracing. The scaled norm, ``where`` and the scale are always applied, and ``a * c + b`` is the
+expression (fusion makes them cheap). On NumPy the recurrences on tiny arrays (the per-column
+scalars) use the NumPy module itself (:func:`plain_namespace`). There array-api-compat's
+wrappers cost more than the operation (design notes).
 """
 
 from __future__ import annotations
@@ -27,9 +38,9 @@ __all__ = ["column_norms", "known_ones", "multiply_add", "nonzero_or_one", "plai
 
 
 def _scaled_norms(xp, a):
-    """Column norms (..., 1, k), scaled by the largest entry: the squares of a vector near the
-    underflow threshold (X^T u for ridge on X ~ 1e-200 next to sqrt(alpha) ~ 1, which the
-    problem's scaling leaves tiny) summed to 0, and a norm of 0 stops the iteration at once."""
+    """Column norms (..., 1, k), scaled by the largest entry. Unscaled, the squares of a vector near
+    the underflow threshold summed to 0, and a norm of 0 stops the iteration at once. (X^T u for
+    ridge on X ~ 1e-200 next to sqrt(alpha) ~ 1, which the problem's scaling leaves tiny.)"""
     big = xp.maximum(xp.max(a, axis=-2, keepdims=True), -xp.min(a, axis=-2, keepdims=True))
     c = xp.where(big != 0, big, xp.ones_like(big))
     b = a / c
@@ -38,11 +49,8 @@ def _scaled_norms(xp, a):
 
 def column_norms(xp, a):
     """The 2-norms of the columns of ``a`` (..., p, k), as (..., 1, k), safe from underflow and
-    overflow (see :func:`_scaled_norms`).
-
-    Quirk: on NumPy the plain sum of squares (one pass, ``einsum``: no temporary, no BLAS
-    threads) is kept where every column's lies in ``[p * tiny / eps, max]``, where the squares
-    that underflow can lose at most eps of it and none overflows; else the scaled norm."""
+    overflow (see :func:`_scaled_norms`). NumPy keeps the plain sum of squares where that is
+    safe (module docstring)."""
     if _aac.is_numpy_namespace(xp) and a.shape[-2] > 0:
         import numpy as np
 
@@ -69,12 +77,9 @@ def select(xp, pick, a, b):
 
 
 def known_ones(xp, factor):
-    """True where every entry of ``factor`` (a scale, e.g. a power of two) is known to be 1,
-    so that the multiplication by it may be skipped; False where that is not known. Quirk: on
-    NumPy the read is free, and a multiplication of a long vector by 1 (a scale that data
-    within the safe range does not need) is a pass over it, and an allocation, for nothing;
-    elsewhere a read would wait for the device or break tracing, and fusion makes the
-    multiplication cheap: False, the factor is applied."""
+    """True where every entry of ``factor`` (a scale, e.g. a power of two) is known to be 1. Then the
+    multiplication by it may be skipped. Only NumPy reads it (free); elsewhere it is always False,
+    and the factor is applied (module docstring)."""
     return _aac.is_numpy_namespace(xp) and bool((factor == 1).all())
 
 
@@ -82,16 +87,9 @@ _BLOCK = 1 << 15  # elements of a block of rows in multiply_add: 256 KiB of floa
 
 
 def multiply_add(xp, a, c, b, fresh=False):
-    """``a * c + b`` for ``a``, ``b`` (..., p, k) and ``c`` (..., 1, k) (one factor per column),
-    rounded as written: the product, then the sum (so ``b - c * a`` is ``multiply_add(a, -c,
-    b)`` bit for bit). ``fresh``: ``b`` is a temporary the caller made (a product ``X @ V``)
-    and holds no other reference to.
-
-    Quirk: NumPy writes ``a * c`` whole into a new array and reads it back, and the sum into
-    another: on the Krylov solvers' vectors of length m, passes over memory (and writes to
-    memory not in cache) that the update does not need. On NumPy a 2-D ``a`` is multiplied
-    block of rows by block into a small buffer that stays in cache, and each block added into
-    the result: ``b`` itself where it is fresh. Elsewhere the expression (XLA fuses it)."""
+    """``a * c + b`` for ``a``, ``b`` (..., p, k) and ``c`` (..., 1, k) (one factor per column). Rounded as
+    written (the product, then the sum): ``b - c * a`` is ``multiply_add(a, -c, b)`` bit for bit. ``fresh``:
+    ``b`` is a temporary the caller made (``X @ V``), with no other reference. NumPy: by cache-sized row blocks."""
     shape = tuple(getattr(c, "shape", ()))
     if not (
         _aac.is_numpy_namespace(xp) and a.ndim == 2 and a.shape == b.shape and a.size > _BLOCK
@@ -124,9 +122,8 @@ def nonzero_or_one(xp, d):
 
 def plain_namespace(xp):
     """The namespace for a recurrence of many operations on tiny arrays (the Krylov solvers'
-    per-column scalars, a hundred operations an iteration). Quirk: on NumPy the NumPy module
-    itself: array-api-compat's wrappers of ``sign``, ``where`` and ``full_like`` cost 2-8x
-    the operation on a (1, k) array; the functions the solvers use behave the same."""
+    per-column scalars, a hundred operations an iteration). On NumPy the NumPy module itself,
+    without array-api-compat's wrappers (design notes): the functions the solvers use behave the same."""
     if _aac.is_numpy_namespace(xp):
         import numpy as np
 

@@ -2,10 +2,34 @@
 
 Validation looks at shapes, dtypes and devices first, then (when ``check_finite``) at values.
 Value checks are recorded as small device arrays (``_compat.Checks``) and read together, in one
-host read: at the end of :func:`prepare`, or, for a fit (``defer_checks``), with the solver's
-first route decision, so that a well-conditioned fit on a GPU waits for the device once. Value
-checks are skipped for lazy arrays (JAX tracers under ``jax.jit``, Dask graphs), where reading a
-value would force a computation or fail; concrete JAX arrays are checked.
+host read. That read comes at the end of :func:`prepare`. For a fit (``defer_checks``) it comes
+with the solver's first route decision instead: a well-conditioned fit on a GPU waits for the
+device once. Value checks are skipped for lazy arrays (JAX tracers under ``jax.jit``, Dask
+graphs), where reading a value would force a computation or fail. Concrete JAX arrays are
+checked.
+
+``gram_check``: the diagonal of the Gram matrix of the prepared X (centered, weighted, intercept
+eliminated: NaN and infinity propagate through all of it) holds each column's sum of squares
+(for wide X, each row's). It is non-finite exactly when that column holds NaN or infinity, or
+when huge finite values overflow. (A non-finite entry is never zero, so no BLAS can skip it.)
+Only then is X itself tested. That saves the separate pass over X, and the error is still
+raised, with the other value checks, before the solution is.
+
+``prepare``: ``eliminate=False`` keeps the centered, weighted rows (m of them, one per sample)
+instead of reflecting the intercept direction away: leave-one-out needs per-sample rows.
+``keep_original`` keeps the validated inputs (for ``refine`` and leave-one-out). The value
+checks are read before ``prepare`` returns. With ``defer_checks`` they are left in
+``Problem.checks`` instead. The fit reads them with its first route decision (see
+``_compat.deferred``): one host read for the whole fit. (NumPy, where reading is free, reads
+them in ``prepare`` all the same.) ``scale`` ("per_target" or "shared", see ``_scaling``) solves
+at unit scale. X, Y, the square roots of the weights and alpha are divided by powers of two,
+recorded in ``Problem.scale`` for ``_scaling.unscale``. With ``gram_center`` a tall problem with
+an intercept (m - 1 >= n >= 1) is not centered here. Only its means are taken
+(``Problem.gram_center``, for the Gram route's ``TallGram``). Without weights, where the fit reads
+its checks while it solves (``_compat.reads_while_solving``), X's scale is then certified by the
+Gram matrix (``_scaling.gram_certificate``). That raises ``Rescale`` where it fails: prepare
+again with ``scale_x_by_gram=False``. X's finiteness test goes with the Gram matrix where ``v``
+left it there (``Problem.check``, see ``gram_check``).
 """
 
 from __future__ import annotations
@@ -51,9 +75,9 @@ class Problem(NamedTuple):
 
 
 def as_array(xp, a, name, dev, like=None):
-    """``a`` as an array of ``xp`` on ``dev``; a list or scalar takes the float dtype ``like``
-    of the array arguments where there is one (torch would make float32 of a list of floats
-    next to float64 X). A pandas DataFrame or Series is read column by column (``_frames``)."""
+    """``a`` as an array of ``xp`` on ``dev``. A list or scalar takes the float dtype ``like`` of the
+    array arguments where there is one: torch would make float32 of a list of floats next to
+    float64 X. A pandas DataFrame or Series is read column by column (``_frames``)."""
     if _compat.is_array(a):
         return a
     a = from_pandas(a, name)
@@ -86,9 +110,9 @@ SUPPORTED = "float32 or float64 (integers are cast to the default float dtype)"
 
 
 def check_dtype(xp, a, name):
-    """Raise ``TypeError`` naming ``name`` unless ``a`` has a supported dtype: float32,
-    float64, or an integer dtype. float16, bfloat16 and NumPy's longdouble are refused: no
-    library factors in half precision, and longdouble would silently come back as float64."""
+    """Raise ``TypeError`` naming ``name`` unless ``a`` has a supported dtype: float32, float64, or
+    an integer dtype. float16, bfloat16 and NumPy's longdouble are refused. No library factors in
+    half precision, and longdouble would silently come back as float64."""
     dt = a.dtype
     if dt == xp.bool:
         msg = f"{name} has a boolean dtype; least squares needs real numbers (cast it first)"
@@ -128,14 +152,8 @@ def check_finite_values(xp, a, name):
 def gram_check(xp, X, check_finite, checks):
     """The finiteness test of X deferred to its Gram matrix (``normal`` and ``auto``), or None.
 
-    The diagonal of the Gram matrix of the prepared X (centered, weighted, intercept
-    eliminated: NaN and infinity propagate through all of it) holds each column's (or, for
-    wide X, row's) sum of squares, non-finite exactly when that column holds NaN or infinity
-    (a non-finite entry is never zero, so no BLAS can skip it), or when huge finite values
-    overflow; only then is X itself tested. That saves the separate pass over X, and the
-    error is raised, with the other value checks in ``checks``, before the solution is.
-    The returned ``check(A)`` records the test (nothing is read).
-    """
+    The returned ``check(A)`` records in ``checks`` that diag(A) is finite (nothing is read); only
+    where it is not is X itself tested (module docstring: ``gram_check``)."""
     if not check_finite or _compat.is_lazy(X) or math.prod(X.shape) == 0:
         return None
 
@@ -165,11 +183,9 @@ def check_devices(arrays):
 
 
 def check_method(method, rcond):
-    """Validate ``method`` and ``rcond``; returns ``rcond`` as a Python float (or None).
-
-    ``rcond`` is a cutoff on singular values, which only the direct methods resolve: with
-    ``method="lsmr"`` or ``"lsqr"`` (no singular values, no rank estimate) an explicit one is
-    refused rather than ignored."""
+    """Validate ``method`` and ``rcond``; returns ``rcond`` as a Python float (or None). ``rcond`` is a
+    cutoff on singular values, which only the direct methods resolve. With ``method="lsmr"`` or
+    ``"lsqr"`` (no singular values, no rank estimate) an explicit one is refused rather than ignored."""
     if method not in METHODS:
         msg = f"method must be one of {', '.join(map(repr, METHODS))}; got {method!r}"
         raise ValueError(msg)
@@ -246,9 +262,9 @@ class Penalty(NamedTuple):
 
 def validate(X, y, sample_weight, *, fit_intercept, check_finite, penalty=None, defer_x_check=False):
     """Step 1 of every fit: convert and check the inputs (kinds, shapes, dtypes, devices, and
-    ``penalty``, a :class:`Penalty` or None); value checks are recorded in the returned
-    ``checks`` (read them with ``checks.read(xp)``). With ``defer_x_check`` X's finiteness is
-    left to its Gram matrix (:func:`gram_check`)."""
+    ``penalty``, a :class:`Penalty` or None). Value checks are recorded in the returned ``checks``
+    (read them with ``checks.read(xp)``). With ``defer_x_check`` X's finiteness is left to its
+    Gram matrix (:func:`gram_check`)."""
     ridge = penalty is not None
     alpha, per_target, alpha_name = penalty if ridge else (None, False, "alpha")
     if _compat.plain_numpy(X, y, sample_weight):
@@ -320,21 +336,18 @@ def validate(X, y, sample_weight, *, fit_intercept, check_finite, penalty=None, 
 
 def validated_now(X, y, sample_weight, **kwargs):
     """:func:`validate` with its value checks read at once (one host read), and ``y`` in the
-    caller's layout (a vector stays a vector): the checked arguments of an eager JAX call, which
-    then runs compiled with ``check_finite=False``. Returns ``(Validated, y)``."""
+    caller's layout (a vector stays a vector). These are the checked arguments of an eager JAX
+    call, which then runs compiled with ``check_finite=False``. Returns ``(Validated, y)``."""
     v = validate(X, y, sample_weight, **kwargs)
     v.checks.read(v.xp)
     return v, v.Y[..., 0] if v.y_was_vector else v.Y
 
 
 def compiled_fit(fn, static, X, y, sample_weight, kwargs, check_finite, penalty=None):
-    """The eager-JAX route of an entry point ``fn`` (``lstsq``, ``ridge``, ``nnls``): the inputs
-    validated and their value checks read now (one host read), then ``fn`` as one compiled call
-    (``_compat.compiled``, ``static`` its static arguments) on the validated arrays, with
-    ``check_finite=False``. ``kwargs``: ``fn``'s other keyword arguments (``fit_intercept``
-    among them); ``penalty``:
-    ``(alpha, per_target, whole)`` for a penalized fit, ``whole`` to pass the validated penalty
-    (kα,) as it is (per target, or a path), else its one value."""
+    """The eager-JAX route of ``fn`` (``lstsq``, ``ridge``, ``nnls``). The inputs are validated, their checks read
+    now (one host read). Then ``fn`` runs compiled (``_compat.compiled``, ``static``: its static arguments), with
+    ``check_finite=False``. ``kwargs``: ``fn``'s other keywords (``fit_intercept`` among them). ``penalty``: ``(alpha,
+    per_target, whole)``; ``whole`` passes the validated (kα,) as it is (per target, a path), else its one value."""
     v, y = validated_now(
         X, y, sample_weight, fit_intercept=kwargs["fit_intercept"], check_finite=check_finite,
         penalty=None if penalty is None else Penalty(penalty[0], penalty[1]),
@@ -370,23 +383,9 @@ def _both(first, second):
 def prepare(
     v, *, scale=None, eliminate=True, keep_original=False, defer_checks=False, gram_center=False, scale_x_by_gram=True
 ) -> Problem:
-    """Step 2 of every fit: the validated inputs ``v`` (:func:`validate`) scaled, weighted and
-    centered for a solver. Raises before any heavy work.
-
-    ``eliminate=False`` keeps the centered, weighted rows (m of them, one per sample) instead of
-    reflecting the intercept direction away: leave-one-out needs per-sample rows.
-    ``keep_original`` keeps the validated inputs (for ``refine`` and leave-one-out). The value
-    checks are read before this returns, or, with ``defer_checks``, left in ``Problem.checks``
-    for the fit to read with its first route decision (see ``_compat.deferred``): one host read
-    for the whole fit (NumPy, where reading is free, reads them here all the same). ``scale``
-    ("per_target" or "shared", see ``_scaling``) solves at unit scale: X, Y, the square roots
-    of the weights and alpha divided by powers of two, recorded in ``Problem.scale`` for
-    ``_scaling.unscale``. With ``gram_center`` a tall problem with an intercept (m - 1 >= n >= 1)
-    is not centered here: only its means are taken (``Problem.gram_center``, for the Gram route's
-    ``TallGram``); without weights, where the fit reads its checks while it solves (``_compat.reads_while_solving``),
-    X's scale is then certified by the Gram matrix (``_scaling.gram_certificate``, which raises
-    ``Rescale``: prepare again with ``scale_x_by_gram=False``). X's finiteness test goes with
-    the Gram matrix where ``v`` left it there (``Problem.check``, see :func:`gram_check`)."""
+    """Step 2 of every fit: the validated inputs ``v`` (:func:`validate`) scaled, weighted and centered for a
+    solver, as a :class:`Problem`. Raises before any heavy work. The options (``eliminate``, ``keep_original``,
+    ``defer_checks``, ``scale``, ``gram_center``, ``scale_x_by_gram``): module docstring, ``prepare``."""
     xp, X, Y, sample_weight, alpha, y_was_vector, checks, fit_intercept, check_finite, defer_x_check = v
     if not defer_checks or _compat.free_to_read(xp):
         # NumPy reads for free: a bad value raises here, before centering or scaling meets

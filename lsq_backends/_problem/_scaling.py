@@ -1,8 +1,8 @@
 """Scaling by powers of two: every fit is solved at unit scale, whatever the scale of X, y,
 sample_weight and alpha.
 
-The solvers form squares (Gram matrices, column norms, LSQR's norms, weighted means): X with
-entries around 1e200 overflowed them (ridge returned exactly 0, LSQR NaN), entries around
+The solvers form squares (Gram matrices, column norms, LSQR's norms, weighted means). X with
+entries around 1e200 overflowed them (ridge returned exactly 0, LSQR NaN). Entries around
 1e-200 underflowed (LSQR returned 0 after 0 iterations), and so did ordinary X next to weights
 near 1e+-300 (``sqrt(w) X`` and the weighted means). Least squares and ridge are homogeneous.
 With the weighted data ``A = sqrt(w) X`` and ``B = sqrt(w) Y``, dividing
@@ -16,28 +16,44 @@ With the weighted data ``A = sqrt(w) X`` and ``B = sqrt(w) Y``, dividing
 
 rank and iteration counts unchanged (the weighted means of X and Y do not change when all
 weights are multiplied by one factor). With powers of two every one of these products is exact
-(short of overflow or underflow): scaling changes no rounding, it only keeps the squares in
-range, so a scaled fit returns the unscaled fit's answer multiplied out.
+(short of overflow or underflow). Scaling changes no rounding; it only keeps the squares in
+range. So a scaled fit returns the unscaled fit's answer multiplied out.
 
 The exponents are chosen on the device, without a host read, from magnitudes taken in log2
 (so that no product of two magnitudes can overflow): ``kr`` from ``max sqrt(w)``, ``kA`` from
 ``max sqrt(w) * max |X|`` (for ridge the larger of that and ``sqrt(min alpha)``), ``kB`` per
-target from ``max sqrt(w) * max |Y_j|``; then ``kx = kA - kr``, ``ky = kB - kr``. (That bounds
-the weighted data from above: they reach unit scale unless the rows holding X's largest
-entries carry weights below ``2**(-2 safe)`` of the largest, 1e-154 in float64.) Each is 0
-while its magnitude lies within ``2**(+-emax/4)`` (1e77 in float64, 4e9 in float32), where the
-solvers' squares cannot overflow or lose bits to the subnormal range, so data at ordinary
-scales are not touched (bitwise the unscaled fit), else ``floor(log2(magnitude))``. ``kx`` is
-one exponent for the whole of X (a penalty is shared by the columns and by a stack), ``ky`` one
-per column of y (one per problem with ``shared_y``: leave-one-out compares targets' errors).
-On NumPy the choice is read (free in host memory) and nothing is copied when every exponent is
-0. Elsewhere X is multiplied by its (exact) factor, one elementwise pass; the factors cost a
-few dozen operations on arrays of k + 3 numbers.
+target from ``max sqrt(w) * max |Y_j|``; then ``kx = kA - kr``, ``ky = kB - kr``. That bounds
+the weighted data from above. They reach unit scale unless the rows holding X's largest
+entries carry weights below ``2**(-2 safe)`` of the largest (1e-154 in float64). Each exponent
+is 0 while its magnitude lies within ``2**(+-emax/4)`` (1e77 in float64, 4e9 in float32). There
+the solvers' squares cannot overflow or lose bits to the subnormal range, so data at ordinary
+scales are not touched (bitwise the unscaled fit). Beyond, it is ``floor(log2(magnitude))``.
+``kx`` is one exponent for the whole of X (a penalty is shared by the columns and by a stack).
+``ky`` is one per column of y (one per problem with ``shared_y``: leave-one-out compares
+targets' errors). On NumPy the choice is read (free in host memory), and nothing is copied when
+every exponent is 0. Elsewhere X is multiplied by its (exact) factor, one elementwise pass. The
+factors cost a few dozen operations on arrays of k + 3 numbers.
 
 The same exponents and factors serve every entry point: :func:`scale_problem` for the fits
 that ``_input.prepare`` builds, :func:`unscale` / :func:`unscale_cv` for their results,
 :func:`make_scale` and :func:`powers` for the diagnostics and the accumulators' running
 scales (``_stream``).
+
+``powers``: each ``2**k`` is a product of the exact constants 2**(+-2**b) that the bits of |k|
+select. The standard has no ``ldexp``, and ``pow`` is not promised exact.
+
+``flushed``: XLA flushes subnormal numbers to zero on CPUs and GPUs (JAX). Flushed subnormals
+matter where the largest magnitude of the array is below ``smallest_normal / eps``: zeroing them
+then changes it by more than a rounding. Any subnormal penalty matters (``each``). They are found
+from the bits, which flushing leaves alone. No scaling can rescue what the device reads as zero,
+so such input is refused.
+
+``gram_certificate``: for fits without weights, on namespaces that read while solving
+(``_compat.reads_while_solving``). Column j's sum of squares d_j (A_jj + offset_sq_j) bounds
+max |X|**2 within [max d / m, max d]. When both ends lie within 2**(+-2 safe) (and, for ridge,
+sqrt(min alpha) <= 2**safe), the ``max |X|`` passes would have chosen 1 too. So ordinary data
+never pay those two read-only passes over X (their cost: design notes). The rest (NaN, overflow,
+extreme scales) takes them, as before, and decides the same.
 """
 
 from __future__ import annotations
@@ -97,7 +113,7 @@ def log2_abs(xp, a):
 
 
 def exponent(xp, log2_big, empty=0.0):
-    """The exponent k of the scale 2**k of a magnitude whose log2 is ``log2_big`` (an array):
+    """The exponent k of the scale 2**k of a magnitude whose log2 is ``log2_big`` (an array). It is
     floor(log2_big) where that lies outside the safe range, else 0; ``empty`` where there is no
     magnitude (-inf). Kept within +-limit."""
     safe, limit = limits(xp, log2_big.dtype)
@@ -108,12 +124,9 @@ def exponent(xp, log2_big, empty=0.0):
 
 
 def flushed(xp, a, name, each=False):
-    """``(ok, message)``: ``ok`` a 0-d bool array, False where ``a`` holds subnormal numbers
-    that the library computes with as zeros and that matter (the largest magnitude of ``a`` is
-    below ``smallest_normal / eps``, so zeroing them changes ``a`` by more than a rounding; with
-    ``each``, penalties, any one); None where nothing is flushed (every library but JAX, whose XLA flushes subnormals to zero
-    on CPUs and GPUs) or nothing can be read. Found from the bits, which flushing leaves alone:
-    no scaling can rescue what the device reads as zero, so such input is refused."""
+    """``(ok, message)``: ``ok`` a 0-d bool array, False where ``a`` holds subnormal numbers that matter
+    and that the library computes with as zeros. With ``each`` (penalties) any one matters. ``(None,
+    None)`` where nothing is flushed (every library but JAX) or nothing can be read (module docstring)."""
     if a is None or not _compat.flushes_subnormals(xp) or _compat.is_lazy(a) or math.prod(a.shape) == 0:
         return None, None
     import jax
@@ -138,11 +151,9 @@ def _clip(xp, k, bound):
 
 
 def powers(xp, requests):
-    """``2**k`` for each ``(k, parts)`` of ``requests`` (integer-valued float arrays), exactly:
-    products of the exact constants 2**(+-2**b) that the bits of |k| select (the standard has
-    no ``ldexp``, and ``pow`` is not promised exact), all in one small array. ``parts`` > 1
-    gives a tuple of that many factors, each within the exponent range (|k| up to ``parts``
-    times the range; beyond, the result over- or underflows, and so would the true one)."""
+    """``2**k`` for each ``(k, parts)`` of ``requests`` (integer-valued float arrays), exactly, all in one small
+    array (module docstring). ``parts`` > 1 gives a tuple of that many factors, each within the exponent range.
+    |k| may reach ``parts`` times the range; beyond, the result over- or underflows, and so would the true one."""
     like = requests[0][0]
     _, limit = limits(xp, like.dtype)
     flat, layout = [], []
@@ -171,10 +182,10 @@ def powers(xp, requests):
 
 
 def times(xp, a, factor):
-    """``a * 2**k``, ``factor`` as :func:`powers` gave it (a tuple: exact steps of one sign, so
-    no partial product leaves the range that ``a`` and the result span); a factor of fewer
-    dimensions is aligned with the trailing axes of ``a``, a factor of another float dtype cast
-    to ``a``'s (exactly: float32 ``ridge_cv`` maps float64 results back with float32 factors)."""
+    """``a * 2**k``, ``factor`` as :func:`powers` gave it. A tuple holds exact steps of one sign, so no
+    partial product leaves the range that ``a`` and the result span. A factor of fewer dimensions is
+    aligned with the trailing axes of ``a``. One of another float dtype is cast to ``a``'s, exactly
+    (float32 ``ridge_cv`` maps float64 results back with float32 factors)."""
     for f in factor if isinstance(factor, tuple) else (factor,):
         if 0 < f.ndim < a.ndim:
             f = xp.reshape(f, (1,) * (a.ndim - f.ndim) + tuple(f.shape))
@@ -192,17 +203,10 @@ def _rescale():
 
 
 def gram_certificate(xp, X, alpha, checks):
-    """With ``scale_problem(..., skip_x=True)`` (namespaces that read while solving, ``_compat.reads_while_solving``; no weights):
-    ``certify(A, offset_sq)``, run on the Gram matrix A = X^T X of tall X (centered when
-    ``offset_sq``, what centering removed, is given) before it is factorized: unless X's factor
-    is certainly 1, :class:`Rescale` is raised, at once on NumPy, elsewhere from ``checks``
-    when the fit reads its route decision (no read of its own).
-
-    Column j's sum of squares d_j (A_jj + offset_sq_j) bounds max |X|**2 within
-    [max d / m, max d]: when both ends lie within 2**(+-2 safe) (and, for ridge, sqrt(min
-    alpha) <= 2**safe), the ``max |X|`` passes would have chosen 1 too. Ordinary data never
-    pay those two read-only passes over X (a quarter of ``normal``'s time at 100000 x 20);
-    the rest (NaN, overflow, extreme scales) takes them, as before, and decides the same."""
+    """With ``scale_problem(..., skip_x=True)``: ``certify(A, offset_sq)``, run on the Gram matrix A = X^T X of tall
+    X before it is factorized (X centered where ``offset_sq``, what centering removed, is given). Unless X's factor
+    is certainly 1 it raises :class:`Rescale`. NumPy raises at once; elsewhere ``checks`` raises it when the fit
+    reads its route decision (no read of its own). Module docstring: ``gram_certificate``."""
     safe, _ = limits(xp, X.dtype)
     m = X.shape[-2]
 
@@ -228,9 +232,9 @@ def gram_certificate(xp, X, alpha, checks):
 
 
 def uncertified(X):
-    """Context for a fit whose X scale may await :func:`gram_certificate` (X a NumPy array or
-    a list): a Gram matrix that overflows only sends the fit back to the ``max |X|`` passes,
-    so NumPy's overflow warnings are silenced there (the fit prepared again warns as before)."""
+    """Context for a fit whose X scale may await :func:`gram_certificate` (X a NumPy array or a
+    list). A Gram matrix that overflows only sends the fit back to the ``max |X|`` passes. So
+    NumPy's overflow warnings are silenced there; the fit prepared again warns as before."""
     if _compat.is_host_array(X) or not _compat.is_array(X):
         import numpy as np
 
@@ -245,8 +249,7 @@ def _choice(xp, X, Y, root, alpha, shared_y):
     kr = None
     if root is not None:
         # The weighted data's scale from max sqrt(w) times max |X| (max |y| per target): two
-        # reductions, where max_i sqrt(w_i) max_j |X_ij| took a pass along X's rows (70x one
-        # reduction in NumPy at 100000 x 20).
+        # reductions, where max_i sqrt(w_i) max_j |X_ij| took a pass along X's rows (design notes).
         lr = log2_abs(xp, xp.max(root))
         kr, lx, ly = exponent(xp, lr), lx + lr, ly + lr
     if alpha is not None:
@@ -346,11 +349,10 @@ def unscale(xp, result, scale, y_was_vector):
 
 
 def unscale_cv(xp, scale, best, coef, intercept, alpha, cv, scores, *, errors="sums"):
-    """``ridge_cv``'s results in the units of the problem given (``scale`` from a "shared"
-    scaling: one factor for all targets, so the choice made on scaled errors is the same);
-    the chosen penalty is taken from the penalties as given, not multiplied back. ``errors``:
-    ``cv`` and ``scores`` are weighted sums of squared errors ("sums": leave-one-out, GCV),
-    weighted means of them ("means": held-out folds), or scale-free (None: R^2, a callable)."""
+    """``ridge_cv``'s results in the given problem's units; ``scale`` is from a "shared" scaling (one factor for all
+    targets: the choice on scaled errors stands). The chosen penalty is taken as given, not multiplied back. ``errors``:
+    ``cv`` and ``scores`` are weighted sums of squared errors ("sums": leave-one-out, GCV), weighted means of
+    them ("means": held-out folds), or scale-free (None: R^2, a callable)."""
     if scale is None:
         return coef, intercept, alpha, cv, scores
     alpha = xp.reshape(xp.take(scale.alpha, xp.reshape(best, (-1,)), axis=0), tuple(best.shape))

@@ -78,11 +78,10 @@ def _loo(xp, spec, alphas, Y, lev0):
 
 
 def _loo_predictions(xp, spec, alphas, G, Y0, y_off, lev0):
-    """Leave-one-out predictions (a, ..., m, k) of every penalty, in y's units:
-    ``y_i - r_i / (1 - H_ii)`` with ``r`` the (unweighted) residual of the fit on all samples;
-    ``G`` (..., m, p) holds the rows of X (centered with the fit's means, unweighted) in the
-    factorization's basis, so a zero-weight sample gets the fit's prediction (it has no
-    influence), not 0/0."""
+    """Leave-one-out predictions (a, ..., m, k) of every penalty, in y's units: ``y_i - r_i / (1 - H_ii)``, ``r``
+    the (unweighted) residual of the fit on all samples. ``G`` (..., m, p): the rows of X (centered with the fit's
+    means, unweighted) in the factorization's basis. A zero-weight sample (no influence) gets the fit's prediction,
+    not 0/0."""
     f = spectral.filters(xp, spec, alphas)  # (a, ..., p)
     pred = spectral.over_alphas(xp, G, f[..., None] * _compat.as_rank(xp, spec.P, f.ndim + 1))  # (a, ..., m, k)
     if y_off is not None:

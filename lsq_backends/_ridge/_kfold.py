@@ -20,12 +20,10 @@ from .._solvers.linalg._center import eliminate_intercept
 
 
 def folds(cv, m, groups=None):
-    """The (train, test) index pairs of ``cv`` for ``m`` samples, as NumPy integer arrays.
-
-    ``cv`` is an integer k >= 2 (k contiguous folds without shuffling, the first ``m % k`` one
-    sample larger: scikit-learn's ``KFold(k)``), an object with a ``split`` method (a
-    scikit-learn splitter; it is given placeholders for X and y, and ``groups``), or an
-    iterable of (train, test) index arrays."""
+    """The (train, test) index pairs of ``cv`` for ``m`` samples, as NumPy integer arrays. ``cv`` may be an integer
+    k >= 2: scikit-learn's ``KFold(k)``, k contiguous folds, no shuffling, the first ``m % k`` one sample larger. Or
+    an object with a ``split`` method (a scikit-learn splitter; it gets placeholders for X and y, and ``groups``).
+    Or an iterable of (train, test) index arrays."""
     import numpy as np
 
     if isinstance(cv, bool):

@@ -147,12 +147,10 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
                 _input.check_bool(getattr(self, name), name)
 
     def _validate_fit(self, X, y, sample_weight):
-        """Return ``(X, y, sample_weight, check_finite, fitted)`` for the fit.
-
-        ``check_finite`` is what the solver must still check (False once scikit-learn did);
-        ``fitted`` holds the input's attributes (``n_features_in_``, and ``feature_names_in_``
-        for a data frame) for :meth:`_store`: nothing of ``self`` changes here, so a fit that
-        is refused (here or in the solver) leaves a fitted estimator as it was."""
+        """Return ``(X, y, sample_weight, check_finite, fitted)`` for the fit. ``check_finite``: what the solver
+        must still check (False once scikit-learn did). ``fitted``: the input's attributes (``n_features_in_``,
+        and ``feature_names_in_`` for a data frame) for :meth:`_store`. Nothing of ``self`` changes here, so a
+        fit that is refused (here or in the solver) leaves a fitted estimator as it was."""
         self._validate_flags()
         if y is None:
             msg = f"{type(self).__name__} requires y to be passed, but the target y is None."

@@ -23,6 +23,15 @@ system and ``||X||`` LSQR's Frobenius-norm estimate): ``||r|| <= btol ||y|| + at
 (a consistent system, e.g. any wide full-row-rank X), or ``||X^T r|| <= atol ||X|| ||r||`` (least
 squares), or the same tests with atol = btol = eps/2 (machine precision). SciPy's ``conlim``
 test is left out: it stops ill-conditioned problems early, before ``atol`` holds.
+
+``drop_centering_noise``: LSQR normalizes whatever it is given. A constant column next to an
+intercept, centered to ~1e-17 of its size, became a direction of its own and took a coefficient
+of ~1e33. Zeroed, it gets 0, as from the direct methods (LSQR's iterates stay in the row space),
+and the derivative rules see the same zero column. The test compares each centered column's norm
+with its norm before centering. It is not applied to ridge with every penalty positive: the
+damped system has full rank, and the direct methods keep such a column too. Differentiated
+(``rule``), the value is X without the noise columns and the derivative is X's own. The rule's
+derivative is then the one it has at a zero column: the direct methods' at a dropped one.
 """
 
 from __future__ import annotations
@@ -47,20 +56,10 @@ from .linalg._shared import default_cutoff, pivot_ratios
 
 
 def drop_centering_noise(xp, X, alpha, offset_sq, rule=None):
-    """X with the columns that centering reduced to rounding noise set to zero: LSQR's rank
-    test, the scale-free one of the direct methods' first pivots (``pivot_ratios``: each
-    centered column's norm against its norm before centering, ``offset_sq`` what centering
-    removed, None without an intercept) at the default cutoff.
-
-    LSQR normalizes whatever it is given: a constant column next to an intercept, centered to
-    ~1e-17 of its size, became a direction of its own and took a coefficient of ~1e33. Zeroed,
-    it gets 0, as from the direct methods (LSQR's iterates stay in the row space), and the
-    derivative rules see the same zero column. Not for ridge with every penalty positive (the
-    damped system has full rank; the direct methods keep such a column too). ``X`` is the
-    centered copy ``prepare`` made: zeroed in place on NumPy (``_compat.update_fresh``).
-    Differentiated (``rule``, the derivative module of the fit, or None): the value without
-    the noise columns, the derivative X's own, so that the rule's derivative is the one it
-    has at a zero column, the direct methods' at a dropped one."""
+    """X (..., m, n) with the columns that centering reduced to rounding noise set to zero: LSQR's rank test, the
+    direct methods' scale-free ``pivot_ratios`` at the default cutoff (``offset_sq``: what centering removed, or
+    None). Not for ridge with every penalty positive. ``X``, the centered copy ``prepare`` made, is zeroed in place
+    on NumPy (``_compat.update_fresh``). ``rule``: the fit's derivative module, or None (see the module docstring)."""
     if offset_sq is None:
         return X
     m, n = X.shape[-2:]

@@ -20,6 +20,11 @@ least-squares solution; a penalty above the noise level keeps every direction.
 For leave-one-out the factors also give, in the sample space, ``F = X V`` (fitted values
 ``F diag(f) P``) and the leverage weights ``L`` with ``diag(X (X^T X + alpha I)^-1 X^T) = L f``
 (no division by an eigenvalue, so rank-deficient X is safe).
+
+``_cut``: with an intercept the reference is the largest column before centering, since
+centering leaves noise at that scale. Eigenvalues of a formed Gram matrix carry absolute errors
+~ eps * lam_max, so the ``gram`` route's level is at least ``gram_noise * lam_max``. The
+worst-case ``c * lam_max`` dropped real directions of cond-100 float32 data at m = 2000.
 """
 
 from __future__ import annotations
@@ -44,12 +49,9 @@ class Spectrum(NamedTuple):
 
 
 def _cut(xp, X, lam, offset_sq, gram):
-    """Noise level of the eigenvalues: relative ``c`` on singular values (the default cutoff of
-    ``lstsq``, ``_shared.default_cutoff``), so ``c**2`` on eigenvalues, against the largest one or, with an
-    intercept, the largest column before centering (centering leaves noise at that scale).
-    Eigenvalues of a formed Gram matrix carry absolute errors ~ eps * lam_max: at least
-    ``gram_noise * lam_max`` there (``_shared.gram_noise``; the worst-case ``c * lam_max``
-    dropped real directions of cond-100 float32 data at m = 2000)."""
+    """Noise level (..., 1) of the eigenvalues: ``c**2`` times the largest, or with an intercept times the largest
+    squared column norm before centering where larger; ``c``: ``lstsq``'s default cutoff on singular values
+    (``_shared.default_cutoff``). On the ``gram`` route at least ``gram_noise * lam_max`` (``_shared.gram_noise``)."""
     m, n = X.shape[-2:]
     c = default_cutoff(xp, X, m, n, None)
     ref = xp.max(lam, axis=-1, keepdims=True)
@@ -111,12 +113,10 @@ def svd(xp, X, Y, offset_sq=None, *, samples=False):
 
 
 def project(xp, spec, Y):
-    """``P`` (..., p, k) for targets ``Y`` (..., m, k) of the factorized X, from the sample-space
-    factor ``F`` (``samples=True``): one product, so a factorization made without targets
-    serves any block of them. ``F^T Y`` is ``P`` on the ``svd`` route and the tall ``gram``
-    route (``F = X V``); on the wide ``gram`` route ``F = U diag(lam)`` gives ``diag(lam) P``,
-    divided out where ``lam > 0`` (a direction with ``lam = 0`` has zero columns in F and V
-    in exact arithmetic: its P never counts)."""
+    """``P`` (..., p, k) for targets ``Y`` (..., m, k) from the sample-space factor ``F`` (``samples=True``): one
+    product, so a factorization made without targets serves any block of them. ``F^T Y`` is ``P`` except on the wide
+    ``gram`` route, where ``F = U diag(lam)`` gives ``diag(lam) P``, divided out where ``lam > 0`` (a direction with
+    ``lam = 0`` has zero columns in F and V in exact arithmetic: its P never counts)."""
     P = matmul(xp, mT(xp, spec.F), Y)
     n, p = spec.V.shape[-2:]
     if spec.s is not None or n == p:
@@ -180,12 +180,10 @@ def auto_ok(xp, spec, alpha, X):
 
 
 def solve_path(xp, X, Y, alpha, route, offset_sq=None, factor=False):
-    """Coefficients (a, ..., n, k), rank (a, ...) and singular values (``svd`` route: (..., p),
-    else None) for every penalty of ``alpha`` (a,), by the method's ``route``
-    (``Record.path_route``): ``"gram"`` (``normal``), ``"svd"`` (``svd``, and ``qr``: the QR
-    factor alone does not diagonalize the penalties), or ``"auto"`` (``auto``): ``gram``, or
-    ``svd`` where :func:`auto_ok` fails (a traced branch under jit).
-    ``factor``: also the ``_factor.Factor`` of every penalty (``_factor.path_factor``)."""
+    """Coefficients (a, ..., n, k), rank (a, ...) and singular values (``svd`` route: (..., p), else None) for each
+    penalty of ``alpha`` (a,), by ``route`` (``Record.path_route``): ``"gram"`` (``normal``), ``"svd"`` (``svd``,
+    ``qr``: R alone does not diagonalize the penalties) or ``"auto"``: ``gram``, else ``svd`` where :func:`auto_ok`
+    fails (a traced branch under jit). ``factor``: also every penalty's ``_factor.Factor`` (``path_factor``)."""
 
     def solved(spec):
         coef, rank = path_coef(xp, spec, alpha)

@@ -11,28 +11,29 @@ Chan, Golub and LeVeque, generalized to co-moments::
 
 whose factored form is ``R = qr([R_a; R_b; sqrt(W_a W_b / W) delta^T])``. Nothing is ever
 summed uncentered, so columns with a large offset (1e8 with a spread of 1) keep their digits
-for a fit with an intercept; the uncentered statistics a fit without one needs are recovered at
-the end from ``C + W mu mu^T`` (or the factor of ``[R; sqrt(W) mu^T]``). The means themselves are kept relative to a shift
-``K`` (the weighted mean of the first chunk with positive weight, as rounded): a mean near 1e8
-stored in floating point is off by ``ulp(1e8)`` = 1.5e-8, which would enter ``delta`` and cost
-C about ``eps * |mean| / spread`` relative (measured 3.5e-10 on 1e8 + N(0, 1) data); ``z - K``
-is exact for data near ``K``, and so are the small means of the shifted data.
+for a fit with an intercept. The uncentered statistics a fit without one needs are recovered at
+the end from ``C + W mu mu^T`` (or the factor of ``[R; sqrt(W) mu^T]``). The means themselves
+are kept relative to a shift ``K`` (the weighted mean of the first chunk with positive weight,
+as rounded). A mean near 1e8 stored in floating point is off by ``ulp(1e8)`` = 1.5e-8. That
+would enter ``delta`` and cost C about ``eps * |mean| / spread`` relative (measured 3.5e-10 on
+1e8 + N(0, 1) data). ``z - K`` is exact for data near ``K``, and so are the small means of the
+shifted data.
 
 An update is a merge with the chunk's own summary: the state stays O(p^2), p = n_features +
 n_targets, however many rows went in. Every step is array-API code without value reads (zero
 weights are handled with ``where``), so an update traces under ``jax.jit`` and ``jax.lax.scan``.
 
-Scale. The statistics square the data: kept as they come, columns around 1e200 overflowed
+Scale. The statistics square the data. Kept as they come, columns around 1e200 overflowed
 them and columns around 1e-200 underflowed (float32: 1e+-25), and so did weights near
 1e+-300. The state keeps them at unit scale with a running power of two per column and one
-for the weights (``_scaling``): column j of ``sqrt(w) [X, Y]`` divided by ``2**g_j`` and
-``sqrt(w)`` by ``2**r``, so ``C`` (``R``) holds ``C_ij / 2**(g_i + g_j)`` (``R_ij / 2**g_j``),
+for the weights (``_scaling``). Column j of ``sqrt(w) [X, Y]`` is divided by ``2**g_j`` and
+``sqrt(w)`` by ``2**r``. So ``C`` (``R``) holds ``C_ij / 2**(g_i + g_j)`` (``R_ij / 2**g_j``),
 ``W`` holds ``W / 4**r`` and the means ``mu_j / 2**(g_j - r)``. Each chunk's exponents are
-chosen on the device from its own magnitudes (log2, as ``_scaling``); where a chunk needs a
-larger exponent than the state holds, the state is rescaled first, exactly, by powers of two
-(what falls below the range then is below rounding next to the new data). ``solve`` brings
-the columns of X to one common exponent (a penalty and the minimum-norm solution are defined
-for X as a whole) and maps the fit back as ``_scaling.unscale`` does for the in-memory fits.
+chosen on the device from its own magnitudes (log2, as ``_scaling``). Where a chunk needs a
+larger exponent than the state holds, the state is rescaled first, exactly, by powers of two.
+(What falls below the range then is below rounding next to the new data.) ``solve`` brings
+the columns of X to one common exponent, as a penalty and the minimum-norm solution are defined
+for X as a whole. It maps the fit back as ``_scaling.unscale`` does for the in-memory fits.
 """
 
 from __future__ import annotations
@@ -84,12 +85,10 @@ def _safe(xp, w):
 
 
 def pairwise_merge(xp, a, b, combine, scale_stat=None):
-    """Chan-Golub-LeVeque merge of two summaries; ``combine(stat_a, stat_b, v)`` adds the
-    correction row ``v = sqrt(W_a W_b / W) delta`` (shape (1, p)) to the two statistics.
-    ``b.stat`` may be any matrix that ``combine`` accepts (the chunk's centered rows, for QR).
-    Zero total weight (empty chunks, zero weights) gives zero corrections, never NaN. With
-    ``scale_stat`` (see :func:`rescale`) the two are first brought to common exponents; else
-    they share them already."""
+    """Chan-Golub-LeVeque merge of two summaries; ``combine(stat_a, stat_b, v)`` adds the correction row
+    ``v = sqrt(W_a W_b / W) delta`` (1, p) to the two statistics. ``b.stat`` may be any matrix ``combine`` takes
+    (the chunk's centered rows, for QR). Zero total weight (empty chunks, zero weights) gives zero corrections,
+    never NaN. ``scale_stat`` (:func:`rescale`): the two are brought to common exponents first; else they share them."""
     if scale_stat is not None:
         g, r = xp.maximum(a.scale, b.scale), xp.maximum(a.weight_scale, b.weight_scale)
         a, b = rescale(xp, a, g, r, scale_stat), rescale(xp, b, g, r, scale_stat)
@@ -319,12 +318,10 @@ class Accumulator:
 
     @_compat.on_input_device
     def step(self, state, X, y, /, sample_weight=None, *, check_finite=True):
-        """The pure update behind :meth:`update`: ``state`` plus one chunk, as a new state.
+        """The pure update behind :meth:`update`: ``state`` plus one chunk, as a new state (``state=None``: from zero).
 
-        Use it where state must be passed explicitly: ``jax.jit(acc.step)``, or
-        ``jax.lax.scan(lambda s, c: (acc.step(s, *c), None), acc.state, (Xs, ys))`` over
-        stacked chunks, then ``acc.with_state(s).solve()``. ``state=None`` starts from zero.
-        """
+        Use it where state must be passed explicitly: ``jax.jit(acc.step)``, or ``jax.lax.scan(lambda s, c:
+        (acc.step(s, *c), None), acc.state, (Xs, ys))`` over stacked chunks, then ``acc.with_state(s).solve()``."""
         xp, Xv, Y, root, meta = self._validate(X, y, sample_weight, check_finite)
         return self._step(state, xp, Xv, Y, root, meta)
 

@@ -1,4 +1,28 @@
-"""Centering and the intercept's elimination: what ``fit_intercept=True`` does to X and y."""
+"""Centering and the intercept's elimination: what ``fit_intercept=True`` does to X and y.
+
+``eliminate_intercept``: centered data weighted by ``root`` (sqrt of the weights, or None) are
+orthogonal to the unit vector ``v = root / sqrt(total)``. A Householder reflection H with
+H v = -e1 maps them to rows whose first one is v^T A = 0 up to rounding. Dropping that row
+leaves the same least-squares problem (same solution, same residual norm), exactly one row
+shorter. Left in, that row of rounding noise makes rank decisions a coin toss. Wide centered X
+(m <= n) is rank deficient by one, and its noise singular value sits right at NumPy's default
+cutoff. Centering first (rather than reflecting raw data) keeps the offsets out of the
+reflection's rounding. The reflection also removes the rounding error of the mean itself: its
+v^T A term is that error (centered twice, in effect).
+
+Tall problems (m - 1 >= n) keep all m rows, the first one set to exactly zero. A zero row
+changes no Gram matrix, R factor or residual, and rows of X sharded across devices stay where
+they are. ``A[1:]`` shifted every shard by one row: XLA moved a row between neighbouring
+devices and re-laid out each shard. The zero comes from the weights' multiplication (the first
+weight replaced by 0). Without weights it comes from an in-place write on NumPy
+(``_compat.zero_first_row``), so no extra X-sized array is made. Wide problems drop the row.
+
+With ``Ac = A - mean``, rows 1: of ``H (root * Ac)`` are ``root[1:] * (Ac[1:] - c / s)``, where
+``s = sqrt(total)`` and ``c = (w^T Ac / s + root[0] Ac[0]) / (1 + root[0] / s)``. That is a row
+vector subtracted from the centered data, then the weights. On NumPy both updates overwrite the
+centered copy (``_compat.update_fresh``). So one X-sized array is made, where centering,
+weighting and reflecting in turn made three.
+"""
 
 from __future__ import annotations
 
@@ -39,40 +63,10 @@ def sample_means(xp, X, Y):
 
 
 def eliminate_intercept(xp, X, Y, root, eliminate=True):
-    """Center and weight X and Y and drop the intercept direction, in one X-sized result.
-
-    Centered data weighted by ``root`` (sqrt of the weights, or None) are orthogonal to the
-    unit vector ``v = root / sqrt(total)``. A Householder reflection H with H v = -e1 maps them
-    to rows whose first one is v^T A = 0 up to rounding; dropping it leaves the same
-    least-squares problem (same solution, same residual norm) exactly one row shorter. Left
-    in, that row of rounding noise makes rank decisions a coin toss: wide centered X (m <= n)
-    is rank deficient by one, and its noise singular value sits right at NumPy's default
-    cutoff. Centering first (rather than reflecting raw data) keeps the offsets out of the
-    reflection's rounding, and the reflection removes the rounding error of the mean itself
-    (its v^T A term is that error: centered twice, in effect).
-
-    Tall problems (m - 1 >= n) keep all m rows with the first one set to exactly zero (a zero
-    row changes no Gram matrix, R factor or residual): rows of X sharded across devices stay
-    where they are, where ``A[1:]`` shifted every shard by one row (XLA moved a row between
-    neighbouring devices and re-laid out each shard). The zero comes from the weights'
-    multiplication (the first weight replaced by 0), or without weights from an in-place write
-    on NumPy (``_compat.zero_first_row``), so no extra X-sized array is made. Wide problems
-    drop the row.
-
-    With ``Ac = A - mean``, rows 1: of ``H (root * Ac)`` are ``root[1:] * (Ac[1:] - c / s)``,
-    ``s = sqrt(total)``, ``c = (w^T Ac / s + root[0] Ac[0]) / (1 + root[0] / s)``: a row
-    vector subtracted from the centered data, then the weights. On NumPy both updates
-    overwrite the centered copy (``_compat.update_fresh``), so one X-sized array is made
-    where centering, weighting and reflecting in turn made three.
-
-    Returns
-    -------
-    X, Y : the reduced data, (..., m - 1, n) and (..., m - 1, k) for wide X, (..., m, n) and
-        (..., m, k) with a zero first row for tall X; with ``eliminate=False``
-        the centered, weighted data, (..., m, n) and (..., m, k)
-    x_offset, y_offset : the weighted means, (..., 1, n) and (..., 1, k)
-    offset_sq : (..., n), what centering removed from the squared column norms
-    """
+    """Center and weight X (..., m, n) and Y (..., m, k) and drop the intercept direction, in one X-sized result.
+    Returns ``(X, Y, x_offset, y_offset, offset_sq)``: X and Y with m - 1 rows (wide X) or m rows, the first zero
+    (tall X); with ``eliminate=False`` centered and weighted only, m rows. Offsets: the weighted means, (..., 1, n) and
+    (..., 1, k); ``offset_sq`` (..., n): what centering removed from the squared column norms (module docstring)."""
     m, n = X.shape[-2:]
     ones, w, total = _weights(xp, X, root)  # total: (..., 1, 1)
     wt = xp.linalg.matrix_transpose(w)

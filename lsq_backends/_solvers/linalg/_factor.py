@@ -74,11 +74,10 @@ def spectral_factor(xp, s, vh, keep, alpha, vectors=False):
 
 
 def path_factor(xp, basis, f, V=None):
-    """Factor of a penalty path (``spectral``), as operators on (a, ..., p, k) with the path's
-    leading penalty axis: ``K = basis diag(f) basis^T`` per penalty, ``f`` (a, ..., p) the
-    path's filter factors ``1 / (lam + alpha)`` (zero where it dropped a direction), and
-    ``N`` the dropped directions' projector. ``basis``: the eigenvectors of ``X^T X`` (tall X)
-    or of ``X X^T`` (wide X: ``K`` is then ``M``). No matrix per penalty is formed."""
+    """Factor of a penalty path (``spectral``) as operators on (a, ..., p, k), a the path's penalty axis. ``K =
+    basis diag(f) basis^T`` per penalty, ``f`` (a, ..., p) the filter factors ``1 / (lam + alpha)`` (zero for a
+    dropped direction); ``N`` the dropped directions' projector. ``basis``: eigenvectors of ``X^T X`` (tall X) or
+    ``X X^T`` (wide X: ``K`` is then ``M``). No matrix per penalty is formed."""
     h = xp.where(f > 0, xp.zeros_like(f), xp.ones_like(f))
 
     def K(b):  # b (..., p, k) or (a, ..., p, k)

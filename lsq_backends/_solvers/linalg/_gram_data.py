@@ -43,11 +43,10 @@ MIN_ROWS = 256  # wide blocks: the Gram product of a thinner one runs well below
 
 
 def shifts(xp, X, Y, root):
-    """The shifts ``(x_shift, y_shift)`` of a :class:`TallGram` with an intercept: where its
-    products run by row blocks, the means of a strided sample of rows (no pass over X; each
-    block is shifted again by the exact means for the residual); elsewhere the weighted means
-    (one product, which sharded X reduces in place), so that the one shifted copy of X that
-    every product reads is centered to rounding."""
+    """The shifts ``(x_shift, y_shift)`` of a :class:`TallGram` with an intercept. Products by row blocks: the means
+    of a strided sample of rows (no pass over X; the residual shifts each block again by the exact means). Elsewhere
+    the weighted means (one product, which sharded X reduces in place), so that the one shifted copy of X that every
+    product reads is centered to rounding."""
     if TallGram(xp, X, Y).rows is not None:  # (uncentered: nothing is computed)
         return sample_means(xp, X, Y)
     return weighted_means(xp, X, Y, root)[:2]
@@ -167,12 +166,10 @@ class TallGram:
         return h, rss
 
     def basis_products(self, X, Y, M):
-        """``(Q^T Q, Q^T Y)`` of ``Q = X M`` (M (..., n, n)), X and Y centered when this data
-        is (:meth:`products` first): CholeskyQR2's second pass. Centered, Q is formed from the
-        kept shifted copy Z (``Z M``, the centered data's Q plus ``root u^T``, ``u = M^T s /
-        total``) and corrected on the n x n side, as :meth:`products` corrects the Gram
-        matrix: ``Q^T Q = P - q q^T / total``, ``Q^T Y_c = (Z M)^T V - q t^T / total`` with
-        ``P = (Z M)^T (Z M)``, ``q = M^T s``: three passes, as without an intercept."""
+        """``(Q^T Q, Q^T Y)`` of ``Q = X M`` (M (..., n, n)), X and Y centered when this data is (:meth:`products`
+        first): CholeskyQR2's second pass, three passes over X as without an intercept. Centered, ``Z M`` (the kept
+        copy's) is the centered Q plus ``root u^T``, ``u = M^T s / total``: ``Q^T Q = P - q q^T / total`` and
+        ``Q^T Y_c = (Z M)^T V - q t^T / total``, with ``P = (Z M)^T (Z M)`` and ``q = M^T s``."""
         xp = self.xp
         if self.centered:
             X, Y = self.kept

@@ -5,6 +5,16 @@ preconditioner (:func:`preconditioned`).
 
 Both touch X only through ``X @ V`` and ``X^T @ U`` on blocks of k columns (one per target),
 so a sparse matrix or an operator serves them as well as a dense array.
+
+``preconditioned``: D holds the column norms of the matrix iterated on. That is X as prepared
+(centered and weighted; ``LinearMap.norms`` for a sparse X, from its entries), and with a
+penalty ``[X; sqrt(alpha) I]``: ``D_j = sqrt(||x_j||^2 + alpha)``. Where each target has its
+own penalty there is one D per target, applied column by column inside the block products. A
+column of norm 0 keeps scale 1. The penalty stays on the original coefficients,
+``alpha ||D^-1 z||^2``: there is no scalar damping. The scaled problem
+``[X D^-1; sqrt(alpha) D^-1] z = [Y; 0]`` (unit columns) is iterated undamped, its products n
+entries longer. Its stopping rules read ``||r||`` and ``||X||`` of that augmented system
+(SciPy's ``damp`` puts the penalty rows in ``||r||`` alike).
 """
 
 from __future__ import annotations
@@ -96,20 +106,10 @@ def rank_of(xp, batch, n, alpha, like):
 
 
 def preconditioned(xp, solve, X, Y, alpha, *, x0=None, **options):
-    """``solve`` (LSMR's or LSQR's) with X's columns scaled to unit norm: ``X D^-1 z = Y``,
-    ``coef = D^-1 z``. Returns ``solve``'s ``Solution``; ``n_iter`` and ``istop`` are the
-    scaled problem's.
-
-    D holds the column norms of the matrix iterated on: X as prepared (centered and weighted;
-    ``LinearMap.norms`` for a sparse X, from its entries), and with a penalty
-    ``[X; sqrt(alpha) I]``, ``D_j = sqrt(||x_j||^2 + alpha)`` (one D per target where each has
-    its own penalty: D is (..., n, k), applied column by column inside the block products). A
-    column of norm 0 keeps scale 1. The penalty stays on the original coefficients,
-    ``alpha ||D^-1 z||^2``: no scalar damping, so the scaled problem ``[X D^-1; sqrt(alpha)
-    D^-1] z = [Y; 0]`` (unit columns) is iterated undamped, its products n entries longer; its
-    stopping rules read ``||r||`` and ``||X||`` of that augmented system (SciPy's ``damp`` puts
-    the penalty rows in ``||r||`` alike). A warm start ``x0`` (original coordinates) starts the
-    scaled iteration at ``D x0``. No host read and no branch on values: D stays an array."""
+    """``solve`` (LSMR's or LSQR's) with X's columns scaled to unit norm: ``X D^-1 z = Y``, ``coef = D^-1 z``.
+    Returns ``solve``'s ``Solution``, ``n_iter`` and ``istop`` the scaled problem's. D is (..., n, 1), or (..., n, k)
+    with a penalty. A warm start ``x0`` (original coordinates) starts at ``D x0``. No host read and no branch on
+    values: D stays an array. See the module docstring."""
     m, n = X.shape[-2:]
     batch = tuple(X.shape[:-2])
     if isinstance(X, LinearMap):

@@ -16,6 +16,13 @@ library that can multiply it (its *home*):
 centered, row-weighted ``diag(r) (X - 1 mu)`` as X's products plus a rank-one correction,
 and knows that matrix's column norms (for ``precondition="columns"``) from X's squared
 entries, without forming it.
+
+``column_norms_of``: with ``x_mean`` (the weighted means),
+``||x_j - mu_j||_w^2 = ||x_j||_w^2 - (sum w) mu_j^2``: a difference of two sums, each with a
+relative error up to ~m eps. Centering may remove all but ``sqrt(eps)`` of the column's sum of
+squares (its mean over 1e4 times its spread, or a constant column). The difference is then not
+resolved, and the norm is given as 0: such a column is left unscaled. Elsewhere the norm is
+within ~m sqrt(eps) (1.5% at m = 1e6) of the exact one; a preconditioner needs no more.
 """
 
 from __future__ import annotations
@@ -368,15 +375,9 @@ def _columns(xp, fn, rows, blocks, name):
 
 
 def column_norms_of(xp, A, root, x_mean):
-    """The column norms (1, n) of ``diag(root) (A - 1 x_mean)`` (as :func:`centered`) from A's
-    squared entries (``A.squares``), never forming the matrix; None for an operator.
-
-    With ``x_mean`` (the weighted means), ``||x_j - mu_j||_w^2 = ||x_j||_w^2 - (sum w) mu_j^2``:
-    a difference of two sums, each with a relative error up to ~m eps. Where centering removes
-    all but ``sqrt(eps)`` of the column's sum of squares (its mean over 1e4 times its spread,
-    or a constant column) the difference is not resolved, and the norm is given as 0 (such a
-    column is then left unscaled). Elsewhere it is within ~m sqrt(eps) (1.5% at m = 1e6) of
-    the exact norm; a preconditioner needs no more."""
+    """The column norms (1, n) of ``diag(root) (A - 1 x_mean)`` (as :func:`centered`) from A's squared entries
+    (``A.squares``), never forming the matrix; None for an operator. Within ~m sqrt(eps) of the exact norms, and 0
+    where centering leaves less than ``sqrt(eps)`` of a column's sum of squares (see the module docstring)."""
     if A.squares is None:
         return None
     m = A.shape[0]

@@ -1,4 +1,32 @@
-"""Small array-API helpers the solvers share (no solver logic here)."""
+"""Small array-API helpers the solvers share (no solver logic here).
+
+``pivot_ratios``: the ratio is against the column as given, before centering. It is then the
+same in every unit the column is measured in, so only dependence decides. A column that
+centering reduced to rounding noise (a constant column next to an intercept) is seen as
+dependent too.
+
+``gram_noise``: each entry of a formed Gram matrix is a sum of max(m, n) products. Its error
+grows like ``sqrt(max(m, n)) * eps`` with high probability (Higham and Mary's probabilistic
+rounding-error analysis, 2019), not the worst case ``max(m, n) * eps``. The factorization of
+the min(m, n)-square matrix adds ``min(m, n) * eps``. Measured here: at most 2 eps * lam_max on
+exactly rank-deficient centered float32 and float64 data up to 200000 x 200. The worst-case
+factor made float32 fits at m = 200000 (``eps * m = 0.024``) take cond-100 data for rank
+deficient (65% error).
+
+``default_cutoff``: below float64 the default is what the factorization can resolve. The QR (or
+Gram) pass sums max(m, n) products per entry: a backward error ~ sqrt(max(m, n)) eps ||X||
+with high probability, and the factorization adds ~ min(m, n) eps, as for ``gram_noise``. The
+worst case ``eps * max(m, n)`` reached 0.06 in float32 at m = 500000. There ``svd``, ``qr``,
+``normal`` and ``auto`` all dropped the second direction of correlated two-column data
+(s2/s1 = 5e-3) and returned 10x SciPy's residual. NumPy itself solves float32 input in float64
+(cutoff ~1e-10 there).
+
+``gated``: traced (JAX) or lazy (Dask), the branches cost no host read, and the attempt is
+skipped where the gate fails. Eager, the attempt runs before the gate is read, so that the gate
+and its check are read together: one host read, with wasted work only where the fallback
+follows. NumPy, where reading is free, reads the gate first and skips the attempt where it
+fails (CholeskyQR2's three passes before shifted CholeskyQR3 on ill-conditioned X).
+"""
 
 from __future__ import annotations
 
@@ -31,11 +59,8 @@ def count(xp, mask, like):
 
 
 def add_penalty(xp, a, alpha):
-    """``a + alpha * I`` for a stack ``a`` (..., p, p).
-
-    ``alpha`` has shape (1,) (one penalty) or (k,) (one per target); per-target penalties give a
-    stack (..., k, p, p) of k systems, one per target.
-    """
+    """``a + alpha * I`` for a stack ``a`` (..., p, p); ``alpha`` (1,) (one penalty) or (k,) (one per target).
+    Per-target penalties give a stack (..., k, p, p) of k systems, one per target."""
     p = a.shape[-1]
     eye = eye_like(xp, a, p)
     if alpha.shape[0] == 1:
@@ -64,15 +89,10 @@ def all_true(xp, mask):
 
 
 def pivot_ratios(xp, pivots, colsq, offset_sq):
-    """|pivot_j| / ||column j||, the scale-free rank test of the triangular factors.
-
-    ``colsq`` are the squared column norms of the matrix factorized (the centered X, plus
-    alpha for a ridge system); ``offset_sq`` (..., n), the part centering removed
-    (sum(w) * mean**2), or None. The ratio is against the column as given, before centering:
-    the same in every unit the column is measured in, so only dependence decides, and a column
-    that centering reduced to rounding noise (a constant column next to an intercept) is seen
-    as dependent too. ``pivots``/``colsq`` are (..., p) or (..., k, p) for per-target penalties.
-    """
+    """|pivot_j| / ||column j||, the scale-free rank test of the triangular factors, the column taken before
+    centering (module docstring). ``pivots``, ``colsq`` (..., p), or (..., k, p) per target; ``colsq``: squared
+    column norms of the matrix factorized (the centered X, plus alpha for ridge). ``offset_sq`` (..., n): what
+    centering removed (sum(w) * mean**2), or None."""
     ref = colsq
     if offset_sq is not None:
         ref = ref + (offset_sq[..., None, :] if colsq.ndim > offset_sq.ndim else offset_sq)
@@ -81,32 +101,16 @@ def pivot_ratios(xp, pivots, colsq, offset_sq):
 
 
 def gram_noise(xp, a, m, n):
-    """Relative rounding noise of the eigenvalues (and squared Cholesky pivots) of a formed
-    Gram matrix: ``eps * (sqrt(max(m, n)) + min(m, n))``.
-
-    Each entry is a sum of max(m, n) products; its error grows like ``sqrt(max(m, n)) * eps``
-    with high probability (Higham and Mary's probabilistic rounding-error analysis, 2019), not
-    the worst case ``max(m, n) * eps``; the factorization of the min(m, n)-square matrix adds
-    ``min(m, n) * eps``. Measured here: at most 2 eps * lam_max on exactly rank-deficient
-    centered float32 and float64 data up to 200000 x 200. The worst-case factor made float32
-    fits at m = 200000 (``eps * m = 0.024``) take cond-100 data for rank deficient (65% error).
-    """
+    """Relative rounding noise of the eigenvalues (and squared Cholesky pivots) of a formed Gram matrix of an
+    m x n matrix: ``eps * (sqrt(max(m, n)) + min(m, n))``, a probable bound, not the worst case (module docstring)."""
     return eps(xp, a) * (math.sqrt(max(m, n, 1)) + min(m, n))
 
 
 def default_cutoff(xp, a, m, n, rcond):
-    """Relative singular-value cutoff: ``rcond`` when given (honoured exactly), else the default.
-
-    float64: NumPy's ``eps * max(m, n)`` (``numpy.linalg.lstsq``'s, as JAX and PyTorch too).
-    Narrower dtypes (float32): what the factorization can resolve, its probable rounding noise
-    ``eps * (sqrt(max(m, n)) + min(m, n))`` relative to the largest singular value: the QR (or
-    Gram) pass sums max(m, n) products per entry, a backward error ~ sqrt(max(m, n)) eps ||X||
-    with high probability (Higham and Mary, 2019, as :func:`gram_noise`), and the factorization
-    of the min(m, n)-square factor adds ~ min(m, n) eps. The worst case ``eps * max(m, n)``
-    reached 0.06 in float32 at m = 500000: ``svd``, ``qr``, ``normal`` and ``auto`` all dropped
-    the second direction of correlated two-column data (s2/s1 = 5e-3) and returned 10x SciPy's
-    residual. NumPy itself solves float32 input in float64 (cutoff ~1e-10 there).
-    """
+    """Relative singular-value cutoff: ``rcond`` when given (honoured exactly), else the default. float64: NumPy's
+    ``eps * max(m, n)`` (``numpy.linalg.lstsq``'s, as JAX and PyTorch too). Narrower dtypes (float32): the
+    factorization's probable rounding noise ``eps * (sqrt(max(m, n)) + min(m, n))`` relative to the largest
+    singular value, as :func:`gram_noise` (see the module docstring)."""
     if rcond is not None:
         return rcond
     if _compat.finfo(xp, a.dtype).bits >= 64:
@@ -159,15 +163,10 @@ def check_fraction(value, name):
 
 
 def gated(xp, gate, attempt, fallback, operands):
-    """A fast route (``attempt(X, Y) -> (result, good)``: CholeskyQR2, refined normal
-    equations) where its ``gate`` passes and its own check ``good`` holds, else
-    ``fallback(X, Y)``.
-
-    Traced (JAX) or lazy (Dask): branches cost no host read, and the attempt is skipped where
-    the gate fails. Eager: the attempt runs before the gate is read, so that the gate and its
-    check are read together (one host read; wasted work only where the fallback follows).
-    NumPy, where reading is free, reads the gate first and skips the attempt where it fails
-    (CholeskyQR2's three passes before shifted CholeskyQR3 on ill-conditioned X)."""
+    """A fast route (``attempt(X, Y) -> (result, good)``: CholeskyQR2, refined normal equations) where its ``gate``
+    passes and its own check ``good`` holds, else ``fallback(X, Y)``. NumPy reads the gate first; traced JAX and
+    Dask branch without a host read; other eager libraries run the attempt, then read gate and check together.
+    See the module docstring."""
     if _compat.free_to_read(xp):  # read as the branches go: nothing to wait for
         if not _compat.read_now(xp, gate):
             return fallback(*operands)

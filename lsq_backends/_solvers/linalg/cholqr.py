@@ -3,7 +3,46 @@ Nakatsukasa, Yamamoto and Yanagisawa, 2020): QR factorizations of tall X made of
 and triangular solves, with their gates. CholeskyQR2 is orthogonal to working precision up to
 ``cholqr_limit`` (``eps**-0.5 / 100``); shifted CholeskyQR3 of ``[X Y]`` reaches
 Householder-level error up to cond ~1e11-1e12. ``qr`` tries them in that order before
-Householder QR; ``svd`` takes CholeskyQR2's R where its gate passes."""
+Householder QR; ``svd`` takes CholeskyQR2's R where its gate passes.
+
+``cholqr2_factors``: X D = Q1 R1 with R1 = (D L)^T, Q1 = X M and M = D R1^{-1}. Q1 is a matrix
+product, not a triangular solve with m right-hand sides: faster through NumPy's BLAS (design
+notes). The solve measured up to 0.4 digits better on NIST's large-residual Wampler problems,
+which is why ``auto`` uses Householder QR instead. Then Q1 = Q R2 with R2 = L2^T, so
+X = Q L2^T L^T; the second pass repairs Q1's loss of orthogonality, ~eps * cond**2. Q^T Y is
+L2^{-1} Q1^T Y. Q1^T Q1 is I up to eps * cond**2, so a pivot of L2 far from 1 means the
+condition estimate was fooled: ``good`` is then False.
+
+``shifted_cholqr3``: the Gram matrix of ``[X Y] D`` (unit diagonal; from the normal path's ``A``
+and ``B``) plus a shift ``s = SHIFT eps (sqrt(m) + n + k) (n + k)`` always factors. The shift
+is the Frobenius norm squared times the Gram matrix's probable rounding
+(``_shared.gram_noise``); Fukaya et al. take the worst case 11 (m n + n (n + 1)) eps ||X||**2.
+It caps the condition of ``Q1 = [X Y] R1^{-1}`` at ~sqrt(s) cond(X D). CholeskyQR2 on Q1 (two
+more rounds) then makes ``[X Y] = Q R`` backward stable, with Q orthogonal to working precision,
+as Householder QR. The solution is ``R11^{-1} R12`` (R's blocks against X and Y). So Q^T Y
+comes out of the same factorization, not from a product with an explicit Q. That Q's rounding,
+~eps cond(X), met Y's residual and cost up to 4 digits on large-residual problems. Each
+``Q = [X Y] R^{-1}`` is a triangular solve: row-wise backward stable, half the flops of a
+product with the inverse.
+
+Its third round only repairs Q2's loss of orthogonality, ~eps cond(Q1)**2. The condition
+estimate of Q1 (from the second round's factor) may put that at most ``THIRD_ROUND``. The round
+is then skipped (one solve and one Gram pass over X fewer), where that choice costs no host read
+(NumPy, traced JAX). It is not skipped where ``factor`` asks for R11 as X's own triangular
+factor (derivative rules).
+
+Its ``good`` needs the last round's pivots against X to be 1 up to O(1) or, where that round is
+skipped, Q1's condition estimate to be finite. Pivots far from 1 mean that cond(Q1) was past
+CholeskyQR2's reach: cond(X D) beyond ~1e11-1e12 in float64. R11 must also certify the rank
+(``rank.certified``, as Householder's R), and W be finite. Otherwise the caller falls back to
+Householder QR.
+
+``_gram_after`` applies the factors in turn: one solve per round keeps each row-wise backward
+stable. On NumPy (2-D X) Q is never formed whole. Each ~1 MB row block of [X Y] is copied into
+a buffer, solved in place (BLAS trsm) and its Gram product added, in cache: one pass over X per
+round. With ``keep`` the blocks are also stored and returned. The next round then solves once
+per block instead of twice: SciPy's trsm is slower than the Gram product. Elsewhere Q is formed
+by blocks of columns (``_next_q``)."""
 
 from __future__ import annotations
 
@@ -35,11 +74,10 @@ def uses_cholqr2(xp, X, alpha):
 
 
 def r_factor(xp, X, Y, rcond, offset_sq=None, check=None, data=None):
-    """``(R, Q^T Y)`` of tall X (m >= n, n > 0): CholeskyQR2 where ``qr`` would use it (its
-    R = L2^T L^T, a backward-stable factor in that range), else Householder with Q applied
-    implicitly. The ``svd`` method takes the SVD of this R. ``check`` and ``data`` as
-    ``qr.solve`` takes them (``data`` then holds the centered problem's exact means, offsets
-    and rss, see ``_gram_data.TallGram``)."""
+    """``(R, Q^T Y)`` of tall X (m >= n, n > 0): CholeskyQR2 where ``qr`` would use it (R = L2^T L^T, a
+    backward-stable factor there), else Householder with Q applied implicitly. The ``svd`` method takes this R's SVD.
+    ``check`` and ``data`` as ``qr.solve`` takes them (``data``: the centered problem's exact means, offsets and rss,
+    see ``_gram_data.TallGram``)."""
     if not uses_cholqr2(xp, X, None):
         return _compat.qr_apply(xp, X, Y)
     fac = gram.Factored(xp, X, Y, None, check, None if data is None else data.whole(X, Y))
@@ -54,16 +92,10 @@ def r_factor(xp, X, Y, rcond, offset_sq=None, check=None, data=None):
 
 
 def cholqr2_factors(xp, X, Y, fac):
-    """CholeskyQR2 on the equilibrated X D, from the Gram factor L (A = X^T X = L L^T).
-
-    X D = Q1 R1 with R1 = (D L)^T, Q1 = X M, M = D R1^{-1}: a matrix product rather than a
-    triangular solve with m right-hand sides (2x faster here through NumPy's BLAS; the solve
-    measured up to 0.4 digits better on NIST's large-residual Wampler problems, which is why
-    ``auto`` uses Householder QR instead). Then Q1 = Q R2 with R2 = L2^T (the second pass repairs Q1's loss of orthogonality, ~eps *
-    cond**2), so X = Q L2^T L^T. Returns (M, L2, Q^T Y = L2^{-1} Q1^T Y, good): ``good`` is
-    False where a pivot of L2 is far from 1 (Q1^T Q1 is I up to eps * cond**2, so the
-    condition estimate was fooled). With an intercept (``fac.data`` centered), of the
-    centered X and Y, corrected on the n x n side (``TallGram.basis_products``)."""
+    """CholeskyQR2 on the equilibrated X D from the Gram factor L (A = X^T X = L L^T): ``(M, L2, Z, good)``,
+    X = Q L2^T L^T with Q = X M L2^{-T} (M (..., n, n)), Z = Q^T Y (..., n, k); ``good`` is False where a pivot of L2
+    is far from 1 (module docstring). With an intercept (``fac.data`` centered), of the centered X and Y, corrected
+    on the n x n side (``TallGram.basis_products``)."""
     n = X.shape[-1]
     d = diagonal(xp, fac.A)
     dinv = 1 / xp.sqrt(xp.where(d > 0, d, xp.ones_like(d)))
@@ -86,33 +118,10 @@ THIRD_ROUND = 1e-4
 
 
 def shifted_cholqr3(xp, X, Y, fac, rcond, offset_sq, factor=False):
-    """Shifted CholeskyQR3 (Fukaya, Kannan, Nakatsukasa, Yamamoto and Yanagisawa, 2020) of the
-    column-equilibrated ``[X Y]``, for X past CholeskyQR2's limit: ``((W, rank), good)``, and
-    with ``factor`` ``((W, rank, Factor), good)`` (``_factor.inverse_factor`` of R11).
-
-    The Gram matrix of ``[X Y] D`` (unit diagonal; from the normal path's ``A`` and ``B``)
-    plus a shift ``s = SHIFT eps (sqrt(m) + n + k) (n + k)`` (the Frobenius norm squared
-    times the Gram matrix's probable rounding, ``_shared.gram_noise``, where Fukaya et al.
-    take the worst case 11 (m n + n (n + 1)) eps ||X||**2) always factors; the shift caps
-    the condition of ``Q1 = [X Y] R1^{-1}`` at ~sqrt(s) cond(X D), and CholeskyQR2 on Q1 (two
-    more rounds) makes ``[X Y] = Q R`` backward stable with Q orthogonal to working
-    precision, as Householder QR. The solution is ``R11^{-1} R12`` (R's blocks against X and
-    Y): Q^T Y comes out of the same factorization rather than from a product with an
-    explicit Q, whose rounding, ~eps cond(X) in Q, met Y's residual and cost up to 4 digits
-    on large-residual problems. Each ``Q = [X Y] R^{-1}`` is a triangular solve (row-wise
-    backward stable, half the flops of a product with the inverse).
-
-    The third round only repairs Q2's loss of orthogonality, ~eps cond(Q1)**2: where the
-    condition estimate of Q1 (from the second round's factor) puts that at most
-    ``THIRD_ROUND``, it is skipped (one solve and one Gram pass over X fewer) where that
-    choice costs no host read (NumPy, traced JAX), unless ``factor`` asks for R11 as X's own
-    triangular factor (derivative rules).
-
-    ``good``: the last round's pivots against X are 1 up to O(1) (else cond(Q1) was past
-    CholeskyQR2's reach: cond(X D) beyond ~1e11-1e12 in float64), or Q1's condition
-    estimate is finite where that round is skipped, and R11 certifies the rank
-    (``rank.certified``, as Householder's R); otherwise the caller falls back to Householder
-    QR."""
+    """Shifted CholeskyQR3 of the equilibrated ``[X Y]``, for X past CholeskyQR2's limit: ``((W, rank), good)``,
+    W = R11^{-1} R12 (..., n, k); with ``factor`` ``((W, rank, Factor), good)`` (``_factor.inverse_factor`` of R11).
+    Householder-level error up to cond(X D) ~1e11-1e12 (float64); ``good`` fails beyond. NumPy and traced JAX skip
+    the third round where it is not needed, except with ``factor``. See the module docstring."""
     m, n = X.shape[-2:]
     k = Y.shape[-1]
     top = xp.concat([fac.A, fac.B], axis=-1)
@@ -157,14 +166,9 @@ def shifted_cholqr3(xp, X, Y, fac, rcond, offset_sq, factor=False):
 
 
 def _gram_after(xp, X, Y, factors, shift, keep=False):
-    """Gram matrix of ``Q = [X Y] R1^{-1} R2^{-1} ...`` (``factors`` upper triangular, applied
-    in turn: one solve per round keeps each row-wise backward stable), ``shift`` added to Y's
-    block (see :func:`_gram_of`). On NumPy (2-D X) Q is never formed whole: each ~1 MB row
-    block of [X Y] is copied into a buffer, solved in place (BLAS trsm) and its Gram product
-    added, in cache, each round one pass over X; with ``keep`` the blocks are also stored
-    and returned, ``(G, Q)`` (the next round then solves once per block instead of twice:
-    SciPy's trsm is slower than the Gram product). Elsewhere Q is formed by
-    blocks of columns (``_next_q``); ``keep`` returns ``(G, None)``."""
+    """Gram matrix of ``Q = [X Y] R1^{-1} R2^{-1} ...`` (``factors`` upper triangular), ``shift`` added to Y's block
+    (see :func:`_gram_of`); with ``keep`` ``(G, Q)``, Q None off NumPy. NumPy (2-D X): row blocks solved in cache,
+    one pass over X a round; elsewhere Q by blocks of columns (``_next_q``). See the module docstring."""
     n = X.shape[-1]
     blas = None
     if _compat.host_blas(xp, X):

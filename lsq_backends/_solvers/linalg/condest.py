@@ -2,6 +2,13 @@
 
 Used to choose between the normal equations, CholeskyQR2 and Householder QR. O(p^2) per step
 on the p x p factor: nothing next to forming the Gram matrix.
+
+``condition_estimate``: for p > 16 the larger of the pivot ratio of the scaled factor and power
+iteration on D A D and on its inverse (through the inverse factor), from a fixed start. That is
+a lower bound, usually within a small factor of the truth. For p <= 16 it is the
+Frobenius-norm bound instead: an upper bound, at most p times the truth. NumPy stacks compute it
+by substitution entry by entry (``_stacked_inverse_norm``), other libraries by a batched
+inverse.
 """
 
 from __future__ import annotations
@@ -29,13 +36,10 @@ def _normalize(xp, v):
 
 
 def condition_estimate(xp, L, A, Lt=None):
-    """Estimate of cond(X D) = sqrt(cond(D A D)), D equilibrating A = X^T X = L L^T (unit
-    column norms): the larger of the pivot ratio of the scaled factor and power iteration on
-    D A D and on its inverse (through the inverse factor) from a fixed start. A lower bound,
-    usually within a small factor of the truth; NaN where the factorization failed. For
-    p <= 16, the Frobenius-norm bound instead (an upper bound, at most p times the truth;
-    on NumPy stacks by substitution entry by entry, elsewhere by a batched inverse).
-    ``Lt``: ``_compat.batch_last(L)`` for a stack, if the caller has it."""
+    """Estimate of cond(X D) = sqrt(cond(D A D)), D equilibrating A = X^T X = L L^T (unit column norms); NaN where
+    the factorization failed. p > 16: power iteration, a lower bound usually within a small factor; p <= 16: the
+    Frobenius-norm bound, at most p times too large (see the module docstring). ``Lt``: ``_compat.batch_last(L)``
+    for a stack, if the caller has it."""
     p = A.shape[-1]
     d = diagonal(xp, A)
     if p <= SMALL and L.ndim > 2 and _compat.plain_numpy(L):
@@ -68,11 +72,9 @@ def condition_estimate(xp, L, A, Lt=None):
 
 
 def _stacked_inverse_norm(xp, L, d=None, Lt=None):
-    """||L^-1 diag(sqrt(d))||_F (``d`` None: ||L^-1||_F) for a stack of small lower triangles,
-    by substitution vectorized over the stack: p**3 / 6 elementwise operations on
-    (...,)-shaped arrays, summing the squares of the inverse's entries as they come (the
-    inverse is never assembled). NumPy's batched ``inv`` pays a few microseconds per matrix,
-    the bulk of ``auto`` on 10000 8x8 problems. ``Lt``: ``_compat.batch_last(L)``, if known."""
+    """||L^-1 diag(sqrt(d))||_F (``d`` None: ||L^-1||_F) for a stack of small lower triangles, by substitution
+    vectorized over the stack: p**3 / 6 elementwise operations on (...,)-shaped arrays, the inverse never assembled
+    (NumPy's batched ``inv`` costs more: design notes). ``Lt``: ``_compat.batch_last(L)``, if known."""
     p = L.shape[-1]
     Lt = _compat.batch_last(xp, L) if Lt is None else Lt
     if d is not None:

@@ -11,10 +11,47 @@
   converges, and up to which the unrefined normal equations are kept on wide X.
 
 A numerically singular Gram matrix is re-solved, so rank-deficient problems get the
-minimum-norm solution, never NaN: by the SVD path (a QR of X, QR-level error), or where both branches of the choice are
-compiled into one program (JAX, ``_compat.branches_share_memory``) by the eigendecomposition
-of the Gram matrix already formed (:meth:`Factored.eigen`): no second pass over X to factorize
-it and no copy of X (sharded X is never gathered), at the normal equations' own accuracy.
+minimum-norm solution, never NaN. The re-solve is the SVD path (a QR of X, QR-level error).
+Where both branches of the choice are compiled into one program (JAX,
+``_compat.branches_share_memory``), it is the eigendecomposition of the Gram matrix already
+formed (:meth:`Factored.eigen`). That needs no second pass over X to factorize it and no copy
+of X (sharded X is never gathered), at the normal equations' own accuracy.
+
+``Factored.eigen``: the rank is the count of kept eigenvalues (``n`` with every penalty
+positive, as the SVD filter's). rss comes from one pass over X (``TallGram.residual``: no copy
+of X, centered on the n x n side). With ``factor`` the ``Factor`` is that of the kept spectrum
+(``spectral_factor``, ``s = sqrt(lam)``). No X-sized temporary is made: under ``jax.jit`` XLA
+reserves the buffers of both branches of the rank test, and on sharded X this branch needs no
+all-gather. The Gram matrix's rounding (~gram_noise * lam_max, ``_shared.gram_noise``) moves
+the kept eigenvectors by ~eps cond**2. Here cond is that of the kept part, at most
+``1 / sqrt(gram_noise)`` by the cutoff. So coef errs by ~eps cond**2, as the Cholesky branch's
+before refinement; the SVD path errs by ~eps cond. It is not refined: the kept subspace's own
+error is of that order.
+
+``refined``: the residual r = Y - X W that rss needs anyway gives the normal equations'
+residual ``g = X^T r - alpha W`` in the same pass (``TallGram.residual``: one pass over X, in
+cache on NumPy). The correction ``dW = (X^T X + alpha I)^{-1} g`` comes from the Cholesky
+factor already made. The Gram matrix's rounding (~eps cond(X)**2 relative) enters the
+correction only through the factor. So each step shrinks the error by ~eps cond(X)**2, towards
+the accuracy of the residual itself: ~eps cond(X), plus ~eps cond(X)**2 ||r|| / (||X|| ||w||)
+from the rounding of X^T r. One step reaches QR's error where (eps cond**2)**2 <= eps cond,
+that is cond <= eps**(-1/3). The refined residual is not formed:
+``||r - X dW||^2 = ||r||^2 - 2 dW.h + dW.g - alpha ||dW||^2`` (h = X^T r, and
+X^T X dW = g - alpha dW). That is a correction of second order, whose own rounding is
+~eps cond**2 times itself. So the step is kept where the condition estimate is within
+``refined_limit`` (float64 1.0e4, float32 12.6; ``auto`` uses no more). Beyond it W and rss
+stay those of the plain normal equations.
+
+``full_rank_test``: the rank at the cutoff is certified by the inverse of the column-scaled
+factor. That bound must also clear the Gram matrix's rounding (``sqrt(gram_noise)``): below it
+the factor's small singular values are noise, and the fallback decides. ``global_scale`` also
+asks for no pivot at that rounding against the largest column: a dependence hidden by a small
+column.
+
+``eigen_keep``: ``c`` is the SVD path's cutoff on singular values, squared for eigenvalues.
+With an intercept the reference is the largest squared column norm before centering, since
+centering leaves noise at that scale. The floor ``gram_noise * lam_max`` is the threshold the
+rank test's pivots use too. The test is scale-free: the same in every unit X is measured in.
 """
 
 from __future__ import annotations
@@ -65,11 +102,10 @@ class Factored:
         return self.kappa
 
     def solve_or(self, xp, X, Y, ok, fallback, rcond, offset_sq, factor=False):
-        """The refined Cholesky solution where the scalar ``ok`` holds, else ``fallback``'s
-        solution (a traced branch under ``jax.jit``; see ``_compat.branch``); ``fallback`` None:
-        :meth:`eigen`. Returns a ``Solution``: rss (..., k) of tall X, None for wide X; with
-        ``factor`` the ``_factor.Factor`` solved with (for wide X, of ``X X^T``: the Cholesky
-        factor here is that of ``X X^T + alpha I``)."""
+        """The refined Cholesky solution where the scalar ``ok`` holds, else ``fallback``'s (None: :meth:`eigen`), a
+        traced branch under ``jax.jit`` (``_compat.branch``). Returns a ``Solution``: rss (..., k) for tall X, None
+        for wide X; with ``factor`` the ``_factor.Factor`` solved with (wide X: of ``X X^T``, the Cholesky factor
+        here being that of ``X X^T + alpha I``)."""
         if fallback is None:
 
             def other(X, Y):
@@ -126,22 +162,10 @@ class Factored:
         return other
 
     def eigen(self, xp, X, Y, rcond, offset_sq, factor=False):
-        """The minimum-norm (or ridge) solution from the eigendecomposition ``G = V diag(lam)
-        V^T`` of the Gram matrix already formed (before the penalty): ``w = V diag(f) V^T X^T y``
-        (tall X) or ``w = X^T V diag(f) V^T y`` (wide X), ``f = 1 / (lam + alpha)`` on the kept
-        eigenvalues (:func:`eigen_keep`), 0 on the others; rank: their count (``n`` with every
-        penalty positive, as the SVD filter's). Tall X: ``(coef, rank, rss)``, rss from one
-        pass over X (``TallGram.residual``: no copy of X, centered on the n x n side), and with
-        ``factor`` the ``Factor`` of the kept spectrum (``spectral_factor``, ``s = sqrt(lam)``)
-        fourth; wide X: ``(coef, rank)``.
-
-        No pass over X to factorize it and no X-sized temporary: under ``jax.jit`` XLA reserves
-        the buffers of both branches of the rank test, and on sharded X this branch needs no
-        all-gather. The normal equations' own accuracy class: the Gram matrix's rounding
-        (~gram_noise * lam_max, ``_shared.gram_noise``) moves the kept eigenvectors by
-        ~eps cond**2 (cond of the kept part, at most ``1 / sqrt(gram_noise)`` by the cutoff),
-        so coef errs by ~eps cond**2, as the Cholesky branch's before refinement; the SVD path
-        errs by ~eps cond. Not refined: the kept subspace's own error is of that order."""
+        """Minimum-norm (or ridge) solution from ``G = V diag(lam) V^T``, the Gram matrix before the penalty:
+        ``w = V diag(f) V^T X^T y`` (tall X) or ``X^T V diag(f) V^T y`` (wide X), ``f = 1 / (lam + alpha)`` on the
+        kept eigenvalues (:func:`eigen_keep`), 0 on the others. Returns ``(coef, rank, rss)`` (tall X) or ``(coef,
+        rank)`` (wide X), with ``factor`` a ``Factor`` last. Error ~eps cond**2 (see the module docstring)."""
         m, n = X.shape[-2:]
         lam, V = _compat.eigh(xp, self.G)
         lam = xp.maximum(lam, xp.zeros_like(lam))  # null directions round to +-eps * lam_max
@@ -179,23 +203,10 @@ class Factored:
 
 
 def refined(xp, fac, X, Y, W):
-    """One step of iterative refinement of the normal-equation solution W, and the rss of the
-    solution returned: ``(W', rss)``.
-
-    The residual r = Y - X W that rss needs anyway gives the normal equations' residual
-    ``g = X^T r - alpha W`` in the same pass (``TallGram.residual``: one pass over X, in cache
-    on NumPy), and ``dW = (X^T X + alpha I)^{-1} g`` from the Cholesky factor already made.
-    The Gram matrix's rounding (~eps cond(X)**2 relative) enters the correction only through
-    the factor, so each step shrinks the error by ~eps cond(X)**2 towards the accuracy of the
-    residual itself, ~eps cond(X) (plus ~eps cond(X)**2 ||r|| / (||X|| ||w||), from the
-    rounding of X^T r): one step reaches QR's error where (eps cond**2)**2 <= eps cond,
-    cond <= eps**(-1/3). The refined residual is not formed:
-    ``||r - X dW||^2 = ||r||^2 - 2 dW.h + dW.g - alpha ||dW||^2`` (h = X^T r, and
-    X^T X dW = g - alpha dW), a correction of second order whose own rounding is
-    ~eps cond**2 times itself. So the step is kept where the condition estimate is within
-    ``REFINED_LIMIT`` (float64 1.0e4, float32 12.6; ``auto`` uses no more); beyond it W and
-    rss stay those of the plain normal equations.
-    """
+    """One step of iterative refinement of the normal-equation solution W (..., n, k): ``(W', rss)``, rss (..., k)
+    of the solution returned, in one pass over X (``TallGram.residual``). Kept where the condition estimate is
+    within ``refined_limit`` (error ~eps cond(X), as QR's); beyond it W and rss are the plain normal equations'.
+    See the module docstring."""
     h, rss = fac.data.residual(X, Y, W)
     alpha = fac.alpha
     g = h if alpha is None else h - _compat.as_rank(xp, alpha, W.ndim) * W
@@ -213,12 +224,10 @@ def refined(xp, fac, X, Y, W):
 
 
 def without_gram(xp, solver, X, Y, alpha, rcond, offset_sq, check, data, factor=False):
-    """``solver``'s ``Solution`` (a route of ``qr`` or ``svd`` that forms no Gram matrix of X:
-    Householder QR, ridge, Dask's one-pass QR) for a method that takes ``check`` and ``data``:
-    the data as the solver takes them (``TallGram.arrays``: centered, an X-sized copy), X's
-    deferred test (finiteness, and the scale certificate) run on a Gram matrix formed for it,
-    one product where the test it stands in for took four passes, and with ``data`` the rss
-    of the centered problem (the entry point holds only the uncentered data)."""
+    """``solver``'s ``Solution`` (a route of ``qr`` or ``svd`` that forms no Gram matrix of X: Householder QR,
+    ridge, Dask's one-pass QR) on the data as it takes them (``TallGram.arrays``: centered, an X-sized copy).
+    X's deferred test (finiteness, scale certificate) runs on one Gram product formed for it, where the test it
+    stands in for took four passes. With ``data``, rss of the centered problem (the entry holds uncentered data)."""
     if data is not None:
         X, Y = data.arrays(X, Y)
         offset_sq = centered_offsets(data, offset_sq)
@@ -250,13 +259,10 @@ def kappa_limit(xp, X):
 
 
 def eigen_keep(xp, lam, G, X, rcond, offset_sq, wide):
-    """The eigenvalues ``lam`` (..., p) of the Gram matrix ``G`` of X that :meth:`Factored.eigen`
-    keeps: above ``c**2`` times the largest (``c``: ``rcond``, else ``_shared.default_cutoff``,
-    the SVD path's cutoff on singular values, squared) or, with an intercept, times the largest
-    squared column norm before centering (centering leaves noise at that scale), and above the
-    rounding noise of a formed Gram matrix, ``gram_noise * lam_max`` (``_shared.gram_noise``;
-    the threshold the rank test's pivots use too). As ``spectral``'s ``gram`` route of a ridge
-    path. Scale-free: the same in every unit X is measured in."""
+    """Mask (..., p): the eigenvalues ``lam`` of X's Gram matrix ``G`` that :meth:`Factored.eigen` keeps. Above
+    ``c**2`` times the largest (``c``: ``rcond``, else ``_shared.default_cutoff``) or, with an intercept, times the
+    largest squared column norm before centering; and above ``gram_noise * lam_max`` (``_shared.gram_noise``). As
+    ``spectral``'s ``gram`` route of a ridge path; see the module docstring."""
     m, n = X.shape[-2:]
     c = default_cutoff(xp, X, m, n, rcond)
     top = xp.max(lam, axis=-1, keepdims=True)
@@ -271,16 +277,10 @@ def eigen_keep(xp, lam, G, X, rcond, offset_sq, wide):
 
 
 def full_rank_test(xp, fac, X, rcond, offset_sq, *, global_scale=False):
-    """Boolean per problem of the batch: may the Cholesky solution stand, full rank?
-
-    The certificate of ``rank.certified`` on the Cholesky factor: the rank at the cutoff
-    (``rcond``, default ``_shared.default_cutoff``) certified by the inverse of the
-    column-scaled factor, which must also clear the Gram matrix's rounding
-    (``sqrt(gram_noise)``, see ``_shared.gram_noise``: below it the factor's small singular
-    values are noise, and the fallback decides). With ``global_scale``, also no pivot at that rounding against the
-    largest column (a dependence hidden by a small column). A failed factorization leaves a
-    non-positive or NaN pivot, which fails every test.
-    """
+    """Boolean per problem of the batch: may the Cholesky solution stand, full rank? ``rank.certified`` on the
+    factor at the cutoff (``rcond``, default ``_shared.default_cutoff``), clear of the Gram matrix's rounding
+    ``sqrt(gram_noise)``. With ``global_scale`` also no pivot at that rounding against the largest column. A failed
+    factorization (a non-positive or NaN pivot) fails every test. See the module docstring."""
     m, n = X.shape[-2:]
     tol = math.sqrt(gram_noise(xp, X, m, n))
     cutoff = default_cutoff(xp, X, m, n, rcond)

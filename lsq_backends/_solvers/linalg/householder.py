@@ -1,7 +1,16 @@
 """Householder QR (LAPACK's geqrf, Q applied implicitly where the library can) and its solve,
 with the ridge factor of ``[R; sqrt(alpha) I]`` and the rank decision of ``rank.certified``
-on it; where full rank is not certified, the SVD of R (``pinv.filtered_solve``). The accurate fallback of
-``qr`` and ``auto``."""
+on it. Where full rank is not certified, the SVD of R decides (``pinv.filtered_solve``). The
+accurate fallback of ``qr`` and ``auto``.
+
+``penalized_r`` puts the penalty rows first. Householder QR perturbs each column by eps times
+its norm. In the order ``[R; sqrt(alpha) I]``, the first reflector of a column whose norm is
+nearly all sqrt(alpha) (alpha >> ||R||**2) swaps R's row with the penalty row. R's entries then
+come back as differences of numbers of size sqrt(alpha). The Q2 block against R carried errors
+~eps, not ~eps ||R|| / sqrt(alpha), and ``qr`` ridge at X ~ 1e-20, alpha = 1 erred by 0.88.
+With the large rows first (Powell and Reid's row sorting) each reflector adds to R's rows only
+products of R's own entries. The block of Q2 against R then keeps its relative accuracy.
+"""
 
 from __future__ import annotations
 
@@ -15,17 +24,9 @@ from .rank import certified
 
 
 def penalized_r(xp, R, alpha):
-    """QR of ``[sqrt(alpha) I; R]`` (per target when alpha is (k,)): ``(Q2, T)`` with T the R
-    factor of ``[R; sqrt(alpha) I]`` too (row order does not change it), Q2's rows in this order.
-
-    The penalty rows come first. Householder QR perturbs each column by eps times its norm, and
-    in the order ``[R; sqrt(alpha) I]`` the first reflector of a column whose norm is nearly all
-    sqrt(alpha) (alpha >> ||R||**2) swaps R's row with the penalty row: R's entries then come
-    back as differences of numbers of size sqrt(alpha) (the Q2 block against R carried errors
-    ~eps, not ~eps ||R|| / sqrt(alpha), and ``qr`` ridge at X ~ 1e-20, alpha = 1 erred by 0.88).
-    With the large rows first (Powell and Reid's row sorting) each reflector adds to R's rows
-    only products of R's own entries, and the block of Q2 against R keeps its relative accuracy.
-    """
+    """QR of ``[sqrt(alpha) I; R]`` (per target when alpha is (k,)): ``(Q2, T)``, Q2's rows in this order. T is
+    also the R factor of ``[R; sqrt(alpha) I]`` (row order does not change it). The penalty rows come first, so the
+    block of Q2 against R keeps its relative accuracy where alpha >> ||R||**2 (see the module docstring)."""
     p = R.shape[-1]
     root = xp.sqrt(alpha)[:, None, None] * eye_like(xp, R, p)[None, :, :]  # (kα, p, p)
     if alpha.shape[0] == 1:

@@ -1,13 +1,17 @@
 """The SVD filter and the SVD route, shared by the solvers.
 
 ``filtered_solve``: the minimum-norm (or ridge) solution from singular factors
-``u diag(s) vh``; singular values at most ``cutoff`` times the largest (or times the largest
+``u diag(s) vh``. Singular values at most ``cutoff`` times the largest (or times the largest
 column norm before centering, ``uncentered_scale``) count as zero, and ridge uses the filter
-factors ``s / (s**2 + alpha)``. ``minimum_norm``: the SVD route itself, the ``svd`` solver and
-the fallback of the normal equations on a singular Gram matrix: tall X is reduced to its
-n x n triangular factor first (``cholqr.r_factor``: CholeskyQR2 where its gate passes,
-Householder otherwise), wide X to the m x m factor of a QR of X^T, and the SVD is taken of that
-factor.
+factors ``s / (s**2 + alpha)``. It is written with ``where`` only, so it traces under
+``jax.jit`` and needs no host sync.
+
+``minimum_norm``: the SVD route itself, the ``svd`` solver and the fallback of the normal
+equations on a singular Gram matrix. Tall X is reduced to its n x n triangular factor first
+(``cholqr.r_factor``: CholeskyQR2 where its gate passes, Householder otherwise, Q applied
+implicitly where the library can). That factor's SVD has the same singular values, and it is
+cheaper than the SVD of X. Wide X is reduced to the m x m factor of a QR of X^T, and the SVD
+is taken of that factor.
 """
 
 from __future__ import annotations
@@ -30,15 +34,10 @@ def uncentered_scale(xp, colsq, offset_sq):
 
 
 def filtered_solve(xp, u, s, vh, y, alpha, cutoff, n, scale=None, factor=None, wide=False):
-    """Solve with the factors ``u @ diag(s) @ vh`` of a matrix with ``n`` columns.
-
-    ``y`` (..., m, k) is the right-hand side in the range space of ``u``; singular values at
-    most ``cutoff`` times the largest (or ``scale`` (...), if larger) count as zero. Returns
-    ``(coef (..., n, k), rank (...))``, and with ``factor`` the ``_factor.Factor`` of these
-    factors: of ``X^T X`` from ``vh``, or with ``wide`` (``u diag(s) vh`` is X itself, wide)
-    of ``X X^T`` from ``u``. Written with ``where`` only, so it traces under ``jax.jit`` and
-    needs no host sync.
-    """
+    """Solve with the factors ``u @ diag(s) @ vh`` of a matrix with ``n`` columns, ``y`` (..., m, k) in ``u``'s range.
+    Singular values at most ``cutoff`` times the largest (or ``scale`` (...), if larger) count as zero. Returns
+    ``(coef (..., n, k), rank (...))``, with ``factor`` the ``_factor.Factor`` of these factors third: of ``X^T X``
+    from ``vh``, or with ``wide`` (``u diag(s) vh`` is X itself, wide) of ``X X^T`` from ``u``."""
     s_max = s[..., :1]
     if scale is not None:
         s_max = xp.maximum(s_max, _compat.as_rank(xp, scale[..., None], s_max.ndim))
@@ -62,16 +61,10 @@ def filtered_solve(xp, u, s, vh, y, alpha, cutoff, n, scale=None, factor=None, w
 
 
 def minimum_norm(xp, X, Y, alpha, rcond, offset_sq=None, *, factor=False, check=None, data=None):
-    """Minimum-norm solution of X @ W = Y (or ridge): a ``Solution`` with the singular values,
-    and with ``factor`` (tall X, one penalty or none) the ``_factor.Factor`` of the SVD.
-    The cutoff is relative to the largest singular value, as NumPy's, or with an intercept to
-    the largest column norm before centering if that is larger (``offset_sq``).
-
-    Tall X is reduced to its n x n triangular factor first (X = QR, Q applied implicitly where
-    the library can), whose SVD has the same singular values: cheaper than the SVD of X.
-    ``check`` and ``data`` (tall X, no penalty): as ``cholqr.r_factor`` takes them; with
-    ``data``, the rss of the centered problem too.
-    """
+    """Minimum-norm solution of X @ W = Y (or ridge): a ``Solution`` with the singular values, and with ``factor``
+    (tall X, one penalty or none) the ``_factor.Factor`` of the SVD. Cutoff relative to the largest singular value,
+    as NumPy's, or with an intercept (``offset_sq``) to the largest column norm before centering, if larger.
+    ``check``, ``data`` (tall X, no penalty): as ``cholqr.r_factor`` takes them; with ``data``, the centered rss too."""
     m, n = X.shape[-2:]
     cutoff = default_cutoff(xp, X, m, n, rcond)
     if m >= n:

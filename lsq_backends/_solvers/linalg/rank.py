@@ -27,6 +27,14 @@ decides the rank with the cutoff itself: the certificate only decides who decide
   below NumPy's cutoff) keep their digits. Near the cutoff the SVD decides, as NumPy.
 - ``resolution`` (factors of a formed Gram matrix): the column-scaled bound must also clear
   the Gram matrix's rounding, without which its factor's small singular values are noise.
+
+``certified``'s other arguments: ``offset_sq`` (..., n) is what centering removed from the
+columns' squared norms (None without an intercept). ``cutoff`` is the cutoff in effect (a
+number or a 0-d array). ``resolution`` is the relative rounding of a formed Gram matrix's
+factor: its column-scaled bound must stay below ``1 / resolution``. ``wide``: T belongs to the
+rows of a wide X (mixed by centering), so no column scaling, one scale for all. ``colsq``: the
+squared column norms of R (the rows of L: the diagonal of the matrix factorized), if the caller
+has them.
 """
 
 from __future__ import annotations
@@ -46,18 +54,10 @@ BIG_POWER = 0.2
 
 
 def certified(xp, T, offset_sq, rcond, cutoff, *, lower=False, resolution=None, wide=False, colsq=None):
-    """Boolean (...,) (or (..., k) for a stack per target): is the triangular solve with T
-    certified to keep every direction the cutoff keeps?
-
-    ``T`` (..., p, p): upper (R, ``R^T R`` the matrix factorized) or with ``lower`` a
-    Cholesky factor L (``L L^T``). ``offset_sq`` (..., n): what centering removed from the
-    columns' squared norms (None without an intercept). ``rcond``: the user's (None: the
-    default rule, see the module docstring), ``cutoff`` the cutoff in effect (a number or a
-    0-d array). ``resolution``: the relative rounding of a formed Gram matrix's factor (its
-    column-scaled bound must stay below ``1 / resolution``). ``wide``: T belongs to the rows
-    of a wide X (mixed by centering): no column scaling, one scale for all. ``colsq``: the
-    squared column norms of R (the rows of L: the diagonal of the matrix factorized), if
-    the caller has them."""
+    """Boolean (...,), or (..., k) for a stack per target: is the triangular solve with T certified to keep every
+    direction the cutoff keeps? ``T`` (..., p, p): upper (R, ``R^T R`` the matrix factorized) or, with ``lower``, a
+    Cholesky factor L (``L L^T``). ``rcond``: the user's (None: the default rule), ``cutoff`` the one in effect.
+    The other arguments and both rules: see the module docstring."""
     if colsq is None:
         colsq = xp.sum(T * T, axis=-1 if lower else -2)
     own = xp.broadcast_to(xp.sum(colsq, axis=-1, keepdims=True), tuple(colsq.shape)) if wide else colsq
