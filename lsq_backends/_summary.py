@@ -152,47 +152,8 @@ def _html(title, stats, head, rows, notes):
 
 
 def summary(res, names=None, *, alpha=0.05, title=None, cov_type=None, use_t=None):
-    """The table of a single (unbatched, eager) :class:`Diagnostics` result.
-
-    Parameters
-    ----------
-    res : Diagnostics
-    names : sequence of str, optional
-        One name per column of X; default the columns of a pandas DataFrame X (recorded by
-        :func:`diagnostics`), else ``x1, x2, ...``. The intercept is ``const``.
-    alpha : float in (0, 1)
-        Confidence intervals at level ``1 - alpha``.
-    title : str, optional
-        First line of the table.
-    cov_type : str, optional
-        The covariance type named in the header; default the one :func:`diagnostics` used
-        (a result rebuilt from its fields has none recorded: the header then says so).
-    use_t : bool, optional
-        P-values and intervals from Student's t with ``df_resid`` degrees of freedom (columns
-        ``t``, ``P>|t|``) or from the normal distribution (``z``, ``P>|z|``). Default as
-        statsmodels: t for ``"nonrobust"``, normal for the robust (HC) covariances, whose
-        justification is asymptotic. The F test uses the F distribution either way.
-
-    Returns
-    -------
-    Summary
-        A ``str`` (the text table) that renders as HTML in notebooks; the p-values, intervals
-        and F statistic behind it as attributes (see :class:`Summary`). P-values print with
-        four decimals (0.0000 below 5e-5) everywhere.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> import lsq_backends as lsq
-    >>> t = np.array([1.0, 2.0, 3.0, 4.0]); y = np.array([1.0, 2.0, 2.0, 4.0])
-    >>> table = lsq.diagnostics(t[:, None], y).summary(names=["t"])
-    >>> print(table.splitlines()[-3])  # name, coef, std err, t, P>|t|, 95% interval
-    const            0.0000     0.7246     0.0000     1.0000    -3.1176     3.1176
-    >>> print(table.splitlines()[-2])
-    t                0.9000     0.2646     3.4017     0.0766    -0.2384     2.0384
-    >>> round(table.fvalue, 4), round(table.f_pvalue, 4)  # t**2 and its p-value: one slope
-    (11.5714, 0.0766)
-    """
+    """The :class:`Summary` of a single (unbatched, eager) ``Diagnostics`` result ``res``: what
+    :meth:`Diagnostics.summary` returns (its docstring gives the arguments)."""
     _check(res)
     level = as_real(alpha)
     if level is None or not 0 < level < 1:

@@ -133,12 +133,30 @@ class Diagnostics(_Fields):
         use_t : bool, optional
             P-values and intervals from Student's t with ``df_resid`` degrees of freedom
             (columns ``t``, ``P>|t|``) or from the normal distribution (``z``, ``P>|z|``).
-            Default as statsmodels: t for ``"nonrobust"``, normal for the HC covariances.
+            Default as statsmodels: t for ``"nonrobust"``, normal for the robust (HC)
+            covariances, whose justification is asymptotic. The F test uses the F distribution
+            either way.
 
         Returns
         -------
-        str
-            The table, one coefficient per line after the header.
+        Summary
+            A ``str`` (the text table, one coefficient per line after the header) that renders
+            as HTML in notebooks; the p-values, intervals and F statistic behind it as
+            attributes (see :class:`Summary`). P-values print with four decimals (0.0000 below
+            5e-5) everywhere.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import lsq_backends as lsq
+        >>> t = np.array([1.0, 2.0, 3.0, 4.0]); y = np.array([1.0, 2.0, 2.0, 4.0])
+        >>> table = lsq.diagnostics(t[:, None], y).summary(names=["t"])
+        >>> print(table.splitlines()[-3])  # name, coef, std err, t, P>|t|, 95% interval
+        const            0.0000     0.7246     0.0000     1.0000    -3.1176     3.1176
+        >>> print(table.splitlines()[-2])
+        t                0.9000     0.2646     3.4017     0.0766    -0.2384     2.0384
+        >>> round(table.fvalue, 4), round(table.f_pvalue, 4)  # t**2 and its p-value: one slope
+        (11.5714, 0.0766)
         """
         from ._summary import summary
 
