@@ -79,13 +79,14 @@ def _fit(X, y, sample_weight, alpha, spec, by_gram=True):
                 # singular values are reported.
                 eliminate=not spec.path or rec.path_singular_values,
                 # The derivative rules need X centered before the solver (no Gram-route centering).
-                gram_center=defer and not _derivatives.differentiable(X, y, sample_weight, alpha),
+                gram_center=defer
+                and not (_compat.carries_derivatives(v.xp) and _derivatives.differentiable(X, y, sample_weight, alpha)),
                 scale_x_by_gram=by_gram,
             )  # fmt: skip
             options = start_of(problem, spec.options, spec.check_finite) if rec.iterative else None
-            padded, cut = pad_empty_batch(problem)
-            cut = None if padded is problem else cut  # a batch with no problems, padded
-            problem = padded
+            cut = None
+            if 0 in problem.X.shape[:-2]:  # a batch with no problems, padded (Dask fails on it)
+                problem, cut = pad_empty_batch(problem)
             no_targets = problem.Y.shape[-1] == 0
             if no_targets:
                 problem = _one_target(problem, spec.per_target)
@@ -113,9 +114,11 @@ def _solve(problem, spec, options):
     m, n = X.shape[-2:]
     n_iter = istop = rss = rule = None
     rec = record(method)
+    derivatives = _compat.carries_derivatives(xp)
     if rec.iterative:
         n_iter = full_int(xp, tuple(Y.shape[:-2]) + (Y.shape[-1],), 0, X)  # 0 when m or n is 0
-        X = drop_centering_noise(xp, X, alpha, problem.offset_sq, rule_of(xp, X, Y, alpha)) if min(m, n) > 0 else X
+        own = rule_of(xp, X, Y, alpha) if derivatives else None
+        X = drop_centering_noise(xp, X, alpha, problem.offset_sq, own) if min(m, n) > 0 else X
         istop = n_iter if rec.stops else None  # 0: W = 0 is the solution
     if min(m, n) == 0:
         # As numpy.linalg.lstsq: zero coefficients, rank 0, the whole of y is residual.
@@ -123,7 +126,7 @@ def _solve(problem, spec, options):
         rank = full_int(xp, X.shape[:-2], 0, X)
         s = xp.zeros(tuple(X.shape[:-2]) + (0,), dtype=X.dtype, device=_compat.device(X))
         s = s if rec.singular_values else None
-    elif not problem.gram_center and (rule := rule_of(xp, X, Y, alpha)):
+    elif not problem.gram_center and derivatives and (rule := rule_of(xp, X, Y, alpha)):
         # JAX, or PyTorch tensors that require grad: differentiated by the solution's rule.
         kw = (problem.offset_sq, problem.check, options)
         coef, rank, s, counts = rule.solve(xp, X, Y, alpha, method, rcond, *kw)
@@ -341,7 +344,7 @@ def lstsq(
     if refine and record(method).iterative:
         msg = f"refine applies to the direct methods; method={method!r} takes atol/btol instead"
         raise ValueError(msg)
-    options = solver_options(method, atol, btol, max_iter, conlim, x0, precondition)
+    options = solver_options(method, atol, btol, max_iter, conlim, x0, precondition) if record(method).iterative else {}
     if _compat.eager_jax(X, y, sample_weight):
         kwargs = {"method": method, "rcond": rcond, "fit_intercept": fit_intercept, "refine": refine, **options}
         return compiled_fit(lstsq, LSTSQ_STATIC, X, y, sample_weight, kwargs, check_finite)
@@ -425,7 +428,7 @@ def ridge(
     if path and record(method).iterative:
         msg = f"method={method!r} fits one alpha (or one per target); a 1-D alpha path needs a direct method"
         raise ValueError(msg)
-    options = solver_options(method, atol, btol, max_iter, conlim, x0, precondition)
+    options = solver_options(method, atol, btol, max_iter, conlim, x0, precondition) if record(method).iterative else {}
     if _compat.eager_jax(X, y, sample_weight, alpha):
         kwargs = {"method": method, "fit_intercept": fit_intercept, "per_target": per_target, **options}
         penalty = (alpha, per_target, per_target or path)

@@ -13,13 +13,10 @@ __all__ = ["solver_options", "start_of"]
 
 
 def solver_options(method, atol, btol, max_iter, conlim=None, x0=None, precondition=None):
-    """The keyword arguments of the iterative solver of ``method``: atol, btol, max_iter,
-    precondition (``_solvers.solve`` takes it off), and those of its record's ``options``
-    (``lsmr``: ``conlim`` and ``x0`` too); none for a direct method (``check_options``
-    refused any given)."""
+    """The keyword arguments of the iterative ``method``'s solver: atol, btol, max_iter,
+    precondition (``_solvers.solve`` takes it off), and its record's ``options`` (``lsmr``:
+    ``conlim`` and ``x0`` too). A direct method takes none (``check_options`` refused any)."""
     rec = record(method)
-    if not rec.iterative:
-        return {}
     options = {"atol": atol, "btol": btol, "max_iter": max_iter, "precondition": precondition}
     options.update((k, v) for k, v in (("conlim", conlim), ("x0", x0)) if k in rec.options)
     return options

@@ -91,6 +91,7 @@ __all__ = [
     "as_rank",
     "batch_last",
     "branches_share_memory",
+    "carries_derivatives",
     "cho_solve",
     "column_norms",
     "checked_cholesky",
@@ -194,6 +195,12 @@ def is_array(a) -> bool:
 def is_host_array(a) -> bool:
     """``a`` is a NumPy array or scalar: its values are in host memory, free to read."""
     return _aac.is_numpy_array(a)
+
+
+def carries_derivatives(xp) -> bool:
+    """``xp``'s arrays may carry derivatives (JAX; PyTorch autograd): only then may a fit need
+    the solution's derivative rule (``_autodiff``)."""
+    return _aac.is_jax_namespace(xp) or _aac.is_torch_namespace(xp)
 
 
 def free_to_read(xp) -> bool:
