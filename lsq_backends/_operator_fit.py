@@ -45,16 +45,14 @@ def operator_route(target):
     """The decorator of an entry point (``lstsq``, ``ridge``, ``ridge_cv``): a sparse or
     operator X goes to ``target``, with the arguments as the entry point binds them (its
     defaults included); dense X goes on with the device of its CuPy arguments current
-    (``_compat.device_scope``). A NumPy X goes straight on."""
+    (``_compat.device_scope``). A NumPy X is no operator: not asked."""
 
     def decorate(fn):
         signature = inspect.signature(fn)
 
         @functools.wraps(fn)
         def entry(X, y, /, *args, **kwargs):
-            if type(X) is np.ndarray:  # dense host data: no operator, no CuPy device to enter
-                return fn(X, y, *args, **kwargs)
-            if is_operator_input(X):
+            if type(X) is not np.ndarray and is_operator_input(X):
                 bound = signature.bind(X, y, *args, **kwargs)
                 bound.apply_defaults()
                 return target(**bound.arguments)
