@@ -147,3 +147,23 @@ def test_local_cluster_matches_numpy(client, fit, method):
     tol = threshold(method, np.float64, cond(X - X.mean(0)), M, N)
     np.testing.assert_allclose(coef, ref.coef, rtol=tol, atol=tol * np.abs(ref.coef).max())
     np.testing.assert_allclose(intercept, ref.intercept, rtol=tol, atol=tol * np.abs(ref.intercept).max())
+
+
+# Graph layers of one 40 x 5 fit in four row blocks (``python -m benchmarks.dask_graph``):
+# Dask pays milliseconds per layer whatever the data's size. The ceilings are today's counts,
+# so that the graph may shrink but not grow unnoticed; a bare X.T @ X builds 5.
+GRAPH_LAYERS = {
+    ("svd", False): 254, ("svd", True): 315, ("qr", False): 328, ("qr", True): 386,
+    ("normal", False): 382, ("normal", True): 489, ("auto", False): 587, ("auto", True): 731,
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("method", "intercept"), sorted(GRAPH_LAYERS))
+def test_graph_layers_within_ceiling(method, intercept):
+    from benchmarks.dask_graph import layers, problem
+
+    X, y = problem()
+    with dask.config.set(scheduler=_no_compute):
+        r = lsq.lstsq(X, y, method=method, fit_intercept=intercept)
+    got = layers(r.coef, r.intercept, r.rss)
+    assert got <= GRAPH_LAYERS[method, intercept], f"{method}: {got} graph layers"
