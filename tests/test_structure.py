@@ -244,45 +244,14 @@ def test_no_module_past_about_400_lines():
 MAX_HELPER_DOCSTRING_LINES = 4
 
 
-def _private_helpers(public, methods):
-    """(module, name, docstring lines) of every function that is not public API: in a private
-    module or named with a leading underscore; not in ``lsq_backends.__all__``, not a method
-    named as a public class's public method (inherited by it), not a method's ``solve`` (the
-    solver contract, ``_record.Record.solve``); the self-check (``check/``) is public."""
-    out = []
-    for name, path in _modules().items():
-        if name.startswith("lsq_backends.check"):
-            continue
-        private_module = any(part.startswith("_") and part != "__init__" for part in name.split(".")[1:])
-        contract = name.rsplit(".", 1)[-1] in SOLVERS and name.startswith("lsq_backends._solvers.")
-        tree = ast.parse(path.read_text())
-        for node in tree.body:
-            if isinstance(node, ast.ClassDef):
-                for item in node.body:
-                    if isinstance(item, ast.FunctionDef) and item.name in methods:
-                        item.public = True  # type: ignore[attr-defined]
-            if isinstance(node, ast.FunctionDef) and contract and node.name == "solve":
-                node.public = True  # type: ignore[attr-defined]
-        for node in ast.walk(tree):
-            if not isinstance(node, ast.FunctionDef) or getattr(node, "public", False) or node.name in public:
-                continue
-            doc = ast.get_docstring(node, clean=False)
-            if doc and (private_module or node.name.startswith("_")) and not node.name.startswith("__"):
-                out.append((name, node.name, doc.count("\n") + 1))
-    return out
-
-
 def test_private_helpers_state_their_contract_briefly():
     """A private helper's docstring is its contract in one to four lines (shapes, return, error
     bound, which backends take which branch); derivations go to the module's docstring,
-    measurements to the design notes (docs/design-notes.md)."""
-    import inspect
+    measurements to the design notes (docs/design-notes.md). Counted by
+    ``python -m benchmarks.docstrings``."""
+    from benchmarks.docstrings import helpers
 
-    import lsq_backends
-
-    classes = [getattr(lsq_backends, n) for n in lsq_backends.__all__ if inspect.isclass(getattr(lsq_backends, n))]
-    methods = {m for c in classes for m in dir(c) if not m.startswith("_")}
-    helpers = _private_helpers(set(lsq_backends.__all__), methods)
-    assert len(helpers) > 100
-    long = sorted(f"{m}.{f}: {n} lines" for m, f, n in helpers if n > MAX_HELPER_DOCSTRING_LINES)
+    found = helpers()
+    assert len(found) > 100
+    long = sorted(f"{m}.{f}: {n} lines" for m, f, n in found if n > MAX_HELPER_DOCSTRING_LINES)
     assert not long, "\n".join(long)
