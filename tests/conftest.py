@@ -120,6 +120,13 @@ def xp(be):
 
 
 @pytest.fixture
+def named_backend():
+    """The registry's backend of a given name, for tests that choose their library themselves
+    (a skip with the registry's reason where it cannot run here)."""
+    return _backend
+
+
+@pytest.fixture
 def strict_device():
     """array-api-strict on a non-default device (in every backend's session): any array
     silently made on the default device raises when combined with the inputs."""

@@ -19,25 +19,15 @@ import pytest
 
 import lsq_backends as lsq
 from lsq_backends.check import count_host_reads
-from lsq_backends.check.backends import find_backends
 from lsq_backends.check.problems import design
-
-
-def _backend(name):
-    """The registry's backend ``name`` (array-api-strict off its default device), or a skip
-    where it cannot run here."""
-    found, _, failed = find_backends([name])
-    if not found:
-        pytest.skip(failed[0][1])
-    return found[0]
 
 
 @pytest.mark.parametrize("lib", ["torch", "array_api_strict"])
 @pytest.mark.parametrize("shape", [(200, 8), (6, 20)], ids=["tall", "wide"])
 @pytest.mark.parametrize("method", ["auto", "normal", "qr", "svd"])
 @pytest.mark.parametrize("extras", ["plain", "intercept", "weights"])
-def test_one_read_per_fit(lib, shape, method, extras, numpy_reference):
-    be = _backend(lib)
+def test_one_read_per_fit(lib, shape, method, extras, numpy_reference, named_backend):
+    be = named_backend(lib)  # array-api-strict off its default device
     put = be.asarray
     rng = np.random.default_rng(0)
     X = design(rng, shape, 10.0)
@@ -57,8 +47,8 @@ def test_one_read_per_fit(lib, shape, method, extras, numpy_reference):
 
 @pytest.mark.parametrize("lib", ["torch", "array_api_strict"])
 @pytest.mark.parametrize("method", ["auto", "normal", "qr"])
-def test_fallback_costs_one_more_read(lib, method, numpy_reference):
-    be = _backend(lib)
+def test_fallback_costs_one_more_read(lib, method, numpy_reference, named_backend):
+    be = named_backend(lib)  # array-api-strict off its default device
     put = be.asarray
     rng = np.random.default_rng(1)
     X = rng.standard_normal((100, 5))
@@ -73,8 +63,8 @@ def test_fallback_costs_one_more_read(lib, method, numpy_reference):
 
 
 @pytest.mark.parametrize("lib", ["torch", "array_api_strict"])
-def test_ridge_and_bad_input_reads(lib, numpy_reference):
-    be = _backend(lib)
+def test_ridge_and_bad_input_reads(lib, numpy_reference, named_backend):
+    be = named_backend(lib)  # array-api-strict off its default device
     put = be.asarray
     rng = np.random.default_rng(2)
     X, y = put(rng.standard_normal((50, 4))), put(rng.standard_normal(50))
@@ -204,12 +194,12 @@ def test_the_host_tensor_counter_sees_host_data(numpy_reference):
 
 @pytest.mark.parametrize("lib", ["torch", "array_api_strict"])
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
-def test_constants_made_on_the_device_are_exact(lib, dtype, numpy_reference):
+def test_constants_made_on_the_device_are_exact(lib, dtype, numpy_reference, named_backend):
     """The scaling's powers of two (from a running product on the device) and filled-in
     penalties equal the host values exactly."""
     from lsq_backends._backend import _compat
 
-    be = _backend(lib)
+    be = named_backend(lib)  # array-api-strict off its default device
     put = be.asarray
     like = put(np.zeros(1, dtype=dtype))
     xp = _compat.array_namespace(like)
