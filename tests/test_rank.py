@@ -270,3 +270,70 @@ def test_accumulators_about_as_many_rows_as_features(be, kind, rows):
         if not ambiguous and (rank != r or not err <= tol):
             bad.append(f"{m} x {n}: rank {rank} (want {r}), coef error {err:.2g} (tol {tol:.2g})")
     assert not bad, f"{len(bad)} of {N}:\n" + "\n".join(bad)
+
+
+def _gram_factor(X, offset_sq=None, alpha=None):
+    """(L, A, colsq) of ``X^T X (+ alpha I)`` as ``gram.Factored`` factors it."""
+    A = X.T @ X
+    if alpha is not None:
+        A = A + alpha * np.eye(A.shape[0], dtype=A.dtype)
+    with np.errstate(all="ignore"):
+        try:
+            L = np.linalg.cholesky(A)
+        except np.linalg.LinAlgError:
+            L = np.full_like(A, np.nan)
+    return L, A, np.diagonal(A).copy()
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_bounded_certificate_never_claims_more(dtype):
+    """``rank.bounded`` (the answer read off ``condest``'s bound, NumPy only) may say True only
+    where ``rank.certified`` says True: over conditioning from 1 to 1e14, columns graded over
+    60 orders, offsets (an intercept), explicit cutoffs and penalties. And it does answer the
+    plain problems: the shortcut is taken, not dead code."""
+    from array_api_compat import numpy as xp
+
+    from lsq_backends._solvers.linalg import rank
+    from lsq_backends._solvers.linalg._shared import default_cutoff, gram_noise
+    from lsq_backends._solvers.linalg.condest import condition_estimate
+
+    rng = np.random.default_rng(7)
+    taken = checked = 0
+    for trial in range(600):
+        m, n = int(rng.integers(3, 300)), int(rng.integers(1, 17))
+        m = max(m, n)
+        kappa = 10.0 ** rng.uniform(0, 14)
+        X = (
+            rng.standard_normal((m, n))
+            @ np.diag(np.geomspace(1, 1 / kappa, n))
+            @ np.linalg.qr(rng.standard_normal((n, n)))[0]
+        )
+        if trial % 3 == 1:
+            X = X * 10.0 ** rng.uniform(-30, 30, n)  # graded columns
+        X = X.astype(dtype)
+        offset_sq = (10.0 ** rng.uniform(-3, 8, n)).astype(dtype) * np.sum(X * X, axis=0) if trial % 4 == 2 else None
+        alpha = dtype(10.0 ** rng.uniform(-8, 2)) if trial % 5 == 3 else None
+        rcond = [None, None, 0.0, 1e-12, 1e-6, 0.3][trial % 6]
+        L, A, colsq = _gram_factor(X, alpha=alpha)
+        with np.errstate(all="ignore"):
+            est = condition_estimate(xp, L, A)
+        cutoff = default_cutoff(xp, X, m, n, rcond)
+        tol = np.sqrt(gram_noise(xp, X, m, n))
+        with np.errstate(all="ignore"):
+            claim = rank.bounded(xp, est, colsq, np.diagonal(L), offset_sq, rcond, cutoff, tol)
+            truth = bool(
+                np.all(rank.certified(xp, L, offset_sq, rcond, cutoff, lower=True, resolution=tol, colsq=colsq))
+            )
+        assert truth or not claim, (trial, m, n, kappa, rcond, offset_sq is not None, alpha)
+        taken += claim
+        checked += 1
+    assert taken >= checked // 6  # the common, well-conditioned draws take the shortcut
+
+
+def test_bounded_certificate_on_a_failed_factor():
+    from array_api_compat import numpy as xp
+
+    from lsq_backends._solvers.linalg import rank
+
+    L = np.full((3, 3), np.nan)
+    assert not rank.bounded(xp, np.float64(np.nan), np.ones(3), np.diagonal(L), None, None, 1e-15, 1e-7)

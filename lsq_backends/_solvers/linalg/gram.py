@@ -6,7 +6,8 @@
   on tall X, see ``refined``) or another method's where a test fails (``solve_or``);
 - ``full_rank_test``: the rank decision (``rank.certified`` on the Cholesky factor, which
   must also clear the Gram matrix's rounding, ``_shared.gram_noise``); a failed
-  factorization (a non-positive or NaN pivot) fails it too;
+  factorization (a non-positive or NaN pivot) fails it too. On NumPy, with p <= 16, the
+  condition estimate's bound answers it where it can (``rank.bounded``);
 - ``refined_limit``, ``kappa_limit``: the condition numbers up to which one refinement step
   converges, and up to which the unrefined normal equations are kept on wide X.
 
@@ -64,8 +65,8 @@ from .._record import Solution
 from ._factor import inverse_factor, spectral_factor, triangular_inverse
 from ._gram_data import TallGram
 from ._shared import add_penalty, count, default_cutoff, eps, full_int, gram_noise, merge_targets, split_targets
-from .condest import condition_estimate
-from .rank import certified
+from .condest import SMALL, condition_estimate
+from .rank import bounded, certified
 
 
 class Factored:
@@ -285,7 +286,13 @@ def full_rank_test(xp, fac, X, rcond, offset_sq, *, global_scale=False):
     tol = math.sqrt(gram_noise(xp, X, m, n))
     cutoff = default_cutoff(xp, X, m, n, rcond)
     d = diagonal(xp, fac.A)  # the squared norms of L's rows
-    ok = certified(xp, fac.L, offset_sq, rcond, cutoff, lower=True, resolution=tol, wide=fac.wide, colsq=d)
+    if (
+        _compat.free_to_read(xp) and not fac.wide and n <= SMALL
+        and bounded(xp, fac.condition(xp), d, diagonal(xp, fac.L), offset_sq, rcond, cutoff, tol)
+    ):  # fmt: skip
+        ok = _compat.full(xp, tuple(d.shape[:-1]), True, xp.bool, d)  # what ``certified`` would answer
+    else:
+        ok = certified(xp, fac.L, offset_sq, rcond, cutoff, lower=True, resolution=tol, wide=fac.wide, colsq=d)
     if global_scale and not fac.wide:
         big = xp.sqrt(_compat.reduce_max(xp, d, axis=-1, keepdims=True))
         ok = ok & _compat.reduce_all(xp, diagonal(xp, fac.L) / _compat.positive_or_one(xp, big) > tol, axis=-1)

@@ -35,6 +35,19 @@ factor: its column-scaled bound must stay below ``1 / resolution``. ``wide``: T 
 rows of a wide X (mixed by centering), so no column scaling, one scale for all. ``colsq``: the
 squared column norms of R (the rows of L: the diagonal of the matrix factorized), if the caller
 has them.
+
+``bounded``: the certificate's answer read off an upper bound it already has, where one is at
+hand. For p <= 16 ``condest`` returns ``kappa = ||Ls||_F ||Ls^-1||_F`` with Ls the factor
+scaled to unit rows (``||Ls||_F = sqrt(p)``), so ``K = 2 kappa / sqrt(p)`` bounds
+``||Ls^-1||_F`` with a factor 2 to spare for the rounding of either inverse. The inverse the
+certificate forms is ``Ls^-1 diag(u / sqrt(colsq))`` (u: the columns' norms before centering),
+whose Frobenius norm is at most ``K sqrt(g)``, ``g = max(u**2 / colsq)`` (1 without an
+intercept). Its weighted norm (NumPy's rule) is at most ``K W``, ``W**2 = scale**2 /
+min(colsq)``; with a resolution, the norm it is held to is at most K. Where these bounds pass
+every test of ``certified`` (no pivot at eps, no clipped entry, the resolution, the cutoff by
+either rule), ``certified`` would answer True, and its ~40 operations are skipped. Elsewhere it
+runs. A NaN (failed) factor fails every bound. Used where values are read for free (NumPy):
+elsewhere the bound would cost a read.
 """
 
 from __future__ import annotations
@@ -98,6 +111,32 @@ def certified(xp, T, offset_sq, rcond, cutoff, *, lower=False, resolution=None, 
         pivots = xp.abs(diagonal(xp, T)) / xp.sqrt(_compat.positive_or_one(xp, top))
         keep = keep | (clear & _compat.reduce_all(xp, pivots > cutoff, axis=-1))
     return ok & keep
+
+
+def bounded(xp, kappa, colsq, pivots, offset_sq, rcond, cutoff, resolution):
+    """Python bool: do the bounds from ``kappa`` (``condest``'s for p <= 16, an upper bound) prove that
+    :func:`certified` (lower, tall, with ``resolution``) answers True for every problem? False: run it. ``colsq``
+    (..., p): the diagonal of the matrix factorized; ``pivots``: the factor's diagonal. Module docstring."""
+    p = colsq.shape[-1]
+    K2 = 4 * kappa * kappa / p  # (2 kappa / sqrt(p))**2 >= ||Ls^-1||_F**2
+    usq = (
+        colsq if offset_sq is None else colsq + (offset_sq[..., None, :] if colsq.ndim > offset_sq.ndim else offset_sq)
+    )
+    low = _compat.reduce_min(xp, colsq, axis=-1)
+    g = _compat.reduce_max(xp, usq / colsq, axis=-1)
+    W2 = xp.maximum(_compat.reduce_sum(xp, colsq, axis=-1), _compat.reduce_max(xp, usq, axis=-1)) / low
+    half_big_sq = (_compat.finfo(xp, colsq.dtype).max ** BIG_POWER) ** 2 / 2
+    e = eps(xp, colsq)
+    ok = (
+        (K2 * (resolution * resolution) < 1) & (K2 * g * (e * e) < 1) & (K2 * g < half_big_sq) & (K2 * W2 < half_big_sq)
+    )
+    if rcond is not None:
+        return bool(_compat.reduce_all(xp, ok & (K2 * W2 * (rcond * rcond) < 1)))
+    top = _compat.reduce_max(xp, colsq, axis=-1, keepdims=True)
+    clear = (K2 * g * p * (CLEAR * cutoff) ** 2 < 1) & _compat.reduce_all(
+        xp, xp.abs(pivots) / xp.sqrt(top) > cutoff, axis=-1
+    )
+    return bool(_compat.reduce_all(xp, ok & ((K2 * W2 * (cutoff * cutoff) < 1) | clear)))
 
 
 def _below(xp, norm_sq, c):
