@@ -364,9 +364,18 @@ def isdtype(xp, dtype, kind):
     return memo(("isdtype", xp, dtype, kind), lambda: xp.isdtype(dtype, kind))
 
 
+_FINFO: dict = {}
+
+
 def finfo(xp, dtype):
-    """``xp.finfo(dtype)``, remembered per namespace and dtype."""
-    return memo(("finfo", xp, dtype), lambda: xp.finfo(dtype))
+    """``xp.finfo(dtype)``, remembered per namespace and dtype (a dozen queries per small fit)."""
+    try:
+        return _FINFO[xp, dtype]
+    except KeyError:
+        info = _FINFO[xp, dtype] = xp.finfo(dtype)
+        return info
+    except TypeError:  # a dtype that cannot be hashed
+        return xp.finfo(dtype)
 
 
 def default_dtypes(xp, dev):
@@ -489,16 +498,18 @@ def normal_products(xp, X, Y):
     the second product reading each block from cache (module docstring). Elsewhere two products."""
     m, n = X.shape[-2:]
     rows = max(GRAM_BLOCK_ELEMENTS // max(n, 1), 1)
-    if _aac.is_numpy_namespace(xp) and X.ndim == 2 and n <= GRAM_BLOCK_MAX_COLUMNS and m >= 4 * rows:
-        # NumPy arrays: ``.T`` and in-place sums (the namespace's wrappers, once per block,
-        # add up)
-        A, B = X[:rows].T @ X[:rows], X[:rows].T @ Y[:rows]
-        for i in range(rows, m, rows):
-            Xb = X[i : i + rows]
-            A += Xb.T @ Xb
-            B += Xb.T @ Y[i : i + rows]
-        return A, B
-    return matmul(xp, xp.linalg.matrix_transpose(X), X), cross(xp, X, Y)
+    if not _aac.is_numpy_namespace(xp):
+        return matmul(xp, xp.linalg.matrix_transpose(X), X), cross(xp, X, Y)
+    # NumPy arrays: ``swapaxes`` and in-place sums (the namespace's wrappers, once per block,
+    # add up)
+    if X.ndim > 2 or n > GRAM_BLOCK_MAX_COLUMNS or m < 4 * rows:
+        return X.swapaxes(-1, -2) @ X, X.swapaxes(-1, -2) @ Y
+    A, B = X[:rows].T @ X[:rows], X[:rows].T @ Y[:rows]
+    for i in range(rows, m, rows):
+        Xb = X[i : i + rows]
+        A += Xb.T @ Xb
+        B += Xb.T @ Y[i : i + rows]
+    return A, B
 
 
 def update_fresh(xp, a, op, b):
@@ -516,7 +527,7 @@ def minus_fresh(xp, b, a):
     X-sized temporary fewer)."""
     if (
         _aac.is_numpy_namespace(xp) and getattr(a, "flags", None) is not None and a.flags.writeable
-        and tuple(_np.broadcast_shapes(b.shape, a.shape)) == tuple(a.shape)
+        and (b.shape == a.shape or tuple(_np.broadcast_shapes(b.shape, a.shape)) == tuple(a.shape))
     ):  # fmt: skip
         return _np.subtract(b, a, out=a)
     return b - a

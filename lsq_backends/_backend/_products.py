@@ -37,4 +37,6 @@ def cross(xp, a, b):
     JAX ``(b^T @ a)^T``, which reads X as laid out (module docstring)."""
     if _aac.is_jax_namespace(xp):
         return xp.linalg.matrix_transpose(matmul(xp, xp.linalg.matrix_transpose(b), a))
+    if _aac.is_numpy_namespace(xp):
+        return a.swapaxes(-1, -2) @ b  # as ``matmul``, without the wrappers
     return matmul(xp, xp.linalg.matrix_transpose(a), b)

@@ -211,7 +211,7 @@ def gram_certificate(xp, X, alpha, checks):
     m = X.shape[-2]
 
     def certify(A, offset_sq=None):
-        d = xp.linalg.diagonal(A)
+        d = _compat.diagonal(xp, A)
         if offset_sq is not None:
             d = d + offset_sq
         if _compat.free_to_read(xp):
