@@ -153,8 +153,8 @@ def test_local_cluster_matches_numpy(client, fit, method):
 # Dask pays milliseconds per layer whatever the data's size. The ceilings are today's counts,
 # so that the graph may shrink but not grow unnoticed; a bare X.T @ X builds 5.
 GRAPH_LAYERS = {
-    ("svd", False): 254, ("svd", True): 315, ("qr", False): 328, ("qr", True): 386,
-    ("normal", False): 382, ("normal", True): 489, ("auto", False): 587, ("auto", True): 731,
+    ("svd", False): 107, ("svd", True): 168, ("qr", False): 114, ("qr", True): 175,
+    ("normal", False): 174, ("normal", True): 269, ("auto", False): 253, ("auto", True): 391,
 }  # fmt: skip
 
 

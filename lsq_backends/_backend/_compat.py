@@ -68,7 +68,7 @@ from typing import Any
 import array_api_compat as _aac
 import numpy as _np
 
-from ._control import Checks, branch, deferred, flush_checks, is_lazy, jit, kept, loop, over_columns, read_now
+from ._control import Checks, branch, deferred, flush_checks, is_lazy, jit, kept, loop, one_task, over_columns, read_now
 from ._dask_blocks import numpy_arg_best
 from ._devices import constants, device_scope, on_input_device, powers_of_two, to_numpy
 from ._factorizations import checked_cholesky, cholesky, eigh, one_pass_qr, qr, qr_apply, qr_implicit, qr_r, svd
@@ -112,6 +112,7 @@ __all__ = [
     "float64_for",
     "diagonal",
     "normal_products",
+    "one_task",
     "device",
     "device_scope",
     "eigh",

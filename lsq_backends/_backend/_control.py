@@ -47,6 +47,14 @@ loop may run it a few more times, so when it stops is not a result, only a savin
   compiled body, whatever the number of blocks, and one block live at a time.
 - Elsewhere: a Python loop over slices (views on NumPy; lazy slices on Dask).
 
+``one_task``: on Dask every array operation is a graph layer, and building a graph costs
+milliseconds per layer, more as the graph grows (each layer copies the mapping of the layers
+below it). Work on a handful of small arrays (a scale's exponents and factors, a rank
+certificate on an n x n factor) would add dozens of layers to each fit for microseconds of
+arithmetic: it runs as one NumPy task instead (``dask.delayed``), whose results come back as
+Dask arrays of the shapes the caller states. The arrays are gathered into that one task (they
+are small by contract). Elsewhere the function runs as it is.
+
 ``jit``: eager JAX compiles every operation for each new shape. A function of many small
 operations called on chunks (streaming updates) is far faster as one compiled call. Inside a
 caller's ``jax.jit`` the inner one is simply inlined.
@@ -59,9 +67,20 @@ import contextvars
 
 import array_api_compat as _aac
 
-from ._dask_blocks import dask_gate
+from ._dask_blocks import dask_gate, numpy_task
 
-__all__ = ["Checks", "branch", "deferred", "flush_checks", "is_lazy", "jit", "loop", "over_columns", "read_now"]
+__all__ = [
+    "Checks",
+    "branch",
+    "deferred",
+    "flush_checks",
+    "is_lazy",
+    "jit",
+    "loop",
+    "one_task",
+    "over_columns",
+    "read_now",
+]
 
 
 def _eager_types():
@@ -164,6 +183,28 @@ def read_now(xp, pred):
     if checks is not None and checks.items:
         return checks.read(xp, pred)
     return bool(pred)
+
+
+def one_task(xp, fn, args, out, **static):
+    """``fn(xp, *args, **static)``. Dask: one NumPy task on ``args`` (small arrays, None or numbers), its result a
+    Dask array of ``out = (shape, dtype)``, or for a list of them a tuple of results (module docstring)."""
+    if not _aac.is_dask_namespace(xp):
+        return fn(xp, *args, **static)
+    import functools
+
+    import dask
+    import dask.array as da
+
+    def block(a):  # the array as its one block: a Delayed that refers to the graph (not optimized: cheap)
+        if not isinstance(a, da.Array):
+            return a
+        a = a.rechunk(tuple(a.shape)) if a.npartitions > 1 else a
+        return a.to_delayed(optimize_graph=False).ravel()[0]
+
+    specs = out if isinstance(out, list) else [out]
+    task = dask.delayed(functools.partial(numpy_task, fn, static), nout=len(specs), pure=True)(*map(block, args))
+    results = tuple(da.from_delayed(task[i], tuple(shape), dtype=dtype) for i, (shape, dtype) in enumerate(specs))
+    return results if isinstance(out, list) else results[0]
 
 
 def jit(xp, fn):

@@ -41,6 +41,16 @@ def solve_triangular_block(a_blk, b_blk, lower):
         return np.full(np.broadcast_shapes(a_blk.shape[:-2], b_blk.shape[:-2]) + b_blk.shape[-2:], np.nan, b_blk.dtype)
 
 
+def numpy_task(fn, static, *args):
+    """The task of ``_control.one_task``: ``fn`` on NumPy (array-api-compat's namespace), its
+    results a tuple of NumPy arrays."""
+    import numpy as np
+    from array_api_compat import numpy as xp
+
+    out = fn(xp, *args, **static)
+    return tuple(np.asarray(a) for a in (out if isinstance(out, tuple) else (out,)))
+
+
 # The per-matrix NumPy functions of ``_compat`` (module level, so graphs pickle).
 def numpy_arg_best(a, axis, largest):
     import numpy as np

@@ -152,20 +152,33 @@ def _clip(xp, k, bound):
 
 def powers(xp, requests):
     """``2**k`` for each ``(k, parts)`` of ``requests`` (integer-valued float arrays), exactly, all in one small
-    array (module docstring). ``parts`` > 1 gives a tuple of that many factors, each within the exponent range.
-    |k| may reach ``parts`` times the range; beyond, the result over- or underflows, and so would the true one."""
-    like = requests[0][0]
+    array (module docstring; on Dask one task, ``_compat.one_task``). ``parts`` > 1 gives a tuple of that many
+    factors, each within the exponent range. |k| may reach ``parts`` times the range; beyond, the result over- or
+    underflows, and so would the true one."""
+    parts = tuple(p for _, p in requests)
+    out = [(tuple(k.shape), k.dtype) for k, p in requests for _ in range(p)]
+    flat = _compat.one_task(xp, _powers, [k for k, _ in requests], out, parts=parts)
+    grouped, i = [], 0
+    for p in parts:
+        grouped.append(flat[i] if p == 1 else tuple(flat[i : i + p]))
+        i += p
+    return grouped
+
+
+def _powers(xp, *ks, parts):
+    """:func:`powers`' factors, one flat tuple (each request's parts in order)."""
+    like = ks[0]
     _, limit = limits(xp, like.dtype)
     flat, layout = [], []
-    for k, parts in requests:
+    for k, parts_k in zip(ks, parts, strict=True):
         shape = tuple(k.shape)
-        k = _clip(xp, xp.reshape(k, (-1,)), float(parts * limit))
+        k = _clip(xp, xp.reshape(k, (-1,)), float(parts_k * limit))
         done = xp.zeros_like(k)
-        for i in range(1, parts + 1):
-            upto = xp.trunc(k * i / parts)  # exact: |k i| < 2**53, and trunc of an exact quotient
+        for i in range(1, parts_k + 1):
+            upto = xp.trunc(k * i / parts_k)  # exact: |k i| < 2**53, and trunc of an exact quotient
             flat.append(upto - done)
             done = upto
-        layout.append((shape, math.prod(shape), parts))
+        layout.append((shape, math.prod(shape), parts_k))
     k = xp.concat(flat)[:, None]  # (r, 1)
     nbits = limit.bit_length()
     # 2**b, 2**(2**b) and 2**-(2**b) made on the device (no host-to-device copy), as rows: the
@@ -174,11 +187,10 @@ def powers(xp, requests):
     bit = xp.remainder(xp.floor(xp.abs(k) / step), 2) == 1  # (r, nbits)
     p = xp.prod(xp.where(bit, xp.where(k < 0, down, up), xp.ones_like(up)), axis=-1)
     out, i = [], 0
-    for shape, size, parts in layout:
-        pieces = tuple(xp.reshape(p[i + j * size : i + (j + 1) * size], shape) for j in range(parts))
-        out.append(pieces[0] if parts == 1 else pieces)
-        i += size * parts
-    return out
+    for shape, size, parts_k in layout:
+        out.extend(xp.reshape(p[i + j * size : i + (j + 1) * size], shape) for j in range(parts_k))
+        i += size * parts_k
+    return tuple(out)
 
 
 def times(xp, a, factor):
@@ -243,24 +255,35 @@ def uncertified(X):
 
 
 def _choice(xp, X, Y, root, alpha, shared_y):
-    """(kx, ky, kr), see the module docstring; ``root`` (..., m, 1) is sqrt(w) or None."""
-    lx = log2_abs(xp, _magnitude(xp, X, None))
-    ly = log2_abs(xp, _magnitude(xp, Y, None if shared_y else tuple(range(Y.ndim - 1))))
+    """(kx, ky, kr), see the module docstring; ``root`` (..., m, 1) is sqrt(w) or None. The magnitudes are
+    reductions of the data; the exponents, from them, one task on Dask (``_compat.one_task``)."""
+    big_x = _magnitude(xp, X, None)
+    big_y = _magnitude(xp, Y, None if shared_y else tuple(range(Y.ndim - 1)))
+    # The weighted data's scale from max sqrt(w) times max |X| (max |y| per target): two
+    # reductions, where max_i sqrt(w_i) max_j |X_ij| took a pass along X's rows (design notes).
+    big_r = None if root is None else xp.max(root)
+    low_alpha = None if alpha is None else xp.min(alpha)
+    x_out, y_out = (tuple(big_x.shape), big_x.dtype), (tuple(big_y.shape), big_y.dtype)
+    return _compat.one_task(
+        xp, _exponents, (big_x, big_y, big_r, low_alpha), [x_out, y_out, x_out], limit=limits(xp, X.dtype)[1]
+    )
+
+
+def _exponents(xp, big_x, big_y, big_r, low_alpha, *, limit):
+    """:func:`_choice`'s (kx, ky, kr) from max |X|, max |Y| (per target), max sqrt(w) and min alpha (None: none)."""
+    lx, ly = log2_abs(xp, big_x), log2_abs(xp, big_y)
     kr = None
-    if root is not None:
-        # The weighted data's scale from max sqrt(w) times max |X| (max |y| per target): two
-        # reductions, where max_i sqrt(w_i) max_j |X_ij| took a pass along X's rows (design notes).
-        lr = log2_abs(xp, xp.max(root))
+    if big_r is not None:
+        lr = log2_abs(xp, big_r)
         kr, lx, ly = exponent(xp, lr), lx + lr, ly + lr
-    if alpha is not None:
+    if low_alpha is not None:
         # Ridge factors [A; sqrt(alpha) I]: its scale is the larger of the two blocks (the
         # smallest penalty's, for a path or per-target penalties). Scaled by X alone, a
         # penalty far above ||X||**2 (X ~ 1e-200, alpha = 1) overflowed to infinity.
-        lx = xp.maximum(lx, log2_abs(xp, xp.min(alpha)) / 2)
+        lx = xp.maximum(lx, log2_abs(xp, low_alpha) / 2)
     ka, kb = exponent(xp, lx), exponent(xp, ly)
     if kr is None:
         return ka, kb, xp.zeros_like(ka)
-    _, limit = limits(xp, X.dtype)
     return _clip(xp, ka - kr, limit), _clip(xp, kb - kr, limit), kr
 
 

@@ -70,7 +70,13 @@ def certified(xp, T, offset_sq, rcond, cutoff, *, lower=False, resolution=None, 
     """Boolean (...,), or (..., k) for a stack per target: is the triangular solve with T certified to keep every
     direction the cutoff keeps? ``T`` (..., p, p): upper (R, ``R^T R`` the matrix factorized) or, with ``lower``, a
     Cholesky factor L (``L L^T``). ``rcond``: the user's (None: the default rule), ``cutoff`` the one in effect.
-    The other arguments and both rules: see the module docstring."""
+    The other arguments and both rules: see the module docstring. On Dask one task (``_compat.one_task``)."""
+    static = {"lower": lower, "resolution": resolution, "wide": wide}
+    out = (tuple(T.shape[:-2]), xp.bool)
+    return _compat.one_task(xp, _certified, (T, offset_sq, rcond, cutoff, colsq), out, **static)
+
+
+def _certified(xp, T, offset_sq, rcond, cutoff, colsq, *, lower, resolution, wide):
     if colsq is None:
         colsq = xp.sum(T * T, axis=-1 if lower else -2)
     own = xp.broadcast_to(xp.sum(colsq, axis=-1, keepdims=True), tuple(colsq.shape)) if wide else colsq
