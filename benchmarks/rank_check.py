@@ -8,7 +8,8 @@ same), and reported as a fraction of each well-conditioned fit's time (cond 100)
 
 - ``tall``: 200000 x 50 and 100000 x 200;
 - ``square``: 2000 x 2000 (where the n**3 / 3 of the certificate meets the m n**2 of the fit);
-- ``small``: 442 x 10, per call;
+- ``small``: 442 x 10, per call, and the bound that the Gram route reads in the certificate's stead
+  there (``rank.bounded``, n <= 16);
 - ``batched``: 10000 x (64 x 8), the stack's factors certified by substitution;
 - ``agreement`` (not timed): 2000 random 3 x 3 systems with one row scaled to 1e-16 (default
   rcond) and 200 random 8 x 6 at ``rcond=0.5``, each method against ``numpy.linalg.lstsq``.
@@ -35,15 +36,38 @@ def _certificate(X):
     return lambda: rank.certified(np, L, None, None, c, lower=True, resolution=tol, colsq=d)
 
 
+def _bound(X):
+    """What the Gram route pays instead where n <= 16 on NumPy (``rank.bounded``): the certificate's answer read
+    off the condition estimate (which the fit makes anyway, so not timed here)."""
+    from array_api_compat import numpy as xp
+
+    from lsq_backends._solvers.linalg import rank
+    from lsq_backends._solvers.linalg.condest import condition_estimate
+
+    m, n = X.shape[-2:]
+    A = np.swapaxes(X, -1, -2) @ X
+    L = np.linalg.cholesky(A)
+    c = np.finfo(X.dtype).eps * max(m, n)
+    tol = (np.finfo(X.dtype).eps * (max(m, n) ** 0.5 + min(m, n))) ** 0.5
+    d, pivots = np.diagonal(A, axis1=-2, axis2=-1).copy(), np.diagonal(L, axis1=-2, axis2=-1)
+    kappa = condition_estimate(xp, L, A)
+    assert rank.bounded(xp, kappa, d, pivots, None, None, c, tol), "the bound must prove this problem's rank"
+    return lambda: rank.bounded(xp, kappa, d, pivots, None, None, c, tol)
+
+
 def _row(lsq, title, X, y, repeat, per_call=1):
     def many(f):
         return (lambda: [f() for _ in range(per_call)]) if per_call > 1 else f
 
     calls = {m: many(lambda m=m: lsq.lstsq(X, y, method=m)) for m in ("normal", "auto", "qr")}
     calls["certificate"] = many(_certificate(X))
+    if X.ndim == 2 and X.shape[-1] <= 16:
+        calls["bound"] = many(_bound(X))
     med = _rounds(calls, repeat)
     cert = med["certificate"]
     print(f"\n{title}: certificate {cert / per_call * 1e3:.3f} ms per fit")
+    if "bound" in med:
+        print(f"  the Gram route's bound in its stead (n <= 16): {med['bound'] / per_call * 1e3:.3f} ms")
     for m in ("normal", "auto", "qr"):
         print(f"  {m:8s} {med[m] / per_call * 1e3:9.3f} ms   certificate {100 * cert / med[m]:5.1f}% of it")
     ok = lsq.lstsq(X, y, method="auto").rank
