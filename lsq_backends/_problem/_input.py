@@ -114,6 +114,8 @@ def check_dtype(xp, a, name):
     an integer dtype. float16, bfloat16 and NumPy's longdouble are refused. No library factors in
     half precision, and longdouble would silently come back as float64."""
     dt = a.dtype
+    if dt == xp.float64 or dt == xp.float32:  # the common case, decided at once
+        return
     if dt == xp.bool:
         msg = f"{name} has a boolean dtype; least squares needs real numbers (cast it first)"
         raise TypeError(msg)
@@ -296,12 +298,11 @@ def validate(X, y, sample_weight, *, fit_intercept, check_finite, penalty=None, 
         if a is not None:
             check_dtype(xp, a, name)
 
-    float_default, _ = _compat.default_dtypes(xp, dev)
-    floats = []
-    for a in (X, y):
-        if _compat.isdtype(xp, a.dtype, "real floating"):
-            floats.append(a.dtype)
-    dtype = xp.result_type(*floats) if floats else float_default
+    if X.dtype == y.dtype and (X.dtype == xp.float64 or X.dtype == xp.float32):
+        dtype = X.dtype  # the common case, decided at once
+    else:
+        floats = [a.dtype for a in (X, y) if _compat.isdtype(xp, a.dtype, "real floating")]
+        dtype = xp.result_type(*floats) if floats else _compat.default_dtypes(xp, dev)[0]
     X = xp.astype(X, dtype, copy=False) if X.dtype != dtype else X
     y = xp.astype(y, dtype, copy=False) if y.dtype != dtype else y
     if sample_weight is not None and sample_weight.dtype != dtype:
@@ -319,7 +320,8 @@ def validate(X, y, sample_weight, *, fit_intercept, check_finite, penalty=None, 
             _check_finite(xp, X, "X", checks)
         _check_finite(xp, y, "y", checks)
         _check_finite(xp, sample_weight, "sample_weight", checks)
-        for name, a in (("X", X), ("y", y), ("sample_weight", sample_weight), (alpha_name, alpha if ridge else None)):
+        arrays = (("X", X), ("y", y), ("sample_weight", sample_weight), (alpha_name, alpha if ridge else None))
+        for name, a in arrays if _compat.flushes_subnormals(xp) else ():
             ok, msg = flushed(xp, a, name, each=name == alpha_name)  # subnormals read as zero (JAX): refused
             if ok is not None:
                 checks.add(ok, failure(ValueError, msg))
