@@ -16,7 +16,7 @@ for the ``_factor.Factor`` solved with (``Solution.factor``); those that form th
 (``record.forms_gram``) also take ``check=``, X's finiteness test run on the Gram matrix, and
 ``data=``, the Gram route's view of tall X (``_gram_data.TallGram``). Iterative methods
 (``record.iterative``): ``solve(xp, X, Y, alpha, *, atol, btol, max_iter, ...)`` (the
-record's ``options``), X an array or a ``_operator.LinearMap``. :func:`fit` calls either kind
+record's ``options``), X an array or a ``_operator.LinearMap``. :func:`solve` calls either kind
 by name."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from ._record import Record, Solution
 from .linalg._krylov import PRECONDITIONERS, preconditioned
 from .linalg._shared import check_count, check_fraction
 
-__all__ = ["DEFAULT", "METHODS", "RECORDS", "Method", "Record", "Solution", "check_options", "fit", "record"]
+__all__ = ["DEFAULT", "METHODS", "RECORDS", "Method", "Record", "Solution", "check_options", "record", "solve"]
 
 Method = Literal["auto", "normal", "qr", "svd", "lsqr", "lsmr"]  # one name per solver module
 DEFAULT: Method = "auto"  # every entry point's default ``method=``
