@@ -99,7 +99,8 @@ def _numpy_lapack(xp, a, b, name):
         return None
     if a.dtype != b.dtype:
         return None
-    return lapack_for(name, a.dtype)
+    fn = _LAPACK.get((name, a.dtype), lapack_for)  # looked up once (:func:`lapack_for`)
+    return lapack_for(name, a.dtype) if fn is lapack_for else fn
 
 
 _LAPACK: dict = {}
