@@ -52,8 +52,10 @@ milliseconds per layer, more as the graph grows (each layer copies the mapping o
 below it). Work on a handful of small arrays (a scale's exponents and factors, a rank
 certificate on an n x n factor) would add dozens of layers to each fit for microseconds of
 arithmetic: it runs as one NumPy task instead (``dask.delayed``), whose results come back as
-Dask arrays of the shapes the caller states. The arrays are gathered into that one task (they
-are small by contract). Elsewhere the function runs as it is.
+Dask arrays of the shapes the caller states. Each array goes in as its one block (a
+``Delayed`` from ``to_delayed(optimize_graph=False)``: ``delayed`` on the array itself
+optimizes a copy of its whole graph, design notes), gathered into that task (small by
+contract). Elsewhere the function runs as it is.
 
 ``jit``: eager JAX compiles every operation for each new shape. A function of many small
 operations called on chunks (streaming updates) is far faster as one compiled call. Inside a
