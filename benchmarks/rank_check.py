@@ -24,15 +24,21 @@ import numpy as np
 from .gram_speed import _rounds, make_problem, run
 
 
+def _factored(X):
+    """``(A, L, colsq, cutoff, resolution)`` as the Gram route has them for X: the Gram matrix, its
+    Cholesky factor, its diagonal, the default cutoff and the Gram matrix's rounding."""
+    m, n = X.shape[-2:]
+    A = np.swapaxes(X, -1, -2) @ X
+    eps = np.finfo(X.dtype).eps
+    d = np.diagonal(A, axis1=-2, axis2=-1).copy()
+    return A, np.linalg.cholesky(A), d, eps * max(m, n), (eps * (max(m, n) ** 0.5 + min(m, n))) ** 0.5
+
+
 def _certificate(X):
     """The call the Gram route makes (``gram.full_rank_test``) on X's Cholesky factor."""
     from lsq_backends._solvers.linalg import rank
 
-    m, n = X.shape[-2:]
-    L = np.linalg.cholesky(np.swapaxes(X, -1, -2) @ X)
-    c = np.finfo(X.dtype).eps * max(m, n)
-    tol = (np.finfo(X.dtype).eps * (max(m, n) ** 0.5 + min(m, n))) ** 0.5
-    d = np.diagonal(np.swapaxes(X, -1, -2) @ X, axis1=-2, axis2=-1).copy()
+    _, L, d, c, tol = _factored(X)
     return lambda: rank.certified(np, L, None, None, c, lower=True, resolution=tol, colsq=d)
 
 
@@ -44,13 +50,8 @@ def _bound(X):
     from lsq_backends._solvers.linalg import rank
     from lsq_backends._solvers.linalg.condest import condition_estimate
 
-    m, n = X.shape[-2:]
-    A = np.swapaxes(X, -1, -2) @ X
-    L = np.linalg.cholesky(A)
-    c = np.finfo(X.dtype).eps * max(m, n)
-    tol = (np.finfo(X.dtype).eps * (max(m, n) ** 0.5 + min(m, n))) ** 0.5
-    d, pivots = np.diagonal(A, axis1=-2, axis2=-1).copy(), np.diagonal(L, axis1=-2, axis2=-1)
-    kappa = condition_estimate(xp, L, A)
+    A, L, d, c, tol = _factored(X)
+    pivots, kappa = np.diagonal(L, axis1=-2, axis2=-1), condition_estimate(xp, L, A)
     assert rank.bounded(xp, kappa, d, pivots, None, None, c, tol), "the bound must prove this problem's rank"
     return lambda: rank.bounded(xp, kappa, d, pivots, None, None, c, tol)
 

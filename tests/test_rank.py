@@ -272,7 +272,7 @@ def test_accumulators_about_as_many_rows_as_features(be, kind, rows):
     assert not bad, f"{len(bad)} of {N}:\n" + "\n".join(bad)
 
 
-def _gram_factor(X, offset_sq=None, alpha=None):
+def _gram_factor(X, alpha=None):
     """(L, A, colsq) of ``X^T X (+ alpha I)`` as ``gram.Factored`` factors it."""
     A = X.T @ X
     if alpha is not None:

@@ -504,7 +504,7 @@ def normal_products(xp, X, Y):
     # NumPy arrays: ``swapaxes`` and in-place sums (the namespace's wrappers, once per block,
     # add up)
     if X.ndim > 2 or n > GRAM_BLOCK_MAX_COLUMNS or m < 4 * rows:
-        return X.swapaxes(-1, -2) @ X, X.swapaxes(-1, -2) @ Y
+        return X.swapaxes(-1, -2) @ X, cross(xp, X, Y)
     A, B = X[:rows].T @ X[:rows], X[:rows].T @ Y[:rows]
     for i in range(rows, m, rows):
         Xb = X[i : i + rows]

@@ -320,11 +320,12 @@ def validate(X, y, sample_weight, *, fit_intercept, check_finite, penalty=None, 
             _check_finite(xp, X, "X", checks)
         _check_finite(xp, y, "y", checks)
         _check_finite(xp, sample_weight, "sample_weight", checks)
-        arrays = (("X", X), ("y", y), ("sample_weight", sample_weight), (alpha_name, alpha if ridge else None))
-        for name, a in arrays if _compat.flushes_subnormals(xp) else ():
-            ok, msg = flushed(xp, a, name, each=name == alpha_name)  # subnormals read as zero (JAX): refused
-            if ok is not None:
-                checks.add(ok, failure(ValueError, msg))
+        if _compat.flushes_subnormals(xp):  # subnormals read as zero (JAX): refused
+            arrays = (("X", X), ("y", y), ("sample_weight", sample_weight), (alpha_name, alpha if ridge else None))
+            for name, a in arrays:
+                ok, msg = flushed(xp, a, name, each=name == alpha_name)
+                if ok is not None:
+                    checks.add(ok, failure(ValueError, msg))
     if sample_weight is not None and not _compat.is_lazy(sample_weight) and m > 0:
         checks.add(xp.logical_not(xp.any(sample_weight < 0)), failure(ValueError, "sample_weight must be non-negative"))
         if fit_intercept:

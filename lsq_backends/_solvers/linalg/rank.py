@@ -125,7 +125,6 @@ def bounded(xp, kappa, colsq, pivots, offset_sq, rcond, cutoff, resolution):
     (..., p): the diagonal of the matrix factorized; ``pivots``: the factor's diagonal. Module docstring."""
     p = colsq.shape[-1]
     K2 = 4 * kappa * kappa / p  # (2 kappa / sqrt(p))**2 >= ||Ls^-1||_F**2
-    top = _compat.reduce_max(xp, colsq, axis=-1)
     W2 = _compat.reduce_sum(xp, colsq, axis=-1)  # scale**2, divided by min colsq below
     g = 1.0  # max(u**2 / colsq)
     if offset_sq is not None:
@@ -134,17 +133,17 @@ def bounded(xp, kappa, colsq, pivots, offset_sq, rcond, cutoff, resolution):
         W2 = xp.maximum(W2, _compat.reduce_max(xp, usq, axis=-1))
     W2 = W2 / _compat.reduce_min(xp, colsq, axis=-1)
     half_big_sq = (_compat.finfo(xp, colsq.dtype).max ** BIG_POWER) ** 2 / 2
-    e = eps(xp, colsq)
-    ok = (K2 * (resolution * resolution) < 1) & (K2 * g * (e * e) < 1) & (K2 * g < half_big_sq)
+    ok = _below(xp, K2, resolution) & _below(xp, K2 * g, eps(xp, colsq)) & (K2 * g < half_big_sq)
     if not bool(_compat.reduce_all(xp, ok & (K2 * W2 < half_big_sq))):
         return False
     if rcond is not None:
-        return bool(_compat.reduce_all(xp, K2 * W2 * (rcond * rcond) < 1))
-    numpy_rule = K2 * W2 * (cutoff * cutoff) < 1
+        return bool(_compat.reduce_all(xp, _below(xp, K2 * W2, rcond)))
+    numpy_rule = _below(xp, K2 * W2, cutoff)
     if bool(_compat.reduce_all(xp, numpy_rule)):
         return True
-    clear = (K2 * g * p * (CLEAR * cutoff) ** 2 < 1) & _compat.reduce_all(
-        xp, xp.abs(pivots) / xp.sqrt(top[..., None]) > cutoff, axis=-1
+    top = _compat.reduce_max(xp, colsq, axis=-1, keepdims=True)
+    clear = _below(xp, K2 * g * p, CLEAR * cutoff) & _compat.reduce_all(
+        xp, xp.abs(pivots) / xp.sqrt(top) > cutoff, axis=-1
     )
     return bool(_compat.reduce_all(xp, numpy_rule | clear))
 
