@@ -133,7 +133,10 @@ def _solve(problem, spec, options):
         n_iter, istop = _derivatives.split_counts(method, counts) if rec.iterative else (None, None)
     else:
         data = _tall_gram(problem) if problem.gram_center else None
-        sol = solve_by_method(xp, X, Y, alpha, method, rcond, problem.offset_sq, problem.check, options, data=data)
+        if rec.iterative:
+            sol = solve_by_method(xp, X, Y, alpha, method, rcond, problem.offset_sq, None, options)
+        else:  # a direct method's record: every one takes the same arguments
+            sol = rec.solve(xp, X, Y, alpha, rcond, problem.offset_sq, check=problem.check, data=data)
         coef, rank, s, n_iter, rss, istop = sol.coef, sol.rank, sol.s, sol.n_iter, sol.rss, sol.istop
         if data is not None:  # the exact means the Gram route found
             problem = problem._replace(x_offset=data.x_mean, y_offset=data.y_mean)
@@ -217,6 +220,8 @@ def _no_targets(result):
 
 def check_refine(refine):
     """``refine`` as a Python int (NumPy's integer scalars accepted, bools refused)."""
+    if type(refine) is int and refine >= 0:  # the common case, at once
+        return refine
     what = "a non-negative integer (number of steps)"
     if refine is None:  # not a number of steps (check_count lets None through)
         msg = f"refine must be {what}; got None"

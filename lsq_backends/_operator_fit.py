@@ -45,14 +45,16 @@ def operator_route(target):
     """The decorator of an entry point (``lstsq``, ``ridge``, ``ridge_cv``): a sparse or
     operator X goes to ``target``, with the arguments as the entry point binds them (its
     defaults included); dense X goes on with the device of its CuPy arguments current
-    (``_compat.device_scope``). A NumPy X is no operator: not asked."""
+    (``_compat.device_scope``); a NumPy X at once (another library beside it: refused)."""
 
     def decorate(fn):
         signature = inspect.signature(fn)
 
         @functools.wraps(fn)
         def entry(X, y, /, *args, **kwargs):
-            if type(X) is not np.ndarray and is_operator_input(X):
+            if type(X) is np.ndarray:  # neither an operator nor on a CuPy device
+                return fn(X, y, *args, **kwargs)
+            if is_operator_input(X):
                 bound = signature.bind(X, y, *args, **kwargs)
                 bound.apply_defaults()
                 return target(**bound.arguments)

@@ -32,10 +32,10 @@ from typing import Any, NamedTuple
 
 from ._api import check_refine, refined_solution
 from ._backend import _compat
-from ._backend._compat import matmul, mT
+from ._backend._compat import eps, matmul, mT
 from ._problem._input import check_bool, intercept_of, prepare, validate
 from ._problem._scaling import powers, times
-from ._solvers.linalg._shared import all_true, default_cutoff, eps, eye_like, full_int
+from ._solvers.linalg._shared import all_true, default_cutoff, eye_like, full_int
 from ._solvers.linalg.pinv import filtered_solve, uncentered_scale
 from ._types import Array, CovType
 

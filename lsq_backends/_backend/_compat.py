@@ -126,6 +126,7 @@ __all__ = [
     "host_blas",
     "is_torch_sparse",
     "finite_test",
+    "eps",
     "to_numpy",
     "known_ones",
     "is_readable",
@@ -267,7 +268,10 @@ def array_namespace(*arrays):
 
 def eager_jax(*arrays) -> bool:
     """True when the arguments hold concrete JAX arrays and no tracer: an eager JAX call."""
-    if plain_numpy(*arrays):
+    for a in arrays:  # plain NumPy (the common case) answered at once
+        if a is not None and type(a) is not _np.ndarray:
+            break
+    else:
         return False
     found = False
     for a in arrays:
@@ -379,6 +383,14 @@ def finfo(xp, dtype):
         return xp.finfo(dtype)
 
 
+def eps(xp, a):
+    """The machine epsilon of ``a``'s dtype (:func:`finfo`'s, read at once where remembered)."""
+    try:
+        return _FINFO[xp, a.dtype].eps
+    except (KeyError, TypeError):
+        return finfo(xp, a.dtype).eps
+
+
 def default_dtypes(xp, dev):
     """(default real float, default integer) of ``xp`` on ``dev``. JAX's follow its x64 flag
     and PyTorch's ``torch.set_default_dtype``, which may change between calls: JAX is asked
@@ -389,7 +401,13 @@ def default_dtypes(xp, dev):
         import torch
 
         return memo(("default_dtypes", xp, dev, torch.get_default_dtype()), lambda: _default_dtypes(xp, dev))
-    return memo(("default_dtypes", xp, dev), lambda: _default_dtypes(xp, dev))
+    try:  # :func:`memo`, spelled out: once per fit, on the small-fit route
+        return _MEMO["default_dtypes", xp, dev]
+    except KeyError:
+        dtypes = _MEMO["default_dtypes", xp, dev] = _default_dtypes(xp, dev)
+        return dtypes
+    except TypeError:  # a device that cannot be hashed
+        return _default_dtypes(xp, dev)
 
 
 def _default_dtypes(xp, dev):
@@ -536,7 +554,9 @@ def minus_fresh(xp, b, a):
 
 def sum_of_squares(xp, a, axis):
     """``sum(a * a, axis)`` where ``a`` is a temporary the caller no longer needs: squared in
-    place on NumPy (:func:`update_fresh`)."""
+    place on NumPy (:func:`update_fresh`, spelled out: on the small-fit route)."""
+    if type(a) is _np.ndarray and a.flags.writeable:
+        return _np.multiply(a, a, out=a).sum(axis=axis)
     return reduce_sum(xp, update_fresh(xp, a, "multiply", a), axis=axis)
 
 

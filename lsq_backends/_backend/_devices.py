@@ -52,9 +52,9 @@ def constants(xp, values, dtype, like):
     """Python numbers as an array of ``dtype`` on ``like``'s device (``like`` an array or a device). A
     number gives a 0-d array, a flat list or tuple a 1-D one, a NumPy array its own shape. PyTorch and
     CuPy fill up to :data:`FILL_MAX` numbers on the device; the rest, and other libraries: ``xp.asarray``."""
-    dev = _device_of(like)
     if _aac.is_numpy_namespace(xp):
         return xp.asarray(values, dtype=dtype)
+    dev = _device_of(like)
     if not _copy_blocks(xp):
         return xp.asarray(values, dtype=dtype, device=dev)
     if _aac.is_numpy_array(values) and values.ndim <= 1:

@@ -4,6 +4,7 @@ are read where that is free (a number, a NumPy array) or recorded in ``checks``.
 
 from __future__ import annotations
 
+import math
 import numbers
 
 from .._backend import _compat
@@ -71,6 +72,13 @@ def validate_alpha(xp, alpha, k, dtype, dev, per_target, checks=None, name="alph
     """alpha as an array: (1,) for one penalty, (k,) for one per target (``per_target``), or
     (a,) for a path (a 1-D alpha otherwise). The meaning follows the shape and the flag only,
     never the values, so a path of k penalties is not mistaken for per-target penalties."""
+    if (type(alpha) is float or type(alpha) is int) and not per_target:  # one plain number: checked at once
+        value = alpha if type(alpha) is float else _as_floats(alpha, name)
+        if not math.isfinite(value) or abs(value) > float(_compat.finfo(xp, dtype).max):
+            failure(ValueError, f"{name} must be finite (in X's dtype {dtype})")()
+        if value < 0:
+            failure(ValueError, f"{name} must be non-negative")()
+        return xp.reshape(_compat.constants(xp, value, dtype, dev), (1,))
     check_alpha_type(alpha, name)
     if _compat.is_array(alpha):
         if _compat.array_namespace(alpha) is not xp and not _compat.is_host_array(alpha):

@@ -191,8 +191,10 @@ def check_method(method, rcond):
     if method not in METHODS:
         msg = f"method must be one of {', '.join(map(repr, METHODS))}; got {method!r}"
         raise ValueError(msg)
+    if rcond is None:
+        return None
     rcond = check_fraction(rcond, "rcond")
-    if rcond is not None and record(method).iterative:
+    if record(method).iterative:
         msg = (
             f"rcond applies to the direct methods (a singular-value cutoff); method={method!r} estimates no "
             f"singular values: leave rcond=None and set its accuracy with atol/btol; got rcond={rcond!r}"

@@ -10,19 +10,20 @@ outside this package compares method names, it asks the record (``record(m).iter
 An iterative method's ``precondition`` option (``"columns"``) runs its solve through
 ``_krylov.preconditioned``.
 
-Direct methods: ``solve(xp, X, Y, alpha, rcond, offset_sq, *, factor=False)``, ``offset_sq``
-what centering removed from the squared column norms (for the rank tests), ``factor`` asking
-for the ``_factor.Factor`` solved with (``Solution.factor``); those that form the Gram matrix
-(``record.forms_gram``) also take ``check=``, X's finiteness test run on the Gram matrix, and
-``data=``, the Gram route's view of tall X (``_gram_data.TallGram``). Iterative methods
-(``record.iterative``): ``solve(xp, X, Y, alpha, *, atol, btol, max_iter, ...)`` (the
-record's ``options``), X an array or a ``_operator.LinearMap``. :func:`solve` calls either kind
-by name."""
+Direct methods: ``solve(xp, X, Y, alpha, rcond, offset_sq, *, check=None, data=None,
+factor=False)``, one signature for all: ``offset_sq`` what centering removed from the squared
+column norms (for the rank tests); ``check``, X's deferred finiteness test, run on a Gram
+product of X (one formed for it where the method forms none); ``data``, the Gram route's view of
+tall X (``_gram_data.TallGram``); ``factor`` asking for the ``_factor.Factor`` solved with
+(``Solution.factor``). A caller holding a direct method's record calls ``record(m).solve``
+(``_api``). Iterative methods (``record.iterative``): ``solve(xp, X, Y, alpha, *, atol, btol,
+max_iter, ...)`` (the record's ``options``), X an array or a ``_operator.LinearMap``.
+:func:`solve` calls either kind by name."""
 
 from __future__ import annotations
 
 from importlib import import_module
-from typing import Any, Literal, get_args
+from typing import Literal, get_args
 
 from ._record import Record, Solution
 from .linalg._krylov import PRECONDITIONERS, preconditioned
@@ -46,7 +47,7 @@ def record(method) -> Record:
 
 def solve(xp, X, Y, alpha, method, rcond, offset_sq, check, options, factor=False, data=None) -> Solution:
     """Any method's solve, by name, as a :class:`Solution`. ``check`` and ``data`` go to the
-    methods that form the Gram matrix, ``options`` (atol, btol, max_iter, ...) to the
+    direct methods, ``options`` (atol, btol, max_iter, ...) to the
     iterative ones; ``factor`` asks a direct method for the ``_factor.Factor`` it solved with
     (iterative methods have none: None)."""
     rec = record(method)
@@ -55,10 +56,7 @@ def solve(xp, X, Y, alpha, method, rcond, offset_sq, check, options, factor=Fals
         if options.pop("precondition", None) is None:
             return rec.solve(xp, X, Y, alpha, **options)
         return preconditioned(xp, rec.solve, X, Y, alpha, **options)
-    kw: dict[str, Any] = {}
-    if rec.forms_gram:
-        kw.update(check=check, data=data)
-    return rec.solve(xp, X, Y, alpha, rcond, offset_sq, factor=factor, **kw)
+    return rec.solve(xp, X, Y, alpha, rcond, offset_sq, check=check, data=data, factor=factor)
 
 
 def check_options(method, atol, btol, max_iter, conlim=None, x0=None, precondition=None):
@@ -66,6 +64,8 @@ def check_options(method, atol, btol, max_iter, conlim=None, x0=None, preconditi
     method's (``Record.options``: ``atol``, ``btol``, ``max_iter`` and ``precondition`` of both
     Krylov methods, ``conlim`` and ``x0`` of ``lsmr``). Returns ``atol``, ``btol`` and
     ``max_iter`` as Python numbers (NumPy scalars accepted), None where not given."""
+    if atol is None and btol is None and max_iter is None and conlim is None and x0 is None and precondition is None:
+        return None, None, None  # none given (a direct method's call), at once
     if precondition is not None and (not isinstance(precondition, str) or precondition not in PRECONDITIONERS):
         msg = f"precondition must be None or one of {PRECONDITIONERS}; got {precondition!r}"
         raise ValueError(msg)

@@ -2,7 +2,7 @@
 
 The Gram matrix is formed and factorized (the normal path's work) and the condition number of
 the column-equilibrated X is estimated from the factor (``condest``). The normal solution,
-refined once (``gram.refined``: one more pass over X, fused with the residual that rss
+refined once (``gram.Factored.solve``: one more pass over X, fused with the residual that rss
 needs), is kept when the factor certifies full rank (``gram.full_rank_test``), its diagonal is clear of
 the subnormal range, and
 
@@ -24,10 +24,10 @@ the safer path.
 from __future__ import annotations
 
 from .._backend import _compat
-from .._backend._compat import diagonal
+from .._backend._compat import diagonal, eps
 from ._record import DIRECT_FEATURES, SVD_SYNC, Record, Solution
 from .linalg import gram, householder
-from .linalg._shared import all_true, eps, gated, merge_targets
+from .linalg._shared import all_true, gated, merge_targets
 
 RESIDUAL_LIMIT = 1e4  # cond**2 * tan(theta) up to which the refined error stays QR-level
 

@@ -12,14 +12,14 @@ from __future__ import annotations
 import functools
 
 from .._backend import _compat
-from .._backend._compat import diagonal, matmul, mT
+from .._backend._compat import diagonal, eps, matmul, mT
 from .._problem._alpha import validate_alpha
 from .._problem._input import check_bool, check_method
 from .._problem._scaling import scaled_alpha, times, unscale
 from .._result import LstsqResult
 from .._solvers.linalg import householder as _householder
 from .._solvers.linalg import pinv as _pinv
-from .._solvers.linalg._shared import add_penalty, all_true, as_real, eps, full_int, merge_targets, split_targets
+from .._solvers.linalg._shared import add_penalty, all_true, as_real, full_int, merge_targets, split_targets
 from .._solvers.linalg.rank import certified
 from ._stream import Accumulator, canonical, gram
 

@@ -121,15 +121,13 @@ class TallGram:
                 A, B, s, t = (a, b, s_, t_) if A is None else (A + a, B + b, s + s_, t + t_)
             self.s, self.t = s, t
 
-        def st(a):
-            return _compat.mT(xp, a)
-
         # s / total first: s s^T alone under- or overflows where the weights are tiny or huge
-        A, B = A - self.s * (st(self.s) / self.total), B - self.s * (st(self.t) / self.total)
+        s_mean, t_mean = _compat.mT(xp, self.s) / self.total, _compat.mT(xp, self.t) / self.total
+        A, B = A - self.s * s_mean, B - self.s * t_mean
         # The exact means (the shifts only need to be near them), the shifts of the residual
         # pass, where they keep X^T r free of the offsets' rounding.
-        self.x_mean = self.x_shift + st(self.s) / self.total
-        self.y_mean = self.y_shift + st(self.t) / self.total
+        self.x_mean = self.x_shift + s_mean
+        self.y_mean = self.y_shift + t_mean
         self.offset_sq = (self.total * self.x_mean * self.x_mean)[..., 0, :]
         if self.kept is None:  # the blocks are shifted again, by the exact means
             self.x_shift, self.y_shift = self.x_mean, self.y_mean

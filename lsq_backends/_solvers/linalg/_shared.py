@@ -42,10 +42,6 @@ def eye_like(xp, a, p):
     return xp.eye(p, dtype=a.dtype, device=_compat.device(a))
 
 
-def eps(xp, a):
-    return _compat.finfo(xp, a.dtype).eps
-
-
 def full_int(xp, batch_shape, value, like):
     """An integer array of shape ``batch_shape`` filled with ``value``, on ``like``'s device."""
     _, int_dtype = _compat.default_dtypes(xp, _compat.device(like))
@@ -103,7 +99,7 @@ def pivot_ratios(xp, pivots, colsq, offset_sq):
 def gram_noise(xp, a, m, n):
     """Relative rounding noise of the eigenvalues (and squared Cholesky pivots) of a formed Gram matrix of an
     m x n matrix: ``eps * (sqrt(max(m, n)) + min(m, n))``, a probable bound, not the worst case (module docstring)."""
-    return eps(xp, a) * (math.sqrt(max(m, n, 1)) + min(m, n))
+    return _compat.eps(xp, a) * (math.sqrt(max(m, n, 1)) + min(m, n))
 
 
 def default_cutoff(xp, a, m, n, rcond):
@@ -114,8 +110,8 @@ def default_cutoff(xp, a, m, n, rcond):
     if rcond is not None:
         return rcond
     if _compat.finfo(xp, a.dtype).bits >= 64:
-        return eps(xp, a) * max(m, n, 1)
-    return eps(xp, a) * (math.sqrt(max(m, n, 1)) + min(m, n))
+        return _compat.eps(xp, a) * max(m, n, 1)
+    return _compat.eps(xp, a) * (math.sqrt(max(m, n, 1)) + min(m, n))
 
 
 def as_integer(value):

@@ -3,7 +3,7 @@
 ``_gram_data.TallGram`` (with an intercept, of shifted data, corrected on the n x n side).
 
 - ``Factored``: the factor, its condition estimate (``condest``), its solution (refined once
-  on tall X, see ``refined``) or another method's where a test fails (``solve_or``);
+  on tall X: ``Factored.solve``) or another method's where a test fails (``solve_or``);
 - ``full_rank_test``: the rank decision (``rank.certified`` on the Cholesky factor, which
   must also clear the Gram matrix's rounding, ``_shared.gram_noise``); a failed
   factorization (a non-positive or NaN pivot) fails it too. On NumPy, with p <= 16, the
@@ -29,7 +29,7 @@ the kept eigenvectors by ~eps cond**2. Here cond is that of the kept part, at mo
 before refinement; the SVD path errs by ~eps cond. It is not refined: the kept subspace's own
 error is of that order.
 
-``refined``: the residual r = Y - X W that rss needs anyway gives the normal equations'
+Refinement (``Factored.solve``, tall X): the residual r = Y - X W that rss needs anyway gives the normal equations'
 residual ``g = X^T r - alpha W`` in the same pass (``TallGram.residual``: one pass over X, in
 cache on NumPy). The correction ``dW = (X^T X + alpha I)^{-1} g`` comes from the Cholesky
 factor already made. The Gram matrix's rounding (~eps cond(X)**2 relative) enters the
@@ -60,11 +60,11 @@ from __future__ import annotations
 import math
 
 from ..._backend import _compat
-from ..._backend._compat import diagonal, matmul, mT
+from ..._backend._compat import diagonal, eps, matmul, mT
 from .._record import Solution
 from ._factor import inverse_factor, spectral_factor, triangular_inverse
 from ._gram_data import TallGram
-from ._shared import add_penalty, count, default_cutoff, eps, full_int, gram_noise, merge_targets, split_targets
+from ._shared import add_penalty, count, default_cutoff, full_int, gram_noise, merge_targets, split_targets
 from .condest import SMALL, condition_estimate
 from .rank import bounded, certified
 
@@ -193,35 +193,26 @@ class Factored:
         )
 
     def solve(self, xp, X, Y=None):
-        """``(W, rank, rss)``. Tall X: one step of refinement (see :func:`refined`); rss is
-        None for wide X."""
+        """``(W, rank, rss)``; rss is None for wide X. Tall X: one step of iterative refinement of the normal-equation
+        solution, rss that of the solution returned, in one pass over X (``TallGram.residual``). The step is kept
+        where the condition estimate is within :func:`refined_limit` (error ~eps cond(X), as QR's); beyond it W and
+        rss are the plain normal equations'. See the module docstring."""
         W = merge_targets(xp, _compat.cho_solve(xp, self.L, self.B, Lt=self.Lt), self.alpha)
         rank = full_int(xp, X.shape[:-2], self.n if self.alpha is not None else min(self.m, self.n), X)
         if self.wide:
             return matmul(xp, mT(xp, X), W), rank, None
-        W, rss = refined(xp, self, X, Y, W)
-        return W, rank, rss
-
-
-def refined(xp, fac, X, Y, W):
-    """One step of iterative refinement of the normal-equation solution W (..., n, k): ``(W', rss)``, rss (..., k)
-    of the solution returned, in one pass over X (``TallGram.residual``). Kept where the condition estimate is
-    within ``refined_limit`` (error ~eps cond(X), as QR's); beyond it W and rss are the plain normal equations'.
-    See the module docstring."""
-    h, rss = fac.data.residual(X, Y, W)
-    alpha = fac.alpha
-    g = h if alpha is None else h - _compat.as_rank(xp, alpha, W.ndim) * W
-    dW = fac.cho_solve(xp, g)
-    corr = 2 * _compat.reduce_sum(xp, dW * h, axis=-2) - _compat.reduce_sum(xp, dW * g, axis=-2)
-    if alpha is not None:
-        corr = corr + _compat.as_rank(xp, alpha, corr.ndim) * _compat.reduce_sum(xp, dW * dW, axis=-2)
-    kappa = fac.condition(xp)
-    conv = kappa <= refined_limit(xp, X)  # (...,) or, per-target penalties, (..., k)
-    conv_r = conv if conv.ndim == rss.ndim else conv[..., None]
-    conv_w = conv_r[..., None, :]
-    new = rss - corr
-    new = _compat.positive_or_zero(xp, new)
-    return xp.where(conv_w, W + dW, W), xp.where(conv_r, new, rss)
+        h, rss = self.data.residual(X, Y, W)
+        alpha = self.alpha
+        g = h if alpha is None else h - _compat.as_rank(xp, alpha, W.ndim) * W
+        dW = self.cho_solve(xp, g)
+        corr = 2 * _compat.reduce_sum(xp, dW * h, axis=-2) - _compat.reduce_sum(xp, dW * g, axis=-2)
+        if alpha is not None:
+            corr = corr + _compat.as_rank(xp, alpha, corr.ndim) * _compat.reduce_sum(xp, dW * dW, axis=-2)
+        conv = self.condition(xp) <= refined_limit(xp, X)  # (...,) or, per-target penalties, (..., k)
+        conv_r = conv if conv.ndim == rss.ndim else conv[..., None]
+        conv_w = conv_r[..., None, :]
+        new = _compat.positive_or_zero(xp, rss - corr)
+        return xp.where(conv_w, W + dW, W), rank, xp.where(conv_r, new, rss)
 
 
 def without_gram(xp, solver, X, Y, alpha, rcond, offset_sq, check, data, factor=False):
@@ -251,7 +242,7 @@ def centered_offsets(fac, offset_sq):
 
 
 def refined_limit(xp, X):
-    """cond(X) up to which one step of refinement converges (see :func:`refined`)."""
+    """cond(X) up to which one step of refinement converges (see :meth:`Factored.solve`)."""
     return eps(xp, X) ** (-1 / 3) / 16
 
 

@@ -53,8 +53,8 @@ elsewhere the bound would cost a read.
 from __future__ import annotations
 
 from ..._backend import _compat
-from ..._backend._compat import diagonal, mT
-from ._shared import eps, eye_like
+from ..._backend._compat import diagonal, eps, mT
+from ._shared import eye_like
 
 # Factor by which the column-scaled bound must clear the default cutoff for the scale-free
 # exception: a QR solution's worst-case error bound eps * max(m, n) * cond(X D^-1) is then at
