@@ -248,8 +248,9 @@ def finite_test(xp, a):
     mean huge finite values overflowed the test: only an exact test can tell. One pass over ``a``, no
     boolean temporary of its size (NumPy: a sum over the rows; module docstring)."""
     if _aac.is_numpy_namespace(xp):
-        flat = a.reshape(-1, a.shape[-1]) if a.ndim > 1 else a.reshape(-1, 1)
-        return _np.isfinite(flat.sum(axis=0)).all()
+        if a.ndim == 1 or a.shape[-1] == 1:  # one column: one sum
+            return _np.isfinite(a.sum())
+        return _np.isfinite(a.reshape(-1, a.shape[-1]).sum(axis=0)).all()
     flat = xp.reshape(a, (-1, a.shape[-1])) if a.ndim > 1 else xp.reshape(a, (1, -1))
     ones = xp.ones((flat.shape[-1],), dtype=flat.dtype, device=device(a))
     return xp.all(xp.isfinite(matmul(xp, flat, ones)))
@@ -469,17 +470,20 @@ def reduce_min(xp, a, axis=None, keepdims=False):
 
 
 def reduce_all(xp, a, axis=None):
-    """``xp.all`` (the method on NumPy, as :func:`reduce_sum`)."""
+    """``xp.all`` (the method on NumPy, as :func:`reduce_sum`; a 0-d boolean there is its own
+    answer, where a reduction would cost as much as one over a thousand entries)."""
     if _aac.is_numpy_namespace(xp):
-        return a.all(axis=axis)
+        return a if a.ndim == 0 and a.dtype == _np.bool_ else a.all(axis=axis)
     return xp.all(a, axis=axis)
 
 
 def full(xp, shape, value, dtype, like):
     """``xp.full`` on ``like``'s device (NumPy's own ``full``: the namespace's wrapper
     checks the device first)."""
-    if _aac.is_numpy_namespace(xp):
-        return _np.full(shape, value, dtype=dtype)
+    if _aac.is_numpy_namespace(xp):  # a 0-d array or zeros: NumPy's faster constructors
+        if shape == ():
+            return _np.array(value, dtype=dtype)
+        return _np.zeros(shape, dtype=dtype) if value == 0 else _np.full(shape, value, dtype=dtype)
     return xp.full(shape, value, dtype=dtype, device=device(like))
 
 

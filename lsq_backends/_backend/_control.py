@@ -138,7 +138,7 @@ class Checks:
             # Host memory: each flag is read as it is (free), no packed word of ~3 operations
             # per flag (a tenth of a small fit's time).
             for ok, on_fail in items:
-                if not ok.all():
+                if not (ok if ok.ndim == 0 else ok.all()):  # 0-d: read as it is
                     on_fail()
             return None if pred is None else bool(pred)
         if len(items) > 30:

@@ -315,7 +315,10 @@ def scale_problem(xp, X, Y, root, alpha, *, shared_y=False, skip_x=False):
 def _ordinary(xp, big):
     """NumPy: every magnitude of ``big`` is within the safe range (its exponent is 0)."""
     safe, _ = limits(xp, big.dtype)
-    return 2.0**-safe <= float(big.min()) and float(big.max()) < 2.0 ** (safe + 1)
+    lo = hi = float(big.reshape(())) if big.size == 1 else None  # one target: no reductions
+    if lo is None:
+        lo, hi = float(big.min()), float(big.max())
+    return 2.0**-safe <= lo and hi < 2.0 ** (safe + 1)
 
 
 def make_scale(xp, alpha, kx, ky, kr, *requests):
