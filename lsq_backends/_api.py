@@ -30,7 +30,7 @@ from ._problem._scaling import Rescale, uncertified, unscale
 from ._refine import refine as _refine
 from ._result import LstsqResult
 from ._ridge._path import fit_path
-from ._solvers import check_options, record
+from ._solvers import Given, check_options, record
 from ._solvers import solve as solve_by_method
 from ._solvers.linalg._gram_data import TallGram
 from ._solvers.linalg._shared import check_count, full_int
@@ -128,15 +128,14 @@ def _solve(problem, spec, options):
         s = s if rec.singular_values else None
     elif not problem.gram_center and derivatives and (rule := rule_of(xp, X, Y, alpha)):
         # JAX, or PyTorch tensors that require grad: differentiated by the solution's rule.
-        kw = (problem.offset_sq, problem.check, options)
-        coef, rank, s, counts = rule.solve(xp, X, Y, alpha, method, rcond, *kw)
+        given = Given(rcond, problem.offset_sq, problem.check, None, options)
+        coef, rank, s, counts = rule.solve(xp, X, Y, alpha, method, given)
         n_iter, istop = _derivatives.split_counts(method, counts) if rec.iterative else (None, None)
     else:
         data = _tall_gram(problem) if problem.gram_center else None
-        if rec.iterative:
-            sol = solve_by_method(xp, X, Y, alpha, method, rcond, problem.offset_sq, None, options)
-        else:  # a direct method's record: every one takes the same arguments
-            sol = rec.solve(xp, X, Y, alpha, rcond, problem.offset_sq, check=problem.check, data=data)
+        given = Given(rcond, problem.offset_sq, problem.check, data, options)
+        # a direct method from its record (one signature for all), an iterative one by name (its options)
+        sol = solve_by_method(xp, X, Y, alpha, method, given) if rec.iterative else rec.solve(xp, X, Y, alpha, given)
         coef, rank, s, n_iter, rss, istop = sol.coef, sol.rank, sol.s, sol.n_iter, sol.rss, sol.istop
         if data is not None:  # the exact means the Gram route found
             problem = problem._replace(x_offset=data.x_mean, y_offset=data.y_mean)

@@ -21,7 +21,7 @@ from ._problem._input import as_array, check_bool, check_dtype, check_finite_val
 from ._problem._kinds import check_kind
 from ._problem._scaling import exponent, log2_abs, penalty_times, powers, times
 from ._result import LstsqResult
-from ._solvers import check_options, record
+from ._solvers import Given, check_options, record
 from ._solvers import solve as solve_by_method
 from ._solvers.linalg._operator import (
     LinearMap,
@@ -242,7 +242,7 @@ def _solve(xp, A, Y, w, alpha, method, fit_intercept, options, big=None):
         As, Ys, alpha_s, options, (back, square) = _scaled(xp, Ac, Y, alpha, options, big, root)
         if alpha_s is not None:  # (1, k) or (1, 1) against Y (m, k), as the dense route's penalty
             alpha_s = _compat.as_rank(xp, alpha_s, 2)
-        sol = solve_by_method(xp, As, Ys, alpha_s, method, None, None, None, options)
+        sol = solve_by_method(xp, As, Ys, alpha_s, method, Given(options=options))
         rank, n_iter, istop = sol.rank, sol.n_iter, sol.istop
         rss = times(xp, _compat.sum_of_squares(xp, Ys - As.matvec(sol.coef), axis=0), square)
         coef = times(xp, sol.coef, back)

@@ -117,7 +117,7 @@ def test_direct_solvers_return_a_solution_from_every_branch(monkeypatch, method,
         X = X @ np.diag(np.logspace(0, -9, n))
     alpha = np.array([0.5]) if ridge else None
     rec = record(method)
-    sol = rec.solve(np, X, Y, alpha, None, None, factor=factor)
+    sol = rec.solve(np, X, Y, alpha, factor=factor)
     assert type(sol) is Solution
     assert sol.coef.shape == (n, 2) and np.all(np.isfinite(sol.coef))
     assert (sol.s is not None) == rec.singular_values

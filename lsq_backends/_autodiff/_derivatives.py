@@ -124,14 +124,15 @@ def _per_target(xp, X, alpha, options, symmetric_solve):
     return Operators(K, N)
 
 
-def primal(xp, X, Y, alpha, method, rcond, offset_sq, check, options, factor=False, symmetric_solve=None):
-    """The solver's fit ``(coef, rank, s, n_iter)``, and with ``factor`` its ``Factor`` fifth
-    (LSQR's as operators, :func:`lsqr_factor`). For ``lsmr`` the counts and the stop reasons
+def primal(xp, X, Y, alpha, method, given, factor=False, symmetric_solve=None):
+    """The solver's fit ``(coef, rank, s, n_iter)`` (``given``: ``_solvers.Given``), and with ``factor`` its
+    ``Factor`` fifth (LSQR's as operators, :func:`lsqr_factor`). For ``lsmr`` the counts and the stop reasons
     come stacked, (2, ..., k): one integer output of the rule (:func:`split_counts`)."""
-    sol = solve_by_method(xp, X, Y, alpha, method, rcond, offset_sq, check, options, factor)
+    sol = solve_by_method(xp, X, Y, alpha, method, given, factor)
     fac = sol.factor
     if factor and record(method).iterative:  # K by LSQR at the fit's tolerances (an LSMR fit's too)
-        fac = lsqr_factor(xp, X, alpha, {k: options[k] for k in ("atol", "btol", "max_iter")}, symmetric_solve)
+        options = {k: given.options[k] for k in ("atol", "btol", "max_iter")}
+        fac = lsqr_factor(xp, X, alpha, options, symmetric_solve)
     counts = sol.n_iter if sol.istop is None else xp.stack([sol.n_iter, sol.istop])
     return sol.coef, sol.rank, sol.s, counts, fac
 
@@ -182,14 +183,15 @@ def wanted(xp, X, Y, alpha):
     return False
 
 
-def solve(xp, X, Y, alpha, method, rcond, offset_sq, check, options):
-    """``(coef, rank, s, n_iter)`` as the solver gives them, differentiated by the rule in
-    JAX (a ``custom_jvp``). PyTorch's twin is ``_torch_autograd.solve``."""
+def solve(xp, X, Y, alpha, method, given):
+    """``(coef, rank, s, n_iter)`` as the solver gives them (``given``: ``_solvers.Given``), differentiated by the
+    rule in JAX (a ``custom_jvp``, through which ``given.offset_sq`` passes). PyTorch's twin is
+    ``_torch_autograd.solve``."""
 
     def run(X, Y, alpha, offset_sq, factor):
-        return primal(xp, X, Y, alpha, method, rcond, offset_sq, check, options, factor, _symmetric_solve)
+        return primal(xp, X, Y, alpha, method, given._replace(offset_sq=offset_sq), factor, _symmetric_solve)
 
-    return _jax_rule(xp, run, X, Y, alpha, offset_sq, False)
+    return _jax_rule(xp, run, X, Y, alpha, given.offset_sq, False)
 
 
 def solve_path_rule(xp, X, Y, alpha, method, offset_sq):

@@ -61,12 +61,12 @@ def torch_fit(xp, X, Y, alpha, run, layout, path=False):
     return tuple(next(it) if present else None for present in layout)
 
 
-def solve(xp, X, Y, alpha, method, rcond, offset_sq, check, options):
-    """``(coef, rank, s, n_iter)`` as the solver gives them, differentiated by the rule in
-    PyTorch's autograd (``_derivatives.solve`` for JAX)."""
+def solve(xp, X, Y, alpha, method, given):
+    """``(coef, rank, s, n_iter)`` as the solver gives them (``given``: ``_solvers.Given``), differentiated by the
+    rule in PyTorch's autograd (``_derivatives.solve`` for JAX)."""
 
     def run(X, Y, alpha, factor):
-        return primal(xp, X, Y, alpha, method, rcond, offset_sq, check, options, factor)
+        return primal(xp, X, Y, alpha, method, given, factor)
 
     rec = record(method)
     return torch_fit(xp, X, Y, alpha, run, (True, True, rec.singular_values, rec.iterative))

@@ -10,14 +10,15 @@ outside this package compares method names, it asks the record (``record(m).iter
 An iterative method's ``precondition`` option (``"columns"``) runs its solve through
 ``_krylov.preconditioned``.
 
-Direct methods: ``solve(xp, X, Y, alpha, rcond, offset_sq, *, check=None, data=None,
-factor=False)``, one signature for all: ``offset_sq`` what centering removed from the squared
-column norms (for the rank tests); ``check``, X's deferred finiteness test, run on a Gram
-product of X (one formed for it where the method forms none); ``data``, the Gram route's view of
-tall X (``_gram_data.TallGram``); ``factor`` asking for the ``_factor.Factor`` solved with
-(``Solution.factor``). A caller holding a direct method's record calls ``record(m).solve``
-(``_api``). Iterative methods (``record.iterative``): ``solve(xp, X, Y, alpha, *, atol, btol,
-max_iter, ...)`` (the record's ``options``), X an array or a ``_operator.LinearMap``.
+Direct methods: ``solve(xp, X, Y, alpha, given=NOTHING, *, factor=False)``, one signature for
+all: ``given`` (:class:`Given`) holds the user's ``rcond``, what centering removed from the
+squared column norms (``offset_sq``, for the rank tests), X's deferred finiteness test
+(``check``, run on a Gram product of X, one formed for it where the method forms none) and the
+Gram route's view of tall X (``data``, ``_gram_data.TallGram``); ``factor`` asks for the
+``_factor.Factor`` solved with (``Solution.factor``). A caller holding a direct method's record
+calls ``record(m).solve`` (``_api``). Iterative methods (``record.iterative``): ``solve(xp, X,
+Y, alpha, *, atol, btol, max_iter, ...)`` (the record's ``options``), X an array or a
+``_operator.LinearMap``, their options in ``given.options``.
 :func:`solve` calls either kind by name."""
 
 from __future__ import annotations
@@ -25,11 +26,13 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Literal, get_args
 
-from ._record import Record, Solution
+from ._record import NOTHING, Given, Record, Solution
 from .linalg._krylov import PRECONDITIONERS, preconditioned
 from .linalg._shared import check_count, check_fraction
 
-__all__ = ["DEFAULT", "METHODS", "RECORDS", "Method", "Record", "Solution", "check_options", "record", "solve"]
+__all__ = [
+    "DEFAULT", "METHODS", "NOTHING", "RECORDS", "Given", "Method", "Record", "Solution", "check_options", "record", "solve",
+]  # fmt: skip
 
 Method = Literal["auto", "normal", "qr", "svd", "lsqr", "lsmr"]  # one name per solver module
 DEFAULT: Method = "auto"  # every entry point's default ``method=``
@@ -45,18 +48,17 @@ def record(method) -> Record:
     return _BY_NAME[method]
 
 
-def solve(xp, X, Y, alpha, method, rcond, offset_sq, check, options, factor=False, data=None) -> Solution:
-    """Any method's solve, by name, as a :class:`Solution`. ``check`` and ``data`` go to the
-    direct methods, ``options`` (atol, btol, max_iter, ...) to the
-    iterative ones; ``factor`` asks a direct method for the ``_factor.Factor`` it solved with
-    (iterative methods have none: None)."""
+def solve(xp, X, Y, alpha, method, given=NOTHING, factor=False) -> Solution:
+    """Any method's solve, by name, as a :class:`Solution`: a direct one takes ``given`` (:class:`Given`), an
+    iterative one its ``options`` (atol, btol, max_iter, ...). ``factor`` asks a direct method for the
+    ``_factor.Factor`` it solved with (iterative methods have none: None)."""
     rec = record(method)
     if rec.iterative:
-        options = dict(options)
+        options = dict(given.options or {})
         if options.pop("precondition", None) is None:
             return rec.solve(xp, X, Y, alpha, **options)
         return preconditioned(xp, rec.solve, X, Y, alpha, **options)
-    return rec.solve(xp, X, Y, alpha, rcond, offset_sq, check=check, data=data, factor=factor)
+    return rec.solve(xp, X, Y, alpha, given, factor=factor)
 
 
 def check_options(method, atol, btol, max_iter, conlim=None, x0=None, precondition=None):

@@ -29,6 +29,22 @@ class Solution(NamedTuple):
     istop: Array | None = None  # (..., k) why each target stopped: lsmr only
 
 
+class Given(NamedTuple):
+    """What a solve is given besides X, Y and alpha, as one argument through every layer: the user's ``rcond`` (None:
+    the default cutoff), ``offset_sq`` (what centering removed from X's squared column norms: the rank tests),
+    ``check`` (X's deferred test, run on a Gram product), ``data`` (the Gram route's ``TallGram``), ``options`` (an
+    iterative method's keywords). ``Record``'s docstring: which methods read which."""
+
+    rcond: float | None = None
+    offset_sq: Array | None = None
+    check: Callable[..., None] | None = None
+    data: Any = None
+    options: Mapping[str, Any] | None = None
+
+
+NOTHING = Given()  # a solve with the defaults: no intercept, nothing deferred
+
+
 # A direct method's row of the capability table (``lsq_backends.capabilities``): every
 # feature but the counts, which each record gives.
 DIRECT_FEATURES = {
@@ -47,14 +63,14 @@ class Record(NamedTuple):
 
     - ``name``: the ``method=`` string; the solver file's name.
     - ``solve``: the module's ``solve``. Direct methods:
-      ``solve(xp, X, Y, alpha, rcond, offset_sq, *, factor=False, [check=, data=])``;
+      ``solve(xp, X, Y, alpha, given=NOTHING, *, factor=False)`` (:class:`Given`);
       iterative ones: ``solve(xp, X, Y, alpha, **options)``. Both return a :class:`Solution`.
     - ``forms_gram``: forms X's Gram matrix on its common route (``qr`` and ``svd``:
-      CholeskyQR2's first product; a route without one forms it for the test): takes
-      ``check=`` (X's finiteness test and scale certificate run on the Gram matrix, deferred)
-      and ``data=`` (``_gram_data.TallGram``: centering on the n x n side, the solver then
-      returning the centered problem's rss), so the entry points defer the X check and center
-      on the Gram route.
+      CholeskyQR2's first product; a route without one forms it for the test): reads
+      ``given.check`` (X's finiteness test and scale certificate run on the Gram matrix,
+      deferred) and ``given.data`` (``_gram_data.TallGram``: centering on the n x n side, the
+      solver then returning the centered problem's rss), so the entry points defer the X check
+      and center on the Gram route.
     - ``iterative``: touches X only through products (sparse and operator X, warm starts): no
       ``rcond`` (no rank estimate), no ``refine``, no penalty path; its factor for the
       derivative rules is LSQR's operators.

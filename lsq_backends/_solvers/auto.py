@@ -25,14 +25,15 @@ from __future__ import annotations
 
 from .._backend import _compat
 from .._backend._compat import diagonal, eps
-from ._record import DIRECT_FEATURES, SVD_SYNC, Record, Solution
+from ._record import DIRECT_FEATURES, NOTHING, SVD_SYNC, Record, Solution
 from .linalg import gram, householder
 from .linalg._shared import all_true, gated, merge_targets
 
 RESIDUAL_LIMIT = 1e4  # cond**2 * tan(theta) up to which the refined error stays QR-level
 
 
-def solve(xp, X, Y, alpha, rcond, offset_sq=None, *, check=None, data=None, factor=False):
+def solve(xp, X, Y, alpha, given=NOTHING, *, factor=False):
+    rcond, offset_sq, check, data, _ = given
     fac = gram.Factored(xp, X, Y, alpha, check, data)
     offset_sq = gram.centered_offsets(fac, offset_sq)
     kappa = fac.condition(xp)

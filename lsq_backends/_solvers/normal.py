@@ -20,17 +20,17 @@ device) would be paid by every fit.
 from __future__ import annotations
 
 from .._backend import _compat
-from ._record import DIRECT_FEATURES, SVD_SYNC, Record
+from ._record import DIRECT_FEATURES, NOTHING, SVD_SYNC, Record
 from .linalg import gram, pinv
 from .linalg._shared import all_true
 
 
-def solve(xp, X, Y, alpha, rcond, offset_sq=None, *, check=None, data=None, factor=False):
+def solve(xp, X, Y, alpha, given=NOTHING, *, factor=False):
     """Normal-equation solution, refined once (tall X), falling back to the SVD path (JAX: the
     Gram matrix's eigendecomposition) on a singular Gram matrix: a ``Solution`` with rss.
-    ``check(A)``, if given, validates the Gram matrix before it is factorized; ``data``, a ``TallGram`` of tall X (uncentered X
-    and Y with their shifts, for a fit with an intercept); ``factor``: see
-    ``gram.Factored.solve_or``."""
+    ``given.check(A)`` validates the Gram matrix before it is factorized; ``given.data``, a ``TallGram`` of tall X
+    (uncentered X and Y with their shifts, for a fit with an intercept); ``factor``: see ``gram.Factored.solve_or``."""
+    rcond, offset_sq, check, data, _ = given
     fac = gram.Factored(xp, X, Y, alpha, check, data)
     offset_sq = gram.centered_offsets(fac, offset_sq)
     ok = gram.full_rank_test(xp, fac, X, rcond, offset_sq)

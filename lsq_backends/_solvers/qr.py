@@ -28,22 +28,23 @@ from __future__ import annotations
 
 from .._backend import _compat
 from .._backend._compat import matmul, mT
-from ._record import DIRECT_FEATURES, SVD_SYNC, Record, Solution
+from ._record import DIRECT_FEATURES, NOTHING, SVD_SYNC, Given, Record, Solution
 from .linalg import cholqr, gram, householder
 from .linalg._factor import inverse_factor, triangular_inverse
 from .linalg._shared import full_int, gated
 
 
-def solve(xp, X, Y, alpha, rcond, offset_sq=None, *, check=None, data=None, factor=False):
+def solve(xp, X, Y, alpha, given=NOTHING, *, factor=False):
     """QR solution (CholeskyQR2 where safe, else shifted CholeskyQR3, else Householder), falling
     back to the SVD of R on a numerically singular factor: a ``Solution``. ``factor``: with
-    the ``_factor.Factor`` solved with (of ``X^T X``, or for wide X of ``X X^T``). ``check``
-    and ``data`` as the normal equations take them (``_solvers.solve``): CholeskyQR2's first
+    the ``_factor.Factor`` solved with (of ``X^T X``, or for wide X of ``X X^T``). ``given.check``
+    and ``given.data`` as the normal equations take them: CholeskyQR2's first
     Gram product tests X (finiteness, scale) as the normal equations' does, and with an
     intercept centers on the n x n side (``TallGram``); the other routes take the data
     as Householder QR does (``gram.without_gram``). rss where ``data`` is given."""
+    rcond, offset_sq, check, data, _ = given
     if not cholqr.uses_cholqr2(xp, X, alpha):
-        return gram.without_gram(xp, householder.solve, X, Y, alpha, rcond, offset_sq, check, data, factor)
+        return gram.without_gram(xp, householder.solve, X, Y, alpha, given, factor)
     fac = gram.Factored(xp, X, Y, None, check, None if data is None else data.whole(X, Y))
     offset_sq = gram.centered_offsets(fac, offset_sq)
     n = X.shape[-1]
@@ -58,7 +59,7 @@ def solve(xp, X, Y, alpha, rcond, offset_sq=None, *, check=None, data=None, fact
         return (W, rank), good
 
     def householder_solved(X, Y):
-        sol = householder.solve(xp, X, Y, None, rcond, offset_sq, factor)
+        sol = householder.solve(xp, X, Y, None, Given(rcond, offset_sq), factor=factor)
         return (sol.coef, sol.rank, sol.factor) if factor else (sol.coef, sol.rank)
 
     def shifted_or_householder(X, Y):

@@ -17,6 +17,7 @@ from .._problem._alpha import validate_alpha
 from .._problem._input import check_bool, check_method
 from .._problem._scaling import scaled_alpha, times, unscale
 from .._result import LstsqResult
+from .._solvers import Given
 from .._solvers.linalg import householder as _householder
 from .._solvers.linalg import pinv as _pinv
 from .._solvers.linalg._shared import add_penalty, all_true, as_real, full_int, merge_targets, split_targets
@@ -280,6 +281,6 @@ class QRAccumulator(_Solvable):
         R, offset_sq = _statistics(cls, xp, state, n, fit_intercept)
         cutoff = _default_cutoff(xp, state, n, rcond)
         # R_xx is already triangular: the solver's own QR of it costs O(n^3) and no accuracy.
-        W, rank = _householder.solve(xp, R[:n, :n], R[:n, n:], alpha, rcond, offset_sq, cutoff=cutoff)[:2]
+        W, rank = _householder.solve(xp, R[:n, :n], R[:n, n:], alpha, Given(rcond, offset_sq), cutoff=cutoff)[:2]
         resid = matmul(xp, R[:, :n], W) - R[:, n:]
         return W, rank, xp.sum(resid * resid, axis=0)

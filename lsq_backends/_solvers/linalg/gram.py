@@ -61,7 +61,7 @@ import math
 
 from ..._backend import _compat
 from ..._backend._compat import diagonal, eps, matmul, mT
-from .._record import Solution
+from .._record import Given, Solution
 from ._factor import inverse_factor, spectral_factor, triangular_inverse
 from ._gram_data import TallGram
 from ._shared import add_penalty, count, default_cutoff, full_int, gram_noise, merge_targets, split_targets
@@ -144,9 +144,9 @@ class Factored:
         its ``Factor`` third, without singular vectors (which the Cholesky branch it stands in
         for lacks)."""
         if not factor:
-            sol = solver(xp, X, Y, self.alpha, rcond, offset_sq)
+            sol = solver(xp, X, Y, self.alpha, Given(rcond, offset_sq))
             return sol.coef, sol.rank
-        sol = solver(xp, X, Y, self.alpha, rcond, offset_sq, factor=True)
+        sol = solver(xp, X, Y, self.alpha, Given(rcond, offset_sq), factor=True)
         return sol.coef, sol.rank, sol.factor._replace(V=None)
 
     def fallback(self, xp, solver, rcond, offset_sq, factor=False):
@@ -215,18 +215,19 @@ class Factored:
         return xp.where(conv_w, W + dW, W), rank, xp.where(conv_r, new, rss)
 
 
-def without_gram(xp, solver, X, Y, alpha, rcond, offset_sq, check, data, factor=False):
+def without_gram(xp, solver, X, Y, alpha, given, factor=False):
     """``solver``'s ``Solution`` (a route of ``qr`` or ``svd`` that forms no Gram matrix of X: Householder QR,
     ridge, Dask's one-pass QR) on the data as it takes them (``TallGram.arrays``: centered, an X-sized copy).
-    X's deferred test (finiteness, scale certificate) runs on one Gram product formed for it, where the test it
-    stands in for took four passes. With ``data``, rss of the centered problem (the entry holds uncentered data)."""
+    X's deferred test ``given.check`` runs on one Gram product formed for it, where the test it stands in for took
+    four passes. With ``given.data``, rss of the centered problem (the entry holds uncentered data)."""
+    rcond, offset_sq, check, data, _ = given
     if data is not None:
         X, Y = data.arrays(X, Y)
         offset_sq = centered_offsets(data, offset_sq)
     if check is not None:
         wide = X.shape[-2] < X.shape[-1]
         check(matmul(xp, X, mT(xp, X)) if wide else matmul(xp, mT(xp, X), X), offset_sq)
-    sol = solver(xp, X, Y, alpha, rcond, offset_sq, factor=factor)
+    sol = solver(xp, X, Y, alpha, Given(rcond, offset_sq), factor=factor)
     if data is None:
         return sol
     return sol._replace(rss=_compat.sum_of_squares(xp, _compat.minus_fresh(xp, Y, matmul(xp, X, sol.coef)), axis=-2))

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from ..._backend import _compat
 from ..._backend._compat import matmul, mT
-from .._record import Solution
+from .._record import NOTHING, Solution
 from ._factor import inverse_factor, triangular_inverse
 from ._shared import all_true, default_cutoff, eye_like, full_int, merge_targets, split_targets
 from .pinv import filtered_solve, uncentered_scale
@@ -38,11 +38,12 @@ def penalized_r(xp, R, alpha):
     return _compat.qr(xp, stacked)
 
 
-def solve(xp, X, Y, alpha, rcond, offset_sq=None, factor=False, cutoff=None):
+def solve(xp, X, Y, alpha, given=NOTHING, *, factor=False, cutoff=None):
     """Householder QR solution, falling back to the SVD of R where the rank is not certified
-    full, as a ``Solution`` (``factor``: see ``qr.solve``). ``cutoff``: the default cutoff
-    where X is already a triangular factor of more rows (the accumulators), ``rcond`` then
-    None."""
+    full, as a ``Solution`` (``factor``: see ``qr.solve``); of ``given``, ``rcond`` and ``offset_sq``.
+    ``cutoff``: the default cutoff where X is already a triangular factor of more rows (the
+    accumulators), ``rcond`` then None."""
+    rcond, offset_sq = given.rcond, given.offset_sq
     m, n = X.shape[-2:]
     wide = m < n
     if wide:

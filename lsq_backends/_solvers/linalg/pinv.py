@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from ..._backend import _compat
 from ..._backend._compat import matmul, mT
-from .._record import Solution
+from .._record import NOTHING, Solution
 from . import cholqr
 from ._factor import spectral_factor
 from ._shared import count, default_cutoff, full_int
@@ -60,11 +60,12 @@ def filtered_solve(xp, u, s, vh, y, alpha, cutoff, n, scale=None, factor=None, w
     return coef, rank
 
 
-def minimum_norm(xp, X, Y, alpha, rcond, offset_sq=None, *, factor=False, check=None, data=None):
+def minimum_norm(xp, X, Y, alpha, given=NOTHING, *, factor=False):
     """Minimum-norm solution of X @ W = Y (or ridge): a ``Solution`` with the singular values, and with ``factor``
     (tall X, one penalty or none) the ``_factor.Factor`` of the SVD. Cutoff relative to the largest singular value,
-    as NumPy's, or with an intercept (``offset_sq``) to the largest column norm before centering, if larger.
-    ``check``, ``data`` (tall X, no penalty): as ``cholqr.r_factor`` takes them; with ``data``, the centered rss too."""
+    as NumPy's, or with an intercept (``given.offset_sq``) to the largest column norm before centering, if larger.
+    ``given.check``, ``given.data`` (tall X, no penalty): as ``cholqr.r_factor`` takes them; with data, rss too."""
+    rcond, offset_sq, check, data, _ = given
     m, n = X.shape[-2:]
     cutoff = default_cutoff(xp, X, m, n, rcond)
     if m >= n:
