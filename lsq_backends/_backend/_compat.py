@@ -269,10 +269,7 @@ def array_namespace(*arrays):
 
 def eager_jax(*arrays) -> bool:
     """True when the arguments hold concrete JAX arrays and no tracer: an eager JAX call."""
-    for a in arrays:  # plain NumPy (the common case) answered at once
-        if a is not None and type(a) is not _np.ndarray:
-            break
-    else:
+    if plain_numpy(*arrays):
         return False
     found = False
     for a in arrays:
@@ -558,10 +555,11 @@ def minus_fresh(xp, b, a):
 
 def sum_of_squares(xp, a, axis):
     """``sum(a * a, axis)`` where ``a`` is a temporary the caller no longer needs: squared in
-    place on NumPy (:func:`update_fresh`, spelled out: on the small-fit route)."""
-    if type(a) is _np.ndarray and a.flags.writeable:
+    place on NumPy where it is writeable (:func:`update_fresh`'s rule, without its frame: on
+    the small-fit route)."""
+    if _aac.is_numpy_namespace(xp) and getattr(a, "flags", None) is not None and a.flags.writeable:
         return _np.multiply(a, a, out=a).sum(axis=axis)
-    return reduce_sum(xp, update_fresh(xp, a, "multiply", a), axis=axis)
+    return reduce_sum(xp, a * a, axis=axis)
 
 
 def zero_first_row(xp, a, first):

@@ -17,7 +17,6 @@ forces one copy instead.
 from __future__ import annotations
 
 import array_api_compat as _aac
-import numpy as _np
 
 from ._dask_blocks import dask_solve_triangular
 from ._precision import full_float32
@@ -138,13 +137,9 @@ def cho_solve(xp, L, b, *, Lt=None):
     """Solve ``L L^T x = b`` for lower Cholesky factors ``L`` (..., n, n), ``b`` (..., n, k). ``Lt``, if
     given, is ``batch_last(xp, L)``. On stacks of small factors the two sweeps share that one copy
     of the stack (and so does the condition estimate, ``condest``)."""
-    if type(L) is _np.ndarray and type(b) is _np.ndarray and L.ndim == b.ndim == 2 and L.dtype == b.dtype:
-        # 2-D NumPy: both sweeps in one LAPACK call (:func:`_numpy_lapack`'s test, spelled
-        # out: twice per small fit)
-        lapack = _LAPACK.get(("potrs", L.dtype), lapack_for) if b.shape[-1] else None
-        lapack = lapack_for("potrs", L.dtype) if lapack is lapack_for else lapack
-        if lapack is not None:
-            return lapack(L, b, lower=True)[0]
+    lapack = _numpy_lapack(xp, L, b, "potrs")
+    if lapack is not None:  # both sweeps in one LAPACK call
+        return lapack(L, b, lower=True)[0]
     if _substitutes(xp, L, b):
         if Lt is None and tuple(L.shape[:-2]) == tuple(b.shape[:-2]):
             Lt = batch_last(xp, L)  # one copy for both sweeps

@@ -12,6 +12,10 @@ from ._kinds import check_kind, check_known_shape
 
 __all__ = ["check_alpha_type", "failure", "validate_alpha"]
 
+# The value errors of a penalty (both routes of :func:`validate_alpha`).
+NOT_FINITE = "{name} must be finite (in X's dtype {dtype})"
+NEGATIVE = "{name} must be non-negative"
+
 
 def failure(exc, msg):
     """A callable raising ``exc(msg)``: the ``on_fail`` of a recorded check."""
@@ -75,9 +79,9 @@ def validate_alpha(xp, alpha, k, dtype, dev, per_target, checks=None, name="alph
     if (type(alpha) is float or type(alpha) is int) and not per_target:  # one plain number: checked at once
         value = alpha if type(alpha) is float else _as_floats(alpha, name)
         if not math.isfinite(value) or abs(value) > float(_compat.finfo(xp, dtype).max):
-            failure(ValueError, f"{name} must be finite (in X's dtype {dtype})")()
+            failure(ValueError, NOT_FINITE.format(name=name, dtype=dtype))()
         if value < 0:
-            failure(ValueError, f"{name} must be non-negative")()
+            failure(ValueError, NEGATIVE.format(name=name))()
         return xp.reshape(_compat.constants(xp, value, dtype, dev), (1,))
     check_alpha_type(alpha, name)
     if _compat.is_array(alpha):
@@ -120,8 +124,8 @@ def validate_alpha(xp, alpha, k, dtype, dev, per_target, checks=None, name="alph
     # Values are read as given where that is free (a number, a NumPy array), recorded in
     # ``checks`` for an eager array on a device, never read from a lazy array. Finite means
     # finite in X's dtype: 1e300 is infinite in float32.
-    not_finite = failure(ValueError, f"{name} must be finite (in X's dtype {dtype})")
-    negative = failure(ValueError, f"{name} must be non-negative")
+    not_finite = failure(ValueError, NOT_FINITE.format(name=name, dtype=dtype))
+    negative = failure(ValueError, NEGATIVE.format(name=name))
     if not _compat.is_array(given) or _compat.is_host_array(given):
         import numpy as np
 

@@ -315,8 +315,9 @@ def scale_problem(xp, X, Y, root, alpha, *, shared_y=False, skip_x=False):
 def _ordinary(xp, big):
     """NumPy: every magnitude of ``big`` is within the safe range (its exponent is 0)."""
     safe, _ = limits(xp, big.dtype)
-    lo = hi = float(big.reshape(())) if big.size == 1 else None  # one target: no reductions
-    if lo is None:
+    if big.size == 1:  # one target: no reductions
+        lo = hi = float(big.reshape(()))
+    else:
         lo, hi = float(big.min()), float(big.max())
     return 2.0**-safe <= lo and hi < 2.0 ** (safe + 1)
 

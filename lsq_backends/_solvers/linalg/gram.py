@@ -187,11 +187,6 @@ class Factored:
         rss = self.data.residual(X, Y, W)[1]
         return (W, rank, rss, fac) if factor else (W, rank, rss)
 
-    def cho_solve(self, xp, B):
-        return merge_targets(
-            xp, _compat.cho_solve(xp, self.L, split_targets(xp, B, self.alpha), Lt=self.Lt), self.alpha
-        )
-
     def solve(self, xp, X, Y=None):
         """``(W, rank, rss)``; rss is None for wide X. Tall X: one step of iterative refinement of the normal-equation
         solution, rss that of the solution returned, in one pass over X (``TallGram.residual``). The step is kept
@@ -204,7 +199,7 @@ class Factored:
         h, rss = self.data.residual(X, Y, W)
         alpha = self.alpha
         g = h if alpha is None else h - _compat.as_rank(xp, alpha, W.ndim) * W
-        dW = self.cho_solve(xp, g)
+        dW = merge_targets(xp, _compat.cho_solve(xp, self.L, split_targets(xp, g, alpha), Lt=self.Lt), alpha)
         corr = 2 * _compat.reduce_sum(xp, dW * h, axis=-2) - _compat.reduce_sum(xp, dW * g, axis=-2)
         if alpha is not None:
             corr = corr + _compat.as_rank(xp, alpha, corr.ndim) * _compat.reduce_sum(xp, dW * dW, axis=-2)
