@@ -15,7 +15,7 @@ import lsq_backends as lsq
 from lsq_backends import _types
 from lsq_backends._backend import _compat
 from lsq_backends._problem import _input
-from lsq_backends._solvers import DEFAULT, METHODS, RECORDS, Solution, record
+from lsq_backends._solvers import DEFAULT, METHODS, RECORDS, Given, Solution, record
 from lsq_backends.capabilities import CAPABILITIES, FEATURES, NOTES
 from lsq_backends.check.problems import LSTSQ_METHODS, PATH_METHODS
 
@@ -136,7 +136,7 @@ def test_direct_solvers_return_a_solution_from_every_branch(monkeypatch, method,
 def test_iterative_solvers_return_a_solution(method, ridge):
     X, Y = _problem(30, 5, 5)
     rec = record(method)
-    sol = rec.solve(np, X, Y, np.array([0.5]) if ridge else None, atol=1e-12, btol=1e-12)
+    sol = rec.solve(np, X, Y, np.array([0.5]) if ridge else None, Given(options={"atol": 1e-12, "btol": 1e-12}))
     assert type(sol) is Solution
     assert sol.coef.shape == (5, 2) and sol.n_iter.shape == (2,)
     assert (sol.istop is not None) == rec.stops

@@ -59,7 +59,7 @@ import array_api_compat as _aac
 
 from .._backend import _compat
 from .._backend._compat import matmul, mT
-from .._solvers import record
+from .._solvers import Given, record
 from .._solvers import solve as solve_by_method
 from .._solvers.linalg._factor import Operators
 from .._solvers.linalg._shared import eye_like
@@ -67,14 +67,15 @@ from .._solvers.spectral import solve_path
 from ._rule import linearize, penalty, singular_tangent, tangent
 
 
-def lsqr_factor(xp, X, alpha, options, symmetric_solve=None):
-    """LSQR's ``K`` and ``N`` as operators (``_factor.Operators``), at the fit's tolerances: ``K`` as two
-    LSQR solves (one penalty or none), or :func:`_per_target` (one per target). JAX passes
-    ``symmetric_solve(matvec, solve)``, a transposable ``K`` (module docstring: ``lsqr_factor``)."""
+def lsqr_factor(xp, X, alpha, given, symmetric_solve=None):
+    """LSQR's ``K`` and ``N`` as operators (``_factor.Operators``), at the fit's tolerances (``given.options``,
+    ``_solvers.Given``): ``K`` as two LSQR solves (one penalty or none), or :func:`_per_target` (one per
+    target). JAX passes ``symmetric_solve(matvec, solve)``, a transposable ``K`` (module docstring:
+    ``lsqr_factor``)."""
     lsqr = record("lsqr").solve
     n = X.shape[-1]
     if alpha is not None and alpha.shape[0] > 1:
-        return _per_target(xp, X, alpha, options, symmetric_solve)
+        return _per_target(xp, X, alpha, given, symmetric_solve)
     Xa = X
     if alpha is not None:
         root = xp.sqrt(alpha[0]) * eye_like(xp, X, n)
@@ -84,8 +85,8 @@ def lsqr_factor(xp, X, alpha, options, symmetric_solve=None):
         return matmul(xp, mT(xp, Xa), matmul(xp, Xa, z))
 
     def solve(_, g):
-        u = lsqr(xp, mT(xp, Xa), g, None, **options)[0]
-        return lsqr(xp, Xa, u, None, **options)[0]
+        u = lsqr(xp, mT(xp, Xa), g, None, given)[0]
+        return lsqr(xp, Xa, u, None, given)[0]
 
     def K(g):
         return solve(None, g) if symmetric_solve is None else symmetric_solve(gram, g, solve)
@@ -96,7 +97,7 @@ def lsqr_factor(xp, X, alpha, options, symmetric_solve=None):
     return Operators(K, N)
 
 
-def _per_target(xp, X, alpha, options, symmetric_solve):
+def _per_target(xp, X, alpha, given, symmetric_solve):
     """LSQR's operators with a penalty per target (column j of a (..., n, k) block gets ``alpha_j``),
     by LSQR's own per-column damping, with no copy of X per target. ``N`` is zero where ``alpha_j > 0``
     (module docstring: ``_per_target``)."""
@@ -110,9 +111,9 @@ def _per_target(xp, X, alpha, options, symmetric_solve):
         return matmul(xp, mT(xp, X), matmul(xp, X, z)) + a * z
 
     def solve(_, g):
-        q = lsqr(xp, mT(xp, X), g, alpha, **options)[0]
+        q = lsqr(xp, mT(xp, X), g, alpha, given)[0]
         damped = (g - matmul(xp, mT(xp, X), q)) / safe
-        plain = lsqr(xp, X, xp.where(pos, xp.zeros_like(q), q), None, **options)[0]
+        plain = lsqr(xp, X, xp.where(pos, xp.zeros_like(q), q), None, given)[0]
         return xp.where(pos, damped, plain)
 
     def K(g):
@@ -132,7 +133,7 @@ def primal(xp, X, Y, alpha, method, given, factor=False, symmetric_solve=None):
     fac = sol.factor
     if factor and record(method).iterative:  # K by LSQR at the fit's tolerances (an LSMR fit's too)
         options = {k: given.options[k] for k in ("atol", "btol", "max_iter")}
-        fac = lsqr_factor(xp, X, alpha, options, symmetric_solve)
+        fac = lsqr_factor(xp, X, alpha, Given(options=options), symmetric_solve)
     counts = sol.n_iter if sol.istop is None else xp.stack([sol.n_iter, sol.istop])
     return sol.coef, sol.rank, sol.s, counts, fac
 

@@ -17,8 +17,8 @@ squared column norms (``offset_sq``, for the rank tests), X's deferred finitenes
 Gram route's view of tall X (``data``, ``_gram_data.TallGram``); ``factor`` asks for the
 ``_factor.Factor`` solved with (``Solution.factor``). A caller holding a direct method's record
 calls ``record(m).solve`` (``_api``). Iterative methods (``record.iterative``): ``solve(xp, X,
-Y, alpha, *, atol, btol, max_iter, ...)`` (the record's ``options``), X an array or a
-``_operator.LinearMap``, their options in ``given.options``.
+Y, alpha, given=NOTHING)``, X an array or a ``_operator.LinearMap``, their options (the
+record's ``options``: atol, btol, max_iter, ...) in ``given.options``.
 :func:`solve` calls either kind by name."""
 
 from __future__ import annotations
@@ -49,16 +49,15 @@ def record(method) -> Record:
 
 
 def solve(xp, X, Y, alpha, method, given=NOTHING, factor=False) -> Solution:
-    """Any method's solve, by name, as a :class:`Solution`: a direct one takes ``given`` (:class:`Given`), an
-    iterative one its ``options`` (atol, btol, max_iter, ...). ``factor`` asks a direct method for the
+    """Any method's solve, by name, as a :class:`Solution`, given ``given`` (:class:`Given`; an iterative
+    method's options in ``given.options``, a ``precondition`` among them run here). ``factor`` asks a direct method for the
     ``_factor.Factor`` it solved with (iterative methods have none: None)."""
     rec = record(method)
-    if rec.iterative:
-        options = dict(given.options or {})
-        if options.pop("precondition", None) is None:
-            return rec.solve(xp, X, Y, alpha, **options)
-        return preconditioned(xp, rec.solve, X, Y, alpha, **options)
-    return rec.solve(xp, X, Y, alpha, given, factor=factor)
+    if not rec.iterative:
+        return rec.solve(xp, X, Y, alpha, given, factor=factor)
+    if given.options and given.options.get("precondition") is not None:
+        return preconditioned(xp, rec.solve, X, Y, alpha, given)
+    return rec.solve(xp, X, Y, alpha, given)
 
 
 def check_options(method, atol, btol, max_iter, conlim=None, x0=None, precondition=None):

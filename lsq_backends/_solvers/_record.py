@@ -64,7 +64,7 @@ class Record(NamedTuple):
     - ``name``: the ``method=`` string; the solver file's name.
     - ``solve``: the module's ``solve``. Direct methods:
       ``solve(xp, X, Y, alpha, given=NOTHING, *, factor=False)`` (:class:`Given`);
-      iterative ones: ``solve(xp, X, Y, alpha, **options)``. Both return a :class:`Solution`.
+      iterative ones: ``solve(xp, X, Y, alpha, given=NOTHING)``, their options in ``given.options``. Both return a :class:`Solution`.
     - ``forms_gram``: forms X's Gram matrix on its common route (``qr`` and ``svd``:
       CholeskyQR2's first product; a route without one forms it for the test): reads
       ``given.check`` (X's finiteness test and scale certificate run on the Gram matrix,

@@ -39,19 +39,18 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from .._backend import _compat
-from ._record import Record, Solution
+from ._record import NOTHING, Record, Solution
 from .linalg._krylov import (
     CAPABILITIES,
     OPTIONS,
     adjoint,
     column_norm,
-    default_max_iter,
-    default_tol,
     forward,
     fresh_products,
     rank_of,
     safe,
     sym_ortho,
+    tolerances,
 )
 
 
@@ -85,18 +84,18 @@ class _State(NamedTuple):
     done: Any
 
 
-def solve(xp, X, Y, alpha, *, atol=None, btol=None, max_iter=None, conlim=None, x0=None):
+def solve(xp, X, Y, alpha, given=NOTHING):
     """LSMR solution of X @ W = Y (damped by ``sqrt(alpha)`` for ridge), from ``x0`` (..., n, k)
-    or zero.
+    or zero, at ``given.options``' ``atol``, ``btol``, ``max_iter``, ``conlim`` and ``x0`` (None or
+    absent: the defaults).
 
     Returns a ``Solution``: coef (..., n, k), rank (...), n_iter (..., k), istop (..., k).
     LSMR estimates no rank: it is ``n`` for ridge with every ``alpha > 0``, else -1.
     """
     xp = _compat.plain_namespace(xp)  # NumPy's own functions on NumPy: ~100 tiny operations a step
     m, n = X.shape[-2:]
-    atol = default_tol(xp, X.dtype) if atol is None else atol
-    btol = default_tol(xp, X.dtype) if btol is None else btol
-    max_iter = default_max_iter(m, n) if max_iter is None else max_iter
+    atol, btol, max_iter = tolerances(xp, X, given.options)
+    conlim, x0 = (given.options or {}).get("conlim"), (given.options or {}).get("x0")
     ctol = 0.0 if conlim is None else 1.0 / conlim
     zero = xp.zeros_like(Y[..., :1, :])
     damp = zero if alpha is None else xp.sqrt(zero + _compat.as_rank(xp, alpha, zero.ndim))  # (..., 1, k)

@@ -39,16 +39,15 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from .._backend import _compat
-from ._record import Record, Solution
+from ._record import NOTHING, Record, Solution
 from .linalg._krylov import (
     CAPABILITIES,
     OPTIONS,
     adjoint,
-    default_max_iter,
-    default_tol,
     forward,
     fresh_products,
     rank_of,
+    tolerances,
 )
 from .linalg._krylov import column_norm as _norm
 from .linalg._krylov import safe as _safe
@@ -94,8 +93,9 @@ class _State(NamedTuple):
     done: Any
 
 
-def solve(xp, X, Y, alpha, *, atol=None, btol=None, max_iter=None):
-    """LSQR solution of X @ W = Y (damped by ``sqrt(alpha)`` for ridge).
+def solve(xp, X, Y, alpha, given=NOTHING):
+    """LSQR solution of X @ W = Y (damped by ``sqrt(alpha)`` for ridge), at ``given.options``'
+    ``atol``, ``btol`` and ``max_iter`` (None or absent: the defaults).
 
     Returns a ``Solution``: coef (..., n, k), rank (...), n_iter (..., k). LSQR estimates no
     rank: it is ``n`` for ridge with every ``alpha > 0`` (the damped system has full column
@@ -103,9 +103,7 @@ def solve(xp, X, Y, alpha, *, atol=None, btol=None, max_iter=None):
     """
     xp = _compat.plain_namespace(xp)  # NumPy's own functions on NumPy: ~70 tiny operations a step
     m, n = X.shape[-2:]
-    atol = default_tol(xp, X.dtype) if atol is None else atol
-    btol = default_tol(xp, X.dtype) if btol is None else btol
-    max_iter = default_max_iter(m, n) if max_iter is None else max_iter
+    atol, btol, max_iter = tolerances(xp, X, given.options)
     # alpha is (1,) or (k,): one damping per column, broadcast against (..., 1, k) scalars.
     dampsq = xp.zeros_like(Y[..., :1, :])
     dampsq = dampsq if alpha is None else dampsq + _compat.as_rank(xp, alpha, Y.ndim)

@@ -52,6 +52,18 @@ def default_max_iter(m, n):
     return 4 * min(m, n)
 
 
+def tolerances(xp, X, options):
+    """``atol``, ``btol`` and ``max_iter`` from an iterative solve's ``options`` (``Given.options``), the
+    defaults where absent or None."""
+    options = options or {}
+    atol, btol, max_iter = options.get("atol"), options.get("btol"), options.get("max_iter")
+    return (
+        default_tol(xp, X.dtype) if atol is None else atol,
+        default_tol(xp, X.dtype) if btol is None else btol,
+        default_max_iter(*X.shape[-2:]) if max_iter is None else max_iter,
+    )
+
+
 def forward(xp, X, V):
     """``X @ V`` for an array X (..., m, n) or a ``LinearMap``; V (..., n, k)."""
     if isinstance(X, LinearMap):
@@ -105,11 +117,12 @@ def rank_of(xp, batch, n, alpha, like):
     return xp.where(xp.all(alpha > 0), full_int(xp, batch, n, like), rank)
 
 
-def preconditioned(xp, solve, X, Y, alpha, *, x0=None, **options):
-    """``solve`` (LSMR's or LSQR's) with X's columns scaled to unit norm: ``X D^-1 z = Y``, ``coef = D^-1 z``.
-    Returns ``solve``'s ``Solution``, ``n_iter`` and ``istop`` the scaled problem's. D is (..., n, 1), or (..., n, k)
-    with a penalty. A warm start ``x0`` (original coordinates) starts at ``D x0``. No host read and no branch on
-    values: D stays an array. See the module docstring."""
+def preconditioned(xp, solve, X, Y, alpha, given):
+    """``solve`` (LSMR's or LSQR's) with X's columns scaled to unit norm: ``X D^-1 z = Y``, ``coef = D^-1 z``, at
+    ``given.options`` (``_record.Given``). Returns ``solve``'s ``Solution``, ``n_iter`` and ``istop`` the scaled
+    problem's. D is (..., n, 1), or (..., n, k) with a penalty. A warm start ``x0`` (original coordinates) starts at
+    ``D x0``. No host read and no branch on values: D stays an array. See the module docstring."""
+    options = {**given.options, "precondition": None}
     m, n = X.shape[-2:]
     batch = tuple(X.shape[:-2])
     if isinstance(X, LinearMap):
@@ -143,9 +156,9 @@ def preconditioned(xp, solve, X, Y, alpha, *, x0=None, **options):
             lambda U: (adjoint(xp, X, U[..., :m, :]) + root * U[..., m:, :]) / d,
         )
         Y = xp.concat([Y, xp.zeros((*Y.shape[:-2], n, Y.shape[-1]), dtype=Y.dtype, device=_compat.device(Y))], axis=-2)
-    if x0 is not None:
-        options["x0"] = x0 * d
+    if options.get("x0") is not None:
+        options["x0"] = options["x0"] * d
     # fwd returns X's product (or, with a penalty, a new concatenation); adj a new quotient
     sol = solve(xp, LinearMap(xp, shape, X.dtype, dev, fwd, adj, fresh=alpha is not None or fresh_products(X)), Y,
-                None, **options)  # fmt: skip
+                None, given._replace(options=options))  # fmt: skip
     return sol._replace(coef=sol.coef / d, rank=rank_of(xp, batch, n, alpha, Y))
