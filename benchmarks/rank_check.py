@@ -39,7 +39,7 @@ def _certificate(X):
     from lsq_backends._solvers.linalg import rank
 
     _, L, d, c, tol = _factored(X)
-    return lambda: rank.certified(np, L, None, None, c, lower=True, resolution=tol, colsq=d)
+    return lambda: rank.certified(np, L, None, None, c, resolution=tol, colsq=d)
 
 
 def _bound(X):

@@ -22,18 +22,19 @@ def solver_options(method, atol, btol, max_iter, conlim=None, x0=None, precondit
     return options
 
 
-def check_start(xp, x0, n, k, batch, y_was_vector, dtype, like, check_finite=True):
-    """``x0`` as an array (..., n, k) of ``like``'s namespace, device and ``dtype``, broadcast to
-    the batch: given as (n,) or (*batch, n) for a vector y, (n, k) or (*batch, n, k) otherwise.
-    Raises ``ValueError``/``TypeError`` naming ``x0``."""
-    dev = _compat.device(like)
+def check_start(xp, x0, shape, y_was_vector, like, check_finite=True):
+    """``x0`` as an array ``shape`` (*batch, n, k) of ``like``'s namespace, device and dtype: given
+    as (n,) or (*batch, n) for a vector y, (n, k) or (*batch, n, k) otherwise, broadcast to the
+    batch. Raises ``ValueError``/``TypeError`` naming ``x0``."""
+    *batch, n, k = shape = tuple(shape)
+    dev, dtype = _compat.device(like), like.dtype
     x0 = as_array(xp, x0, "x0", dev, dtype)
     check_dtype(xp, x0, "x0")
     tail = (n,) if y_was_vector else (n, k)
-    shape = tuple(x0.shape)
-    if shape not in (tail, tuple(batch) + tail):
+    given = tuple(x0.shape)
+    if given not in (tail, tuple(batch) + tail):
         want = " or ".join(str(s) for s in dict.fromkeys((tail, tuple(batch) + tail)))
-        msg = f"x0 must have shape {want} (one start per coefficient of each target); got shape {shape}"
+        msg = f"x0 must have shape {want} (one start per coefficient of each target); got shape {given}"
         raise ValueError(msg)
     if _compat.device(x0) is not None and dev is not None and repr(_compat.device(x0)) != repr(dev):
         msg = f"x0 must be on the device of X and y ({dev!r}); got {_compat.device(x0)!r}"
@@ -43,7 +44,7 @@ def check_start(xp, x0, n, k, batch, y_was_vector, dtype, like, check_finite=Tru
         check_finite_values(xp, x0, "x0")
     if y_was_vector:
         x0 = x0[..., None]
-    return xp.broadcast_to(x0, (*batch, n, k))
+    return xp.broadcast_to(x0, shape)
 
 
 def start_of(problem, options, check_finite=True):
@@ -58,7 +59,7 @@ def start_of(problem, options, check_finite=True):
     batch, n, k = tuple(X.shape[:-2]), X.shape[-1], Y.shape[-1]
     if k == 0 or math.prod(batch) == 0:
         return {**options, "x0": None}
-    x0 = check_start(xp, x0, n, k, batch, problem.y_was_vector, X.dtype, X, check_finite)
+    x0 = check_start(xp, x0, (*batch, n, k), problem.y_was_vector, X, check_finite)
     if problem.scale is not None:
         for f in problem.scale.coef if isinstance(problem.scale.coef, tuple) else (problem.scale.coef,):
             x0 = x0 / _compat.as_rank(xp, f, x0.ndim)  # (k,) against (..., n, k)

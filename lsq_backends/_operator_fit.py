@@ -193,23 +193,24 @@ def fit(X, y, alpha=None, *, method, fit_intercept, sample_weight, check_finite,
             msg = "sample_weight must have a positive sum to fit an intercept"
             checks.add(xp.sum(w) > 0, failure(ValueError, msg))
     if x0 is not None:
-        x0 = check_start(xp, _to_home(x0, "x0", xp, dev, same, dtype), n, k, (), y_was_vector, dtype, Y, check_finite)
+        x0 = check_start(xp, _to_home(x0, "x0", xp, dev, same, dtype), (n, k), y_was_vector, Y, check_finite)
     checks.read(xp)
     A = linear_map(X, xp, dtype, dev)
     options = solver_options(method, atol, btol, max_iter, conlim, x0, precondition)
     if big is not None:  # in the products' library: NumPy for SciPy's, the backend's own else
         big = xp.astype(xp.asarray(big), dtype)
-    result = _solve(xp, A, Y, w, alpha, method, fit_intercept, options, big)
+    result = _solve(xp, A, Y, w, alpha, fit_intercept, (method, options), big)
     if y_was_vector:
         result = LstsqResult(*(a if a is None or a.ndim == 0 else a[..., 0] for a in result))
     fields = [_to_caller(caller_xp, caller_dev, a, same) for a in result]
     return LstsqResult(*fields)
 
 
-def _solve(xp, A, Y, w, alpha, method, fit_intercept, options, big=None):
-    """The fit of the prepared problem: (coef (n, k), intercept (k,), rank, rss (k,), None,
-    n_iter (k,), istop (k,) or None). ``big``: X's largest stored magnitude (None: unknown, an
+def _solve(xp, A, Y, w, alpha, fit_intercept, solver, big=None):
+    """The fit of the prepared problem by ``solver``, ``(method, options)``: (coef (n, k), intercept (k,), rank,
+    rss (k,), None, n_iter (k,), istop (k,) or None). ``big``: X's largest stored magnitude (None: unknown, an
     operator), for the scale (:func:`_scaled`)."""
+    method, options = solver
     m, n = A.shape
     k = Y.shape[-1]
     dev = _compat.device(Y)
@@ -273,7 +274,7 @@ def _scaled(xp, A, Y, alpha, options, big, root):
     # per product saved); elsewhere the factors of 1 are applied.
     As = A if _compat.known_ones(xp, fx) else LinearMap(
         xp, A.shape, A.dtype, A.device,
-        lambda V: times(xp, A.matvec(V), fx), lambda U: times(xp, A.rmatvec(U), fx),
+        (lambda V: times(xp, A.matvec(V), fx), lambda U: times(xp, A.rmatvec(U), fx)),
         norms=lambda: times(xp, A.norms(), fx), fresh=True,
     )  # fmt: skip
     if alpha is not None:

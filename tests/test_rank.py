@@ -321,9 +321,7 @@ def test_bounded_certificate_never_claims_more(dtype):
         tol = np.sqrt(gram_noise(xp, X, m, n))
         with np.errstate(all="ignore"):
             claim = rank.bounded(xp, est, colsq, np.diagonal(L), offset_sq, rcond, cutoff, tol)
-            truth = bool(
-                np.all(rank.certified(xp, L, offset_sq, rcond, cutoff, lower=True, resolution=tol, colsq=colsq))
-            )
+            truth = bool(np.all(rank.certified(xp, L, offset_sq, rcond, cutoff, resolution=tol, colsq=colsq)))
         assert truth or not claim, (trial, m, n, kappa, rcond, offset_sq is not None, alpha)
         taken += claim
         checked += 1

@@ -301,15 +301,15 @@ def scale_problem(xp, X, Y, root, alpha, *, shared_y=False, skip_x=False):
             return X, Y, root, alpha, None
         ky = exponent(xp, log2_abs(xp, big_y))
         zero = xp.zeros_like(xp.reshape(ky, (-1,))[0])
-        return _apply(xp, X, Y, root, alpha, zero, ky, zero, scale_x=False)
+        return _apply(xp, X, Y, root, alpha, (zero, ky, zero), scale_x=False)
     if root is None and alpha is None and _compat.free_to_read(xp):
         big = _magnitude(xp, X, None)
         if _ordinary(xp, big) and _ordinary(xp, _magnitude(xp, Y, y_axes)):
             return X, Y, root, alpha, None  # the common case, decided on two reads (free on NumPy)
-    kx, ky, kr = _choice(xp, X, Y, root, alpha, shared_y)
+    exponents = kx, ky, kr = _choice(xp, X, Y, root, alpha, shared_y)
     if _compat.free_to_read(xp) and not (bool(kx != 0) or bool(kr != 0) or bool(xp.any(ky != 0))):
         return X, Y, root, alpha, None  # data at ordinary scales: no copy
-    return _apply(xp, X, Y, root, alpha, kx, ky, kr)
+    return _apply(xp, X, Y, root, alpha, exponents)
 
 
 def _ordinary(xp, big):
@@ -330,9 +330,10 @@ def make_scale(xp, alpha, kx, ky, kr, *requests):
     return Scale(alpha, kx, ky, kr, *factors[:5]), factors[5:]
 
 
-def _apply(xp, X, Y, root, alpha, kx, ky, kr, scale_x=True):
-    """The problem divided by the factors of the exponents; ``scale_x=False``: kx is 0 and X is
-    left as it is (no elementwise pass)."""
+def _apply(xp, X, Y, root, alpha, exponents, scale_x=True):
+    """The problem divided by the factors of the ``exponents`` ``(kx, ky, kr)``; ``scale_x=False``: kx is 0 and X
+    is left as it is (no elementwise pass)."""
+    kx, ky, kr = exponents
     ka = kx + kr
     scale, (fx, fy, fr, fa) = make_scale(xp, alpha, kx, ky, kr, (-kx, 1), (-ky, 1), (-kr, 1), (-2 * ka, 4))
     X, Y = (X * fx if scale_x else X), times(xp, Y, fy)
@@ -375,13 +376,14 @@ def unscale(xp, result, scale, y_was_vector):
     )  # fmt: skip
 
 
-def unscale_cv(xp, scale, best, coef, intercept, alpha, cv, scores, *, errors="sums"):
-    """``ridge_cv``'s results in the given problem's units; ``scale`` is from a "shared" scaling (one factor for all
-    targets: the choice on scaled errors stands). The chosen penalty is taken as given, not multiplied back. ``errors``:
-    ``cv`` and ``scores`` are weighted sums of squared errors ("sums": leave-one-out, GCV), weighted means of
-    them ("means": held-out folds), or scale-free (None: R^2, a callable)."""
+def unscale_cv(xp, scale, best, results, *, errors="sums"):
+    """``ridge_cv``'s ``results`` ``(coef, intercept, alpha, cv, scores)`` in the given problem's units; ``scale`` is
+    from a "shared" scaling (one factor for all targets: the choice on scaled errors stands). The chosen penalty is
+    taken as given. ``errors``: ``cv`` and ``scores`` are weighted sums of squared errors ("sums": leave-one-out,
+    GCV), weighted means of them ("means": held-out folds), or scale-free (None: R^2, a callable)."""
     if scale is None:
-        return coef, intercept, alpha, cv, scores
+        return results
+    coef, intercept, alpha, cv, scores = results
     alpha = xp.reshape(xp.take(scale.alpha, xp.reshape(best, (-1,)), axis=0), tuple(best.shape))
     if errors is not None:
         factor = scale.square if errors == "sums" else scale.mean_square

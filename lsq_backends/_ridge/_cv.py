@@ -301,9 +301,8 @@ def ridge_cv(
 
     def evaluate(spec):
         if pairs is not None:
-            X0, Y0, root0 = problem.original
-            args = (alphas, pairs, fit_intercept, scoring, mode, batch, undefined)
-            scores, values = _kfold.kfold_scores(xp, X0, Y0, root0, *args)
+            how = _kfold.FoldFit(fit_intercept, scoring, mode, batch)
+            scores, values = _kfold.kfold_scores(xp, problem.original, alphas, pairs, how, undefined)
         elif predictions:
             X0, Y0, root0 = problem.original
             x_off = problem.x_offset
@@ -356,7 +355,7 @@ def ridge_cv(
     squared = scoring in (None, "neg_mean_squared_error")
     errors = None if not squared else "means" if pairs is not None or predictions else "sums"
     coef, intercept, alpha, values_u, scores = unscale_cv(
-        xp, problem.scale, best, coef, intercept, alpha, None if predictions else values, scores, errors=errors
+        xp, problem.scale, best, (coef, intercept, alpha, None if predictions else values, scores), errors=errors
     )
     if not predictions:
         values = values_u

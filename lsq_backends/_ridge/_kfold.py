@@ -12,11 +12,23 @@ from __future__ import annotations
 
 import numbers
 import warnings
+from typing import Any, NamedTuple
 
 from .._backend import _compat
 from .._backend._compat import matmul
 from .._solvers import spectral
 from .._solvers.linalg._center import eliminate_intercept
+
+
+class FoldFit(NamedTuple):
+    """How each held-out fold is fitted and scored: with an intercept or not, the ``scoring`` (None: minus the
+    mean squared error; a callable bound by ``_scoring.bind``), ``mode`` (``"svd"`` or the Gram route) and
+    ``batch`` (None, or that many targets and one penalty at a time)."""
+
+    fit_intercept: bool
+    scoring: Any
+    mode: str
+    batch: int | None = None
 
 
 def folds(cv, m, groups=None):
@@ -92,9 +104,11 @@ def _take(xp, a, idx):
     return None if a is None else _compat.take_rows(xp, a, idx)
 
 
-def _fold_predictions(xp, X, Y, root, alphas, train, test, fit_intercept, mode):
+def _fold_predictions(xp, data, alphas, fold, fit_intercept, mode):
     """Held-out predictions (a, ..., m_test, k) of every penalty from one factorization of the
-    training rows (centered with their own weighted means when ``fit_intercept``)."""
+    training rows of ``data`` ``(X, Y, root)`` (``fold``: (train, test); centered with their own
+    weighted means when ``fit_intercept``)."""
+    (X, Y, root), (train, test) = data, fold
     Xtr, Ytr, rtr = _take(xp, X, train), _take(xp, Y, train), _take(xp, root, train)
     if fit_intercept:
         Xe, Ye, x_off, y_off, offset_sq = eliminate_intercept(xp, Xtr, Ytr, rtr)
@@ -147,10 +161,13 @@ def fold_score(xp, y, pred, w, scoring):
     return -sse / _compat.as_rank(xp, total, sse.ndim)
 
 
-def _fold_scores_batched(xp, X, Y, root, alphas, train, test, fit_intercept, scoring, mode, batch):
-    """The held-out scores (a, ..., k) of one fold, ``batch`` targets and one penalty at a time:
-    the training rows are factorized once (without targets); each block of targets is
-    centered with the fold's weights and projected on the factors (``spectral.project``)."""
+def _fold_scores_batched(xp, data, alphas, fold, how):
+    """The held-out scores (a, ..., k) of one ``fold`` (train, test) of ``data`` ``(X, Y, root)``, ``how.batch``
+    targets and one penalty at a time (``how``: :class:`FoldFit`): the training rows are factorized once (without
+    targets); each block of targets is centered with the fold's weights and projected on the factors
+    (``spectral.project``)."""
+    (X, Y, root), (train, test) = data, fold
+    fit_intercept, scoring, mode, batch = how
     Xtr, rtr, Xte = _take(xp, X, train), _take(xp, root, train), _take(xp, X, test)
     w_test = None if root is None else _take(xp, root * root, test)
     x_off = offset_sq = None
@@ -180,23 +197,23 @@ def _fold_scores_batched(xp, X, Y, root, alphas, train, test, fit_intercept, sco
     return _compat.over_columns(xp, block, (Y,), batch)[0]
 
 
-def kfold_scores(xp, X, Y, root, alphas, pairs, fit_intercept, scoring, mode, batch=None, undefined=()):
-    """Scores (a, ..., k), the mean over folds, and the per-fold scores (a, ..., f, k); with
-    ``batch``, ``batch`` targets and one penalty at a time (working memory O(batch (m + a))
-    beyond the factors). The ``undefined`` folds (:func:`undefined_folds`) are not fitted:
-    NaN per fold, left out of the mean."""
+def kfold_scores(xp, data, alphas, pairs, how, undefined=()):
+    """Scores (a, ..., k), the mean over folds, and the per-fold scores (a, ..., f, k), of the folds ``pairs``
+    (train, test) of ``data`` ``(X, Y, root)``, each fitted and scored as ``how`` (:class:`FoldFit`) says; with
+    ``how.batch``, that many targets and one penalty at a time (memory O(batch (m + a)) beyond the factors). The
+    ``undefined`` folds (:func:`undefined_folds`) are not fitted: NaN per fold, left out of the mean."""
+    _, Y, root = data
     per_fold = []
-    for i, (train, test) in enumerate(pairs):
+    for i, fold in enumerate(pairs):
         if i in undefined:
             per_fold.append(None)
             continue
-        if batch is not None:
-            args = (fit_intercept, scoring, mode, batch)
-            per_fold.append(_fold_scores_batched(xp, X, Y, root, alphas, train, test, *args))
+        if how.batch is not None:
+            per_fold.append(_fold_scores_batched(xp, data, alphas, fold, how))
             continue
-        pred = _fold_predictions(xp, X, Y, root, alphas, train, test, fit_intercept, mode)
-        w_test = None if root is None else _take(xp, root * root, test)
-        per_fold.append(fold_score(xp, _take(xp, Y, test), pred, w_test, scoring))
+        pred = _fold_predictions(xp, data, alphas, fold, how.fit_intercept, how.mode)
+        w_test = None if root is None else _take(xp, root * root, fold[1])
+        per_fold.append(fold_score(xp, _take(xp, Y, fold[1]), pred, w_test, how.scoring))
     scored = [s for s in per_fold if s is not None]
     nan = xp.full_like(scored[0], float("nan"))
     stacked = xp.stack([nan if s is None else s for s in per_fold], axis=-2)  # (a, ..., f, k)

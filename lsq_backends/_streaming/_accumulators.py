@@ -194,9 +194,7 @@ class NormalAccumulator(_Solvable):
         # of the Gram matrix's rounding (the square root of the default cutoff, the
         # eigendecomposition's cut too); the eigendecomposition decides otherwise.
         resolution = xp.sqrt(_default_cutoff(xp, state, n, None))
-        ok = all_true(
-            xp, certified(xp, L, offset_sq, rcond, cutoff, lower=True, resolution=resolution, colsq=diagonal(xp, A))
-        )
+        ok = all_true(xp, certified(xp, L, offset_sq, rcond, cutoff, resolution=resolution, colsq=diagonal(xp, A)))
         tol = xp.maximum(resolution, xp.full((), rcond or 0.0, dtype=S.dtype, device=_compat.device(S)))
 
         def cholesky(A, B):
@@ -211,7 +209,7 @@ class NormalAccumulator(_Solvable):
             # when that is larger (all-constant columns are pure rounding noise).
             u, s, vh = _compat.svd(xp, A)
             colsq = diagonal(xp, Sxx) if offset_sq is None else diagonal(xp, Sxx) + offset_sq
-            W, rank = _pinv.filtered_solve(xp, u, s, vh, B, None, tol * tol, n, xp.max(colsq))
+            W, rank = _pinv.filtered_solve(xp, (u, s, vh), B, None, tol * tol, n, xp.max(colsq))
             if alpha is not None:
                 rank = xp.where(xp.all(alpha > 0), full_int(xp, (), n, W), xp.min(rank))
             return merge_targets(xp, W, alpha), rank

@@ -159,6 +159,6 @@ def preconditioned(xp, solve, X, Y, alpha, given):
     if options.get("x0") is not None:
         options["x0"] = options["x0"] * d
     # fwd returns X's product (or, with a penalty, a new concatenation); adj a new quotient
-    sol = solve(xp, LinearMap(xp, shape, X.dtype, dev, fwd, adj, fresh=alpha is not None or fresh_products(X)), Y,
-                None, given._replace(options=options))  # fmt: skip
+    scaled = LinearMap(xp, shape, X.dtype, dev, (fwd, adj), fresh=alpha is not None or fresh_products(X))
+    sol = solve(xp, scaled, Y, None, given._replace(options=options))
     return sol._replace(coef=sol.coef / d, rank=rank_of(xp, batch, n, alpha, Y))

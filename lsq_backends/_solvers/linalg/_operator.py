@@ -53,8 +53,8 @@ __all__ = [
 
 
 class LinearMap:
-    """X (..., m, n) known only through block products: ``matvec(V)`` = X @ V for V (..., n, k)
-    and ``rmatvec(U)`` = X^T @ U for U (..., m, k), both arrays of the solving namespace ``xp``
+    """X (..., m, n) known only through block products, ``products = (matvec, rmatvec)``: ``matvec(V)`` = X @ V
+    for V (..., n, k) and ``rmatvec(U)`` = X^T @ U for U (..., m, k), both arrays of the solving namespace ``xp``
     on ``device``. ``shape``, ``dtype`` and ``device`` stand in for an array's.
 
     ``squares(U)``, where X's entries are known (a sparse matrix), returns ``(S^T @ U, c)``:
@@ -66,12 +66,12 @@ class LinearMap:
 
     ndim = 2
 
-    def __init__(self, xp, shape, dtype, device, matvec, rmatvec, squares=None, norms=None, fresh=False):
+    def __init__(self, xp, shape, dtype, device, products, squares=None, norms=None, fresh=False):
         self.xp: Any = xp
         self.shape = tuple(shape)
         self.dtype = dtype
         self.device = device
-        self._matvec, self._rmatvec = matvec, rmatvec
+        self._matvec, self._rmatvec = products
         self.squares = squares
         self._norms = norms
         self.fresh = fresh
@@ -293,10 +293,10 @@ def linear_map(X, xp, dtype, device):
     :class:`Operator`) in ``dtype``."""
     m, n = (int(s) for s in X.shape)
     if isinstance(X, Operator):
-        return LinearMap(xp, (m, n), dtype, device, _columns(xp, X.matvec, m, X.blocks, "matvec"),
-                         _columns(xp, X.rmatvec, n, X.blocks, "rmatvec"))  # fmt: skip
+        products = _columns(xp, X.matvec, m, X.blocks, "matvec"), _columns(xp, X.rmatvec, n, X.blocks, "rmatvec")
+        return LinearMap(xp, (m, n), dtype, device, products)
     if _scipy_operator(X):
-        return LinearMap(xp, (m, n), dtype, device, X.matmat, X.rmatmat)
+        return LinearMap(xp, (m, n), dtype, device, (X.matmat, X.rmatmat))
     X = _cast(X, dtype)
     if _scipy_sparse(X):
         if X.format not in ("csr", "csc"):
@@ -311,7 +311,7 @@ def linear_map(X, xp, dtype, device):
         S, c = _squared(X)  # built when asked (preconditioning): nnz more entries
         return S.T @ U, c
 
-    return LinearMap(xp, (m, n), dtype, device, lambda V: X @ V, lambda U: Xt @ U, squares, fresh=True)
+    return LinearMap(xp, (m, n), dtype, device, (lambda V: X @ V, lambda U: Xt @ U), squares, fresh=True)
 
 
 def _squared(X):
@@ -416,4 +416,4 @@ def centered(xp, A, root, x_mean):
     def norms():
         return column_norms_of(xp, A, root, x_mean)
 
-    return LinearMap(xp, A.shape, A.dtype, A.device, matvec, rmatvec, norms=norms, fresh=A.fresh)
+    return LinearMap(xp, A.shape, A.dtype, A.device, (matvec, rmatvec), norms=norms, fresh=A.fresh)

@@ -279,7 +279,7 @@ def full_rank_test(xp, fac, X, rcond, offset_sq, *, global_scale=False):
     ):  # fmt: skip
         ok = _compat.full(xp, tuple(d.shape[:-1]), True, xp.bool, d)  # what ``certified`` would answer
     else:
-        ok = certified(xp, fac.L, offset_sq, rcond, cutoff, lower=True, resolution=tol, wide=fac.wide, colsq=d)
+        ok = certified(xp, fac.L, offset_sq, rcond, cutoff, resolution=tol, wide=fac.wide, colsq=d)
     if global_scale and not fac.wide:
         big = xp.sqrt(_compat.reduce_max(xp, d, axis=-1, keepdims=True))
         ok = ok & _compat.reduce_all(xp, diagonal(xp, fac.L) / _compat.positive_or_one(xp, big) > tol, axis=-1)

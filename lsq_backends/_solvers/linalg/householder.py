@@ -95,13 +95,13 @@ def solve(xp, X, Y, alpha, given=NOTHING, *, factor=False, cutoff=None):
             # X = R^T Q^T; with R^T = U S V^T, X = U S (Q V)^T.
             u, s, vh = _compat.svd(xp, mT(xp, R), after_qr_implicit=True)
             if factor:
-                W, rank, fac = filtered_solve(xp, u, s, vh, Y, alpha, cutoff, n, frob, True, wide=True)
+                W, rank, fac = filtered_solve(xp, (u, s, vh), Y, alpha, cutoff, n, frob, "wide")
                 return q_times(W), rank, fac
-            W, rank = filtered_solve(xp, u, s, vh, Y, alpha, cutoff, n, frob)
+            W, rank = filtered_solve(xp, (u, s, vh), Y, alpha, cutoff, n, frob)
             return q_times(W), rank
         u, s, vh = _compat.svd(xp, R)  # X = (Q U) S V^T, and (Q U)^T y = U^T Z
         scale = uncentered_scale(xp, xp.sum(R * R, axis=-2), offset_sq)
-        return filtered_solve(xp, u, s, vh, Z, alpha, cutoff, n, scale, factor)
+        return filtered_solve(xp, (u, s, vh), Z, alpha, cutoff, n, scale, "gram" if factor else None)
 
     solved = _compat.branch(xp, ok, triangular, from_svd_of_r, (X, Y))
     return Solution(solved[0], solved[1], factor=solved[2] if factor else None)

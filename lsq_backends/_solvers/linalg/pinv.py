@@ -33,11 +33,12 @@ def uncentered_scale(xp, colsq, offset_sq):
     return xp.sqrt(xp.max(colsq + offset_sq, axis=-1))
 
 
-def filtered_solve(xp, u, s, vh, y, alpha, cutoff, n, scale=None, factor=None, wide=False):
-    """Solve with the factors ``u @ diag(s) @ vh`` of a matrix with ``n`` columns, ``y`` (..., m, k) in ``u``'s range.
-    Singular values at most ``cutoff`` times the largest (or ``scale`` (...), if larger) count as zero. Returns
-    ``(coef (..., n, k), rank (...))``, with ``factor`` the ``_factor.Factor`` of these factors third: of ``X^T X``
-    from ``vh``, or with ``wide`` (``u diag(s) vh`` is X itself, wide) of ``X X^T`` from ``u``."""
+def filtered_solve(xp, svd, y, alpha, cutoff, n, scale=None, factor=None):
+    """Solve with ``svd = (u, s, vh)``, the factors of a matrix with ``n`` columns, ``y`` (..., m, k) in ``u``'s range;
+    singular values at most ``cutoff`` times the largest (or ``scale`` (...), if larger) count as zero. Returns
+    ``(coef, rank)``, with ``factor`` a ``_factor.Factor`` third: ``"gram"`` of ``X^T X`` from ``vh``, ``"wide"`` (the
+    factors are X itself, wide) of ``X X^T`` from ``u``; ``"gram vectors"``, ``"wide vectors"``: the vectors too."""
+    u, s, vh = svd
     s_max = s[..., :1]
     if scale is not None:
         s_max = xp.maximum(s_max, _compat.as_rank(xp, scale[..., None], s_max.ndim))
@@ -55,8 +56,8 @@ def filtered_solve(xp, u, s, vh, y, alpha, cutoff, n, scale=None, factor=None, w
         rank = xp.where(xp.all(alpha > 0), full_int(xp, r.shape, n, s), r)
     coef = matmul(xp, mT(xp, vh), f * uty)
     if factor:
-        vectors = mT(xp, u) if wide else vh
-        return coef, rank, spectral_factor(xp, s, vectors, keep, alpha, vectors=factor == "vectors")
+        vectors = mT(xp, u) if factor.startswith("wide") else vh
+        return coef, rank, spectral_factor(xp, s, vectors, keep, alpha, vectors=factor.endswith("vectors"))
     return coef, rank
 
 
@@ -78,7 +79,8 @@ def minimum_norm(xp, X, Y, alpha, given=NOTHING, *, factor=False):
         _compat.flush_checks(xp)  # LAPACK's SVD raises on NaN: the value checks come first
         u, s, vh = _compat.svd(xp, R)
         scale = uncentered_scale(xp, xp.sum(R * R, axis=-2), offset_sq)
-        coef, rank, *fac = filtered_solve(xp, u, s, vh, Z, alpha, cutoff, n, scale, "vectors" if factor else None)
+        kind = "gram vectors" if factor else None
+        coef, rank, *fac = filtered_solve(xp, (u, s, vh), Z, alpha, cutoff, n, scale, kind)
         rss = None if data is None else data.residual(X, Y, coef, cross=False)[1]
         return Solution(coef, rank, s, rss=rss, factor=fac[0] if factor else None)
     else:
@@ -90,8 +92,8 @@ def minimum_norm(xp, X, Y, alpha, given=NOTHING, *, factor=False):
         u, s, vh = _compat.svd(xp, mT(xp, R), after_qr_implicit=True)
         scale = uncentered_scale(xp, xp.sum(X * X, axis=-2), offset_sq)
         if factor:  # u diag(s) (Q vh^T)^T is X: u is X's left singular vectors
-            W, rank, fac = filtered_solve(xp, u, s, vh, Y, alpha, cutoff, n, scale, "vectors", wide=True)
+            W, rank, fac = filtered_solve(xp, (u, s, vh), Y, alpha, cutoff, n, scale, "wide vectors")
             return Solution(q_times(W), rank, s, factor=fac)
-        W, rank = filtered_solve(xp, u, s, vh, Y, alpha, cutoff, n, scale)
+        W, rank = filtered_solve(xp, (u, s, vh), Y, alpha, cutoff, n, scale)
         coef = q_times(W)
     return Solution(coef, rank, s)

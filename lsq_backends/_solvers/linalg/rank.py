@@ -31,7 +31,8 @@ decides the rank with the cutoff itself: the certificate only decides who decide
 ``certified``'s other arguments: ``offset_sq`` (..., n) is what centering removed from the
 columns' squared norms (None without an intercept). ``cutoff`` is the cutoff in effect (a
 number or a 0-d array). ``resolution`` is the relative rounding of a formed Gram matrix's
-factor: its column-scaled bound must stay below ``1 / resolution``. ``wide``: T belongs to the
+factor (its Cholesky factor L, lower; None: T is an upper R): its column-scaled bound must
+stay below ``1 / resolution``. ``wide``: T belongs to the
 rows of a wide X (mixed by centering), so no column scaling, one scale for all. ``colsq``: the
 squared column norms of R (the rows of L: the diagonal of the matrix factorized), if the caller
 has them.
@@ -66,17 +67,17 @@ CLEAR = 100.0
 BIG_POWER = 0.2
 
 
-def certified(xp, T, offset_sq, rcond, cutoff, *, lower=False, resolution=None, wide=False, colsq=None):
+def certified(xp, T, offset_sq, rcond, cutoff, *, resolution=None, wide=False, colsq=None):
     """Boolean (...,), or (..., k) for a stack per target: is the triangular solve with T certified to keep every
-    direction the cutoff keeps? ``T`` (..., p, p): upper (R, ``R^T R`` the matrix factorized) or, with ``lower``, a
-    Cholesky factor L (``L L^T``). ``rcond``: the user's (None: the default rule), ``cutoff`` the one in effect.
-    The other arguments and both rules: see the module docstring. On Dask one task (``_compat.one_task``)."""
-    static = {"lower": lower, "resolution": resolution, "wide": wide}
+    direction the cutoff keeps? ``T`` (..., p, p): upper R, or with a ``resolution`` a Gram matrix's Cholesky factor
+    L, lower. ``rcond``: the user's (None: the default rule), ``cutoff`` the one in effect. The other arguments and
+    both rules: the module docstring. On Dask one task (``_compat.one_task``)."""
     out = (tuple(T.shape[:-2]), xp.bool)
-    return _compat.one_task(xp, _certified, (T, offset_sq, rcond, cutoff, colsq), out, **static)
+    return _compat.one_task(xp, _certified, (T, offset_sq, rcond, cutoff, colsq), out, resolution=resolution, wide=wide)
 
 
-def _certified(xp, T, offset_sq, rcond, cutoff, colsq, *, lower, resolution, wide):
+def _certified(xp, T, offset_sq, rcond, cutoff, colsq, *, resolution, wide):
+    lower = resolution is not None  # a Gram matrix's Cholesky factor
     if colsq is None:
         colsq = xp.sum(T * T, axis=-1 if lower else -2)
     own = xp.broadcast_to(xp.sum(colsq, axis=-1, keepdims=True), tuple(colsq.shape)) if wide else colsq
