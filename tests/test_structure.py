@@ -1,6 +1,7 @@
 """The shape of the package, checked: folders by layer, each importing only the layers below it;
 no import circle (function-level imports included); no solver importing another; no private name
-imported across modules; no module past ~400 lines. Static (ast): runs in the numpy session only."""
+imported across modules; no module past ~400 lines; no private function of more than 8 parameters.
+Static (ast): runs in the numpy session only."""
 
 from __future__ import annotations
 
@@ -255,3 +256,39 @@ def test_private_helpers_state_their_contract_briefly():
     assert len(found) > 100
     long = sorted(f"{m}.{f}: {n} lines" for m, f, n in found if n > MAX_HELPER_DOCSTRING_LINES)
     assert not long, "\n".join(long)
+
+
+MAX_PARAMETERS = 8
+# Private functions that take an entry point's public arguments as it binds them (the sparse and
+# operator routes of ``lstsq``/``ridge`` and ``ridge_cv``): the public signature, in another module.
+ENTRY_MIRRORS = {"lsq_backends._operator_fit.fit", "lsq_backends._ridge._operator_cv.ridge_cv_operator"}
+
+
+def _public_names():
+    """``module.qualname`` of what ``lsq_backends`` exports (functions, and classes with their methods)."""
+    import lsq_backends
+
+    objects = [getattr(lsq_backends, name) for name in lsq_backends.__all__]
+    return {f"{o.__module__}.{o.__qualname__}" for o in objects if hasattr(o, "__qualname__")}
+
+
+def test_no_private_function_takes_more_than_eight_parameters():
+    """What travels together travels as one argument (``_solvers.Given``, a fold, an SVD's
+    factors): a function the package does not export takes at most 8 parameters (``self`` not
+    counted)."""
+    public, wide = _public_names(), []
+    for mod, path in _modules().items():
+        tree = ast.parse(path.read_text())
+        owners = {id(f): c.name for c in ast.walk(tree) if isinstance(c, ast.ClassDef) for f in c.body}
+        for node in ast.walk(tree):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            a = node.args
+            names = [x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg) if x]
+            names = names[1:] if names[:1] in (["self"], ["cls"]) else names
+            owner = owners.get(id(node))
+            name = f"{mod}.{owner}.{node.name}" if owner else f"{mod}.{node.name}"
+            exported = (f"{mod}.{owner}" if owner else name) in public
+            if len(names) > MAX_PARAMETERS and not exported and name not in ENTRY_MIRRORS:
+                wide.append(f"{name}: {len(names)} parameters")
+    assert not wide, "\n".join(sorted(wide))
