@@ -94,8 +94,9 @@ def solve(xp, X, Y, alpha, given=NOTHING):
     """
     xp = _compat.plain_namespace(xp)  # NumPy's own functions on NumPy: ~100 tiny operations a step
     m, n = X.shape[-2:]
-    atol, btol, max_iter = tolerances(xp, X, given.options)
-    conlim, x0 = (given.options or {}).get("conlim"), (given.options or {}).get("x0")
+    options = given.options or {}
+    atol, btol, max_iter = tolerances(xp, X, options)
+    conlim, x0 = options.get("conlim"), options.get("x0")
     ctol = 0.0 if conlim is None else 1.0 / conlim
     zero = xp.zeros_like(Y[..., :1, :])
     damp = zero if alpha is None else xp.sqrt(zero + _compat.as_rank(xp, alpha, zero.ndim))  # (..., 1, k)

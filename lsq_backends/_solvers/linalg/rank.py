@@ -32,10 +32,9 @@ decides the rank with the cutoff itself: the certificate only decides who decide
 columns' squared norms (None without an intercept). ``cutoff`` is the cutoff in effect (a
 number or a 0-d array). ``resolution`` is the relative rounding of a formed Gram matrix's
 factor (its Cholesky factor L, lower; None: T is an upper R): its column-scaled bound must
-stay below ``1 / resolution``. ``wide``: T belongs to the
-rows of a wide X (mixed by centering), so no column scaling, one scale for all. ``colsq``: the
-squared column norms of R (the rows of L: the diagonal of the matrix factorized), if the caller
-has them.
+stay below ``1 / resolution``. ``wide``: T belongs to the rows of a wide X (mixed by
+centering), so no column scaling, one scale for all. ``colsq``: the squared column norms of R
+(the rows of L: the diagonal of the matrix factorized), if the caller has them.
 
 ``bounded``: the certificate's answer read off an upper bound it already has, where one is at
 hand. For p <= 16 ``condest`` returns ``kappa = ||Ls||_F ||Ls^-1||_F`` with Ls the factor
