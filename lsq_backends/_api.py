@@ -80,7 +80,7 @@ def _fit(X, y, sample_weight, alpha, spec, by_gram=True):
                 eliminate=not spec.path or rec.path_singular_values,
                 # The derivative rules need X centered before the solver (no Gram-route centering).
                 gram_center=defer
-                and not (_compat.carries_derivatives(v.xp) and _derivatives.differentiable(X, y, sample_weight, alpha)),
+                and not (_compat.traits(v.xp).carries_derivatives and _derivatives.differentiable(X, y, sample_weight, alpha)),
                 scale_x_by_gram=by_gram,
             )  # fmt: skip
             options = start_of(problem, spec.options, spec.check_finite) if rec.iterative else None
@@ -114,7 +114,7 @@ def _solve(problem, spec, options):
     m, n = X.shape[-2:]
     n_iter = istop = rss = rule = None
     rec = record(method)
-    derivatives = _compat.carries_derivatives(xp)
+    derivatives = _compat.traits(xp).carries_derivatives
     if rec.iterative:
         n_iter = full_int(xp, tuple(Y.shape[:-2]) + (Y.shape[-1],), 0, X)  # 0 when m or n is 0
         own = rule_of(xp, X, Y, alpha) if derivatives else None

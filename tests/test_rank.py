@@ -328,6 +328,53 @@ def test_bounded_certificate_never_claims_more(dtype):
     assert taken >= checked // 6  # the common, well-conditioned draws take the shortcut
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_bounded_certificate_never_claims_more_on_a_stack(dtype):
+    """On a stack of problems ``rank.bounded`` reduces with NumPy (one problem is read as
+    Python floats): True only where ``rank.certified`` holds for every problem of the stack,
+    and taken on stacks of plain problems."""
+    from array_api_compat import numpy as xp
+
+    from lsq_backends._solvers.linalg import rank
+    from lsq_backends._solvers.linalg._shared import default_cutoff, gram_noise
+    from lsq_backends._solvers.linalg.condest import condition_estimate
+
+    rng = np.random.default_rng(11)
+    taken = 0
+    for trial in range(150):
+        m, n, k = int(rng.integers(17, 200)), int(rng.integers(1, 17)), int(rng.integers(2, 5))
+        top = 10.0 ** rng.uniform(0, 12)
+        X = np.stack(
+            [
+                rng.standard_normal((m, n)) @ np.diag(np.geomspace(1, 1 / 10.0 ** rng.uniform(0, np.log10(top)), n))
+                for _ in range(k)
+            ]
+        )
+        if trial % 3 == 1:
+            X = X * 10.0 ** rng.uniform(-30, 30, n)  # graded columns
+        X = X.astype(dtype)
+        offset_sq = (
+            (10.0 ** rng.uniform(-3, 8, (k, n))).astype(dtype) * np.sum(X * X, axis=-2) if trial % 4 == 2 else None
+        )
+        rcond = [None, None, 0.0, 1e-12, 1e-6, 0.3][trial % 6]
+        A = X.swapaxes(-1, -2) @ X
+        with np.errstate(all="ignore"):
+            try:
+                L = np.linalg.cholesky(A)
+            except np.linalg.LinAlgError:  # one problem not positive definite: NaN factors throughout
+                L = np.full_like(A, np.nan)
+        colsq = np.diagonal(A, axis1=-2, axis2=-1).copy()
+        cutoff = default_cutoff(xp, X, m, n, rcond)
+        tol = np.sqrt(gram_noise(xp, X, m, n))
+        with np.errstate(all="ignore"):
+            est = condition_estimate(xp, L, A)
+            claim = rank.bounded(xp, est, colsq, np.diagonal(L, axis1=-2, axis2=-1), offset_sq, rcond, cutoff, tol)
+            truth = bool(np.all(rank.certified(xp, L, offset_sq, rcond, cutoff, resolution=tol, colsq=colsq)))
+        assert truth or not claim, (trial, m, n, k, top, rcond, offset_sq is not None)
+        taken += claim
+    assert taken >= 25  # the plain stacks take the shortcut
+
+
 def test_bounded_certificate_on_a_failed_factor():
     from array_api_compat import numpy as xp
 

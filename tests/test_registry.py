@@ -110,7 +110,8 @@ def test_direct_solvers_return_a_solution_from_every_branch(monkeypatch, method,
     """Rank-deficient and full-rank, tall and wide, least squares and ridge, with and without
     the factor; ``shared``: the branches JAX compiles into one program (``normal``'s rank
     fallback is then the Gram matrix's eigendecomposition)."""
-    monkeypatch.setattr(_compat, "branches_share_memory", lambda xp: shared)
+    traits = _compat.traits
+    monkeypatch.setattr(_compat, "traits", lambda xp: traits(xp)._replace(branches_share_memory=shared))
     m, n, rank = shape
     X, Y = _problem(m, n, rank)
     if rank is None:  # cond 1e9: past CholeskyQR2's gate

@@ -196,7 +196,8 @@ def _library_tests(path):
 
 def test_libraries_are_told_apart_in_one_layer():
     """Outside ``_backend/`` (and the derivative rules' wiring, ``_autodiff/``), code asks
-    ``_compat``'s named predicates (``free_to_read``, ``host_blas``, ``is_array``, ...), never
+    ``_compat``'s record of the library (``traits(xp).free_to_read``, ...) or its named predicates
+    (``is_array``, ...), never
     which library an array comes from."""
     root = PACKAGE.parent
     found = {

@@ -29,7 +29,7 @@ The quirks of the functions below (the figures behind them are in the design not
 concrete JAX arrays run as one compiled call instead. It is compiled once per static
 configuration and input shape (JAX's own cache).
 
-``branches_share_memory``: XLA reserves the temporaries of both branches of a ``conditional``,
+``Traits.branches_share_memory``: XLA reserves the temporaries of both branches of a ``conditional``,
 taken or not. So a fallback that needs a copy of X costs that memory in every fit, run or not
 (design notes). Such a fallback is a QR of X, which on sharded X also gathers all of X onto
 every device. The sharding of X is not visible while tracing, and the copy is X-sized on one
@@ -63,7 +63,7 @@ matrices is slower than on a copy, copy included (design notes).
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, NamedTuple
 
 import array_api_compat as _aac
 import numpy as _np
@@ -90,8 +90,6 @@ __all__ = [
     "array_namespace",
     "as_rank",
     "batch_last",
-    "branches_share_memory",
-    "carries_derivatives",
     "cho_solve",
     "column_norms",
     "checked_cholesky",
@@ -118,12 +116,10 @@ __all__ = [
     "eigh",
     "is_lazy",
     "is_array",
+    "Traits",
+    "traits",
     "is_host_array",
-    "free_to_read",
-    "reads_while_solving",
     "choice_is_free",
-    "flushes_subnormals",
-    "host_blas",
     "is_torch_sparse",
     "finite_test",
     "eps",
@@ -185,8 +181,48 @@ def plain_numpy(*arrays) -> bool:
     return True
 
 
-# Named predicates: what the rest of the package asks of a library, by what it needs to know.
+# The library's traits and named predicates: what the rest of the package asks of a library, by
+# what it needs to know.
 # Only ``_backend/`` and ``_autodiff/`` test a library by name (``tests/test_structure.py``).
+
+
+class Traits(NamedTuple):
+    """What the package asks of an array library, by what it needs to know, answered once per namespace by
+    :func:`traits` (a field, where each question was a function call: a small fit asks a dozen times)."""
+
+    # Values are read at no cost (NumPy: eager, in host memory). So code may read them as it
+    # goes, and skip the work they show to be needless.
+    free_to_read: bool
+    # SciPy's BLAS and LAPACK take its 2-D arrays as they are (NumPy). Each product is a pass
+    # over X from memory, so row blocks that stay in cache pay.
+    host_blas: bool
+    # Its arrays may carry derivatives (JAX; PyTorch autograd): only then may a fit need the
+    # solution's derivative rule (``_autodiff``).
+    carries_derivatives: bool
+    # A fit may read values while it solves: the eager libraries. Not JAX (an eager call runs
+    # compiled, no read inside it) nor Dask (nothing is computed before the graph runs).
+    reads_while_solving: bool
+    # Subnormal numbers read as zero: XLA flushes them on CPUs and GPUs (JAX).
+    flushes_subnormals: bool
+    # Both branches of a value-dependent :func:`branch` are compiled into one program whose
+    # memory holds the buffers of each (JAX: ``lax.cond``; public entry points always run
+    # compiled, see :func:`compiled`). A fallback that copies X then costs memory in every fit
+    # (module docstring).
+    branches_share_memory: bool
+
+
+_TRAITS: dict = {}
+
+
+def traits(xp) -> Traits:
+    """The :class:`Traits` of namespace ``xp``, made once."""
+    try:
+        return _TRAITS[xp]
+    except KeyError:
+        numpy, jax = _aac.is_numpy_namespace(xp), _aac.is_jax_namespace(xp)
+        torch, dask = _aac.is_torch_namespace(xp), _aac.is_dask_namespace(xp)
+        found = _TRAITS[xp] = Traits(numpy, numpy, jax or torch, not (jax or dask), jax, jax)
+        return found
 
 
 def is_array(a) -> bool:
@@ -199,39 +235,10 @@ def is_host_array(a) -> bool:
     return _aac.is_numpy_array(a)
 
 
-def carries_derivatives(xp) -> bool:
-    """``xp``'s arrays may carry derivatives (JAX; PyTorch autograd): only then may a fit need
-    the solution's derivative rule (``_autodiff``)."""
-    return _aac.is_jax_namespace(xp) or _aac.is_torch_namespace(xp)
-
-
-def free_to_read(xp) -> bool:
-    """Values of ``xp``'s arrays are read at no cost (NumPy: eager, in host memory). So code may
-    read them as it goes, and skip the work they show to be needless."""
-    return _aac.is_numpy_namespace(xp)
-
-
-def reads_while_solving(xp) -> bool:
-    """A fit may read values while it solves: the eager libraries. Not JAX (an eager call runs
-    compiled, no read inside it) nor Dask (nothing is computed before the graph runs)."""
-    return not (_aac.is_jax_namespace(xp) or _aac.is_dask_namespace(xp))
-
-
 def choice_is_free(xp, a) -> bool:
     """A value-dependent choice on ``a`` costs no host read: NumPy, or a traced JAX array (the
     choice is compiled)."""
     return _aac.is_numpy_namespace(xp) or (_aac.is_jax_namespace(xp) and is_lazy(a))
-
-
-def flushes_subnormals(xp) -> bool:
-    """Subnormal numbers read as zero: XLA flushes them on CPUs and GPUs (JAX)."""
-    return _aac.is_jax_namespace(xp)
-
-
-def host_blas(xp, X) -> bool:
-    """2-D NumPy ``X``: SciPy's BLAS and LAPACK take it as it is. Each product is a pass over X
-    from memory, so row blocks that stay in cache pay."""
-    return _aac.is_numpy_namespace(xp) and X.ndim == 2
 
 
 def is_torch_sparse(X) -> bool:
@@ -291,13 +298,6 @@ def compiled(fn, static_argnames):
 
         _COMPILED[fn] = jax.jit(fn, static_argnames=static_argnames)
     return _COMPILED[fn]
-
-
-def branches_share_memory(xp) -> bool:
-    """True where both branches of a value-dependent :func:`branch` are compiled into one program
-    whose memory holds the buffers of each: JAX (``lax.cond``; public entry points always run
-    compiled, see :func:`compiled`). A fallback that copies X then costs memory in every fit (module docstring)."""
-    return _aac.is_jax_namespace(xp)
 
 
 def is_readable(x) -> bool:

@@ -26,7 +26,7 @@ at unit scale. X, Y, the square roots of the weights and alpha are divided by po
 recorded in ``Problem.scale`` for ``_scaling.unscale``. With ``gram_center`` a tall problem with
 an intercept (m - 1 >= n >= 1) is not centered here. Only its means are taken
 (``Problem.gram_center``, for the Gram route's ``TallGram``). Without weights, where the fit reads
-its checks while it solves (``_compat.reads_while_solving``), X's scale is then certified by the
+its checks while it solves (``_compat.traits(xp).reads_while_solving``), X's scale is then certified by the
 Gram matrix (``_scaling.gram_certificate``). That raises ``Rescale`` where it fails: prepare
 again with ``scale_x_by_gram=False``. X's finiteness test goes with the Gram matrix where ``v``
 left it there (``Problem.check``, see ``gram_check``).
@@ -322,7 +322,7 @@ def validate(X, y, sample_weight, *, fit_intercept, check_finite, penalty=None, 
             _check_finite(xp, X, "X", checks)
         _check_finite(xp, y, "y", checks)
         _check_finite(xp, sample_weight, "sample_weight", checks)
-        if _compat.flushes_subnormals(xp):  # subnormals read as zero (JAX): refused
+        if _compat.traits(xp).flushes_subnormals:  # subnormals read as zero (JAX): refused
             arrays = (("X", X), ("y", y), ("sample_weight", sample_weight), (alpha_name, alpha if ridge else None))
             for name, a in arrays:
                 ok, msg = flushed(xp, a, name, each=name == alpha_name)
@@ -392,7 +392,7 @@ def prepare(
     solver, as a :class:`Problem`. Raises before any heavy work. The options (``eliminate``, ``keep_original``,
     ``defer_checks``, ``scale``, ``gram_center``, ``scale_x_by_gram``): module docstring, ``prepare``."""
     xp, X, Y, sample_weight, alpha, y_was_vector, checks, fit_intercept, check_finite, defer_x_check = v
-    if not defer_checks or _compat.free_to_read(xp):
+    if not defer_checks or _compat.traits(xp).free_to_read:
         # NumPy reads for free: a bad value raises here, before centering or scaling meets
         # it (NaN and infinity there print NumPy's RuntimeWarnings ahead of the error).
         checks.read(xp)
@@ -406,8 +406,8 @@ def prepare(
         gram_route
         and scale_x_by_gram
         and sample_weight is None
-        and _compat.reads_while_solving(xp)
-        and (defer_checks or _compat.free_to_read(xp))
+        and _compat.traits(xp).reads_while_solving
+        and (defer_checks or _compat.traits(xp).free_to_read)
     )
     root = None  # sqrt(w) (..., m, 1), of X's rank (JAX with strict rank promotion)
     if sample_weight is not None:

@@ -49,7 +49,7 @@ from the bits, which flushing leaves alone. No scaling can rescue what the devic
 so such input is refused.
 
 ``gram_certificate``: for fits without weights, on namespaces that read while solving
-(``_compat.reads_while_solving``). Column j's sum of squares d_j (A_jj + offset_sq_j) bounds
+(``_compat.traits(xp).reads_while_solving``). Column j's sum of squares d_j (A_jj + offset_sq_j) bounds
 max |X|**2 within [max d / m, max d]. When both ends lie within 2**(+-2 safe) (and, for ridge,
 sqrt(min alpha) <= 2**safe), the ``max |X|`` passes would have chosen 1 too. So ordinary data
 never pay those two read-only passes over X (their cost: design notes). The rest (NaN, overflow,
@@ -127,7 +127,7 @@ def flushed(xp, a, name, each=False):
     """``(ok, message)``: ``ok`` a 0-d bool array, False where ``a`` holds subnormal numbers that matter
     and that the library computes with as zeros. With ``each`` (penalties) any one matters. ``(None,
     None)`` where nothing is flushed (every library but JAX) or nothing can be read (module docstring)."""
-    if a is None or not _compat.flushes_subnormals(xp) or _compat.is_lazy(a) or math.prod(a.shape) == 0:
+    if a is None or not _compat.traits(xp).flushes_subnormals or _compat.is_lazy(a) or math.prod(a.shape) == 0:
         return None, None
     import jax
 
@@ -226,7 +226,7 @@ def gram_certificate(xp, X, alpha, checks):
         d = _compat.diagonal(xp, A)
         if offset_sq is not None:
             d = d + offset_sq
-        if _compat.free_to_read(xp):
+        if _compat.traits(xp).free_to_read:
             big = float(d.max())  # free to read
             ok = m * 2.0 ** (-2 * safe) <= big <= 2.0 ** (2 * safe)
             if alpha is not None and alpha.shape[0] > 0:
@@ -297,17 +297,17 @@ def scale_problem(xp, X, Y, root, alpha, *, shared_y=False, skip_x=False):
     y_axes = None if shared_y else tuple(range(Y.ndim - 1))
     if skip_x:  # Y alone (k columns: no pass over X, and X is not copied)
         big_y = _magnitude(xp, Y, y_axes)
-        if _compat.free_to_read(xp) and _ordinary(xp, big_y):
+        if _compat.traits(xp).free_to_read and _ordinary(xp, big_y):
             return X, Y, root, alpha, None
         ky = exponent(xp, log2_abs(xp, big_y))
         zero = xp.zeros_like(xp.reshape(ky, (-1,))[0])
         return _apply(xp, X, Y, root, alpha, (zero, ky, zero), scale_x=False)
-    if root is None and alpha is None and _compat.free_to_read(xp):
+    if root is None and alpha is None and _compat.traits(xp).free_to_read:
         big = _magnitude(xp, X, None)
         if _ordinary(xp, big) and _ordinary(xp, _magnitude(xp, Y, y_axes)):
             return X, Y, root, alpha, None  # the common case, decided on two reads (free on NumPy)
     exponents = kx, ky, kr = _choice(xp, X, Y, root, alpha, shared_y)
-    if _compat.free_to_read(xp) and not (bool(kx != 0) or bool(kr != 0) or bool(xp.any(ky != 0))):
+    if _compat.traits(xp).free_to_read and not (bool(kx != 0) or bool(kr != 0) or bool(xp.any(ky != 0))):
         return X, Y, root, alpha, None  # data at ordinary scales: no copy
     return _apply(xp, X, Y, root, alpha, exponents)
 

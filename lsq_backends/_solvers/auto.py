@@ -24,7 +24,7 @@ the safer path.
 from __future__ import annotations
 
 from .._backend import _compat
-from .._backend._compat import diagonal, eps
+from .._backend._compat import eps
 from ._record import DIRECT_FEATURES, NOTHING, SVD_SYNC, Record, Solution
 from .linalg import gram, householder
 from .linalg._shared import all_true, gated, merge_targets
@@ -38,11 +38,11 @@ def solve(xp, X, Y, alpha, given=NOTHING, *, factor=False):
     offset_sq = gram.centered_offsets(fac, offset_sq)
     kappa = fac.condition(xp)
     limit = gram.kappa_limit(xp, X) if fac.wide else gram.refined_limit(xp, X)
-    # NaN (a failed factorization) compares False and goes to QR.
-    ok = (kappa <= limit) & gram.full_rank_test(xp, fac, X, rcond, offset_sq, global_scale=True)
-    # A Gram matrix in the subnormal range has lost bits however well conditioned X is.
-    d = _compat.reduce_min(xp, diagonal(xp, fac.A), axis=-1)
-    ok = all_true(xp, ok & (d >= _compat.finfo(xp, X.dtype).smallest_normal / eps(xp, X)))
+    # NaN (a failed factorization) compares False and goes to QR. A Gram matrix in the subnormal
+    # range (below ``floor``) has lost bits however well conditioned X is.
+    floor = _compat.finfo(xp, X.dtype).smallest_normal / eps(xp, X)
+    full_rank = gram.full_rank_test(xp, fac, X, rcond, offset_sq, global_scale=True, floor=floor)
+    ok = all_true(xp, (kappa <= limit) & full_rank)
     if fac.wide:
         return fac.solve_or(xp, X, Y, ok, householder.solve, rcond, offset_sq, factor)
 

@@ -34,7 +34,7 @@ def solve(xp, X, Y, alpha, given=NOTHING, *, factor=False):
     fac = gram.Factored(xp, X, Y, alpha, check, data)
     offset_sq = gram.centered_offsets(fac, offset_sq)
     ok = gram.full_rank_test(xp, fac, X, rcond, offset_sq)
-    fallback = None if _compat.branches_share_memory(xp) else pinv.minimum_norm
+    fallback = None if _compat.traits(xp).branches_share_memory else pinv.minimum_norm
     return fac.solve_or(xp, X, Y, all_true(xp, ok), fallback, rcond, offset_sq, factor)
 
 

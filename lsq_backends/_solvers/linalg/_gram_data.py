@@ -64,7 +64,7 @@ class TallGram:
         self.kept = None  # (Z, V): the one shifted copy, made by ``products`` (whole arrays)
         m, n = X.shape[-2:]
         rows = max(BLOCK_ELEMENTS // max(n, 1), MIN_ROWS)  # row blocks where X is 2-D and long
-        self.rows = rows if _compat.host_blas(xp, X) and m >= 4 * rows else None
+        self.rows = rows if (_compat.traits(xp).host_blas and X.ndim == 2) and m >= 4 * rows else None
         if self.centered:
             ones = _compat.align_rows(xp, xp.ones((m, 1), dtype=X.dtype, device=_compat.device(X)), X)
             self.weights = ones if root is None else root  # root of the weights, (..., m, 1)

@@ -80,8 +80,8 @@ def merge_targets(xp, w, alpha):
 
 
 def all_true(xp, mask):
-    """Scalar: every entry of ``mask`` (the whole batch takes one branch)."""
-    return _compat.reduce_all(xp, mask)
+    """Scalar: every entry of ``mask`` (the whole batch takes one branch); a Python bool is its own answer."""
+    return mask if type(mask) is bool else _compat.reduce_all(xp, mask)
 
 
 def pivot_ratios(xp, pivots, colsq, offset_sq):
@@ -163,7 +163,7 @@ def gated(xp, gate, attempt, fallback, operands):
     passes and its own check ``good`` holds, else ``fallback(X, Y)``. NumPy reads the gate first; traced JAX and
     Dask branch without a host read; other eager libraries run the attempt, then read gate and check together.
     See the module docstring."""
-    if _compat.free_to_read(xp):  # read as the branches go: nothing to wait for
+    if _compat.traits(xp).free_to_read:  # read as the branches go: nothing to wait for
         if not _compat.read_now(xp, gate):
             return fallback(*operands)
         result, good = attempt(*operands)

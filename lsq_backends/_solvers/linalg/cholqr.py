@@ -171,7 +171,7 @@ def _gram_after(xp, X, Y, factors, shift, keep=False):
     one pass over X a round; elsewhere Q by blocks of columns (``_next_q``). See the module docstring."""
     n = X.shape[-1]
     blas = None
-    if _compat.host_blas(xp, X):
+    if _compat.traits(xp).host_blas and X.ndim == 2:
         try:
             from scipy.linalg import blas
         except ImportError:  # SciPy is optional

@@ -14,7 +14,7 @@
 A numerically singular Gram matrix is re-solved, so rank-deficient problems get the
 minimum-norm solution, never NaN. The re-solve is the SVD path (a QR of X, QR-level error).
 Where both branches of the choice are compiled into one program (JAX,
-``_compat.branches_share_memory``), it is the eigendecomposition of the Gram matrix already
+``_compat.traits(xp).branches_share_memory``), it is the eigendecomposition of the Gram matrix already
 formed (:meth:`Factored.eigen`). That needs no second pass over X to factorize it and no copy
 of X (sharded X is never gathered), at the normal equations' own accuracy.
 
@@ -204,10 +204,11 @@ class Factored:
         if alpha is not None:
             corr = corr + _compat.as_rank(xp, alpha, corr.ndim) * _compat.reduce_sum(xp, dW * dW, axis=-2)
         conv = self.condition(xp) <= refined_limit(xp, X)  # (...,) or, per-target penalties, (..., k)
-        conv_r = conv if conv.ndim == rss.ndim else conv[..., None]
-        conv_w = conv_r[..., None, :]
         new = _compat.positive_or_zero(xp, rss - corr)
-        return xp.where(conv_w, W + dW, W), rank, xp.where(conv_r, new, rss)
+        if conv.ndim == 0 and _compat.traits(xp).free_to_read:  # one NumPy problem: read, not selected
+            return (W + dW, rank, new) if conv else (W, rank, rss)
+        conv_r = conv if conv.ndim == rss.ndim else conv[..., None]
+        return xp.where(conv_r[..., None, :], W + dW, W), rank, xp.where(conv_r, new, rss)
 
 
 def without_gram(xp, solver, X, Y, alpha, given, factor=False):
@@ -264,23 +265,30 @@ def eigen_keep(xp, lam, G, X, rcond, offset_sq, wide):
     return lam > cut
 
 
-def full_rank_test(xp, fac, X, rcond, offset_sq, *, global_scale=False):
-    """Boolean per problem of the batch: may the Cholesky solution stand, full rank? ``rank.certified`` on the
-    factor at the cutoff (``rcond``, default ``_shared.default_cutoff``), clear of the Gram matrix's rounding
-    ``sqrt(gram_noise)``. With ``global_scale`` also no pivot at that rounding against the largest column. A failed
-    factorization (a non-positive or NaN pivot) fails every test. See the module docstring."""
+def full_rank_test(xp, fac, X, rcond, offset_sq, *, global_scale=False, floor=None):
+    """Boolean per problem (a Python bool where ``rank.bounded`` settles one NumPy problem): may the Cholesky
+    solution stand, full rank? ``rank.certified`` at the cutoff (``rcond``, default ``_shared.default_cutoff``), clear
+    of the Gram matrix's rounding; ``global_scale``: no pivot at it against the largest column; ``floor``: no Gram
+    diagonal entry below it. A failed factorization fails every test. See the module docstring."""
     m, n = X.shape[-2:]
     tol = math.sqrt(gram_noise(xp, X, m, n))
     cutoff = default_cutoff(xp, X, m, n, rcond)
     d = diagonal(xp, fac.A)  # the squared norms of L's rows
+    pivots = diagonal(xp, fac.L)
     if (
-        _compat.free_to_read(xp) and not fac.wide and n <= SMALL
-        and bounded(xp, fac.condition(xp), d, diagonal(xp, fac.L), offset_sq, rcond, cutoff, tol)
+        _compat.traits(xp).free_to_read and not fac.wide and n <= SMALL
+        and bounded(xp, fac.condition(xp), d, pivots, offset_sq, rcond, cutoff, tol)
     ):  # fmt: skip
+        if d.ndim == 1:  # one problem, its values read as ``bounded`` read them (no NaN there)
+            c = d.tolist()
+            big = max(c) ** 0.5
+            return (not global_scale or min(pivots.tolist()) / big > tol) and (floor is None or min(c) >= floor)
         ok = _compat.full(xp, tuple(d.shape[:-1]), True, xp.bool, d)  # what ``certified`` would answer
     else:
         ok = certified(xp, fac.L, offset_sq, rcond, cutoff, resolution=tol, wide=fac.wide, colsq=d)
     if global_scale and not fac.wide:
         big = xp.sqrt(_compat.reduce_max(xp, d, axis=-1, keepdims=True))
-        ok = ok & _compat.reduce_all(xp, diagonal(xp, fac.L) / _compat.positive_or_one(xp, big) > tol, axis=-1)
+        ok = ok & _compat.reduce_all(xp, pivots / _compat.positive_or_one(xp, big) > tol, axis=-1)
+    if floor is not None:
+        ok = ok & (_compat.reduce_min(xp, d, axis=-1) >= floor)
     return ok

@@ -52,6 +52,8 @@ elsewhere the bound would cost a read.
 
 from __future__ import annotations
 
+import operator
+
 from ..._backend import _compat
 from ..._backend._compat import diagonal, eps, mT
 from ._shared import eye_like
@@ -122,30 +124,38 @@ def _certified(xp, T, offset_sq, rcond, cutoff, colsq, *, resolution, wide):
 def bounded(xp, kappa, colsq, pivots, offset_sq, rcond, cutoff, resolution):
     """Python bool: do the bounds from ``kappa`` (``condest``'s for p <= 16, an upper bound) prove that
     :func:`certified` (lower, tall, with ``resolution``) answers True for every problem? False: run it. ``colsq``
-    (..., p): the diagonal of the matrix factorized; ``pivots``: the factor's diagonal. Module docstring."""
+    (..., p): the diagonal of the matrix factorized; ``pivots``: the factor's diagonal. One problem (1-D ``colsq``)
+    is read as Python floats: a NumPy reduction over p entries costs as much as the whole test. Module docstring."""
     p = colsq.shape[-1]
+    if colsq.ndim == 1:
+        c, piv = colsq.tolist(), pivots.tolist()
+        usq = c if offset_sq is None else list(map(operator.add, c, offset_sq.tolist()))
+        kappa, every = float(kappa), bool
+        if kappa != kappa or not min(c) > 0:  # a failed factor (NaN kappa) or a zero column
+            return False
+        g = 1.0 if offset_sq is None else max(map(operator.truediv, usq, c))  # max(u**2 / colsq)
+        W2 = max(sum(c), max(usq)) / min(c)  # scale**2 / min colsq
+        lowest = min(map(abs, piv)) / max(c) ** 0.5  # the smallest pivot against the largest column
+    else:
+        every = lambda a: bool(_compat.reduce_all(xp, a))  # noqa: E731
+        W2 = _compat.reduce_sum(xp, colsq, axis=-1)
+        g = 1.0
+        if offset_sq is not None:
+            usq = colsq + (offset_sq[..., None, :] if colsq.ndim > offset_sq.ndim else offset_sq)
+            g = _compat.reduce_max(xp, usq / colsq, axis=-1)
+            W2 = xp.maximum(W2, _compat.reduce_max(xp, usq, axis=-1))
+        W2 = W2 / _compat.reduce_min(xp, colsq, axis=-1)
+        top = _compat.reduce_max(xp, colsq, axis=-1, keepdims=True)
+        lowest = _compat.reduce_min(xp, xp.abs(pivots) / xp.sqrt(top), axis=-1)
     K2 = 4 * kappa * kappa / p  # (2 kappa / sqrt(p))**2 >= ||Ls^-1||_F**2
-    W2 = _compat.reduce_sum(xp, colsq, axis=-1)  # scale**2, divided by min colsq below
-    g = 1.0  # max(u**2 / colsq)
-    if offset_sq is not None:
-        usq = colsq + (offset_sq[..., None, :] if colsq.ndim > offset_sq.ndim else offset_sq)
-        g = _compat.reduce_max(xp, usq / colsq, axis=-1)
-        W2 = xp.maximum(W2, _compat.reduce_max(xp, usq, axis=-1))
-    W2 = W2 / _compat.reduce_min(xp, colsq, axis=-1)
-    half_big_sq = (_compat.finfo(xp, colsq.dtype).max ** BIG_POWER) ** 2 / 2
+    half_big_sq = float(_compat.finfo(xp, colsq.dtype).max ** BIG_POWER) ** 2 / 2
     ok = _below(xp, K2, resolution) & _below(xp, K2 * g, eps(xp, colsq)) & (K2 * g < half_big_sq)
-    if not bool(_compat.reduce_all(xp, ok & (K2 * W2 < half_big_sq))):
+    if not every(ok & (K2 * W2 < half_big_sq)):
         return False
     if rcond is not None:
-        return bool(_compat.reduce_all(xp, _below(xp, K2 * W2, rcond)))
+        return every(_below(xp, K2 * W2, rcond))
     numpy_rule = _below(xp, K2 * W2, cutoff)
-    if bool(_compat.reduce_all(xp, numpy_rule)):
-        return True
-    top = _compat.reduce_max(xp, colsq, axis=-1, keepdims=True)
-    clear = _below(xp, K2 * g * p, CLEAR * cutoff) & _compat.reduce_all(
-        xp, xp.abs(pivots) / xp.sqrt(top) > cutoff, axis=-1
-    )
-    return bool(_compat.reduce_all(xp, numpy_rule | clear))
+    return every(numpy_rule | (_below(xp, K2 * g * p, CLEAR * cutoff) & (lowest > cutoff)))
 
 
 def _below(xp, norm_sq, c):
