@@ -29,7 +29,8 @@ an intercept (m - 1 >= n >= 1) is not centered here. Only its means are taken
 its checks while it solves (``_compat.traits(xp).reads_while_solving``), X's scale is then certified by the
 Gram matrix (``_scaling.gram_certificate``). That raises ``Rescale`` where it fails: prepare
 again with ``scale_x_by_gram=False``. X's finiteness test goes with the Gram matrix where ``v``
-left it there (``Problem.check``, see ``gram_check``).
+left it there (``Problem.check``, see ``gram_check``). On NumPy the certificate, read at once,
+is that test: NaN or infinity on the diagonal fails it, and the fit prepared again tests X first.
 """
 
 from __future__ import annotations
@@ -392,7 +393,8 @@ def prepare(
     solver, as a :class:`Problem`. Raises before any heavy work. The options (``eliminate``, ``keep_original``,
     ``defer_checks``, ``scale``, ``gram_center``, ``scale_x_by_gram``): module docstring, ``prepare``."""
     xp, X, Y, sample_weight, alpha, y_was_vector, checks, fit_intercept, check_finite, defer_x_check = v
-    if not defer_checks or _compat.traits(xp).free_to_read:
+    free = _compat.traits(xp).free_to_read
+    if not defer_checks or free:
         # NumPy reads for free: a bad value raises here, before centering or scaling meets
         # it (NaN and infinity there print NumPy's RuntimeWarnings ahead of the error).
         checks.read(xp)
@@ -407,7 +409,7 @@ def prepare(
         and scale_x_by_gram
         and sample_weight is None
         and _compat.traits(xp).reads_while_solving
-        and (defer_checks or _compat.traits(xp).free_to_read)
+        and (defer_checks or free)
     )
     root = None  # sqrt(w) (..., m, 1), of X's rank (JAX with strict rank promotion)
     if sample_weight is not None:
@@ -415,7 +417,10 @@ def prepare(
     scaling = None
     if scale is not None:
         X, Y, root, alpha, scaling = scale_problem(xp, X, Y, root, alpha, shared_y=scale == "shared", skip_x=skip_x)
-    check = gram_check(xp, X, check_finite, checks) if defer_x_check else None
+    certify = skip_x and scale is not None
+    # NumPy reads the scale certificate at once, and NaN or infinity on the Gram matrix's
+    # diagonal fails it (the fit is prepared again, X tested first): it is the finiteness test too
+    check = gram_check(xp, X, check_finite, checks) if defer_x_check and not (certify and free) else None
     original = (X, Y, root) if keep_original else None
     x_offset = y_offset = offset_sq = None
     gram_center = fit_intercept and gram_route and eliminate
@@ -425,7 +430,7 @@ def prepare(
         X, Y, x_offset, y_offset, offset_sq = eliminate_intercept(xp, X, Y, root, eliminate)
     elif root is not None:
         X, Y = root * X, root * Y
-    if skip_x and scale is not None:
+    if certify:
         check = _both(check, gram_certificate(xp, X, alpha, checks))
     return Problem(
         xp, X, Y, alpha, x_offset, y_offset, y_was_vector, offset_sq, original, check,
