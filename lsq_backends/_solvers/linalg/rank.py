@@ -130,14 +130,15 @@ def bounded(xp, kappa, colsq, pivots, offset_sq, rcond, cutoff, resolution):
     if colsq.ndim == 1:
         c, piv = colsq.tolist(), pivots.tolist()
         usq = c if offset_sq is None else list(map(operator.add, c, offset_sq.tolist()))
-        kappa, every = float(kappa), bool
+        kappa, every, tiny = float(kappa), bool, float(eps(xp, colsq))
+        cutoff, resolution = float(cutoff), float(resolution)
         if kappa != kappa or not min(c) > 0:  # a failed factor (NaN kappa) or a zero column
             return False
         g = 1.0 if offset_sq is None else max(map(operator.truediv, usq, c))  # max(u**2 / colsq)
         W2 = max(sum(c), max(usq)) / min(c)  # scale**2 / min colsq
         lowest = min(map(abs, piv)) / max(c) ** 0.5  # the smallest pivot against the largest column
     else:
-        every = lambda a: bool(_compat.reduce_all(xp, a))  # noqa: E731
+        every, tiny = (lambda a: bool(_compat.reduce_all(xp, a))), eps(xp, colsq)
         W2 = _compat.reduce_sum(xp, colsq, axis=-1)
         g = 1.0
         if offset_sq is not None:
@@ -149,7 +150,7 @@ def bounded(xp, kappa, colsq, pivots, offset_sq, rcond, cutoff, resolution):
         lowest = _compat.reduce_min(xp, xp.abs(pivots) / xp.sqrt(top), axis=-1)
     K2 = 4 * kappa * kappa / p  # (2 kappa / sqrt(p))**2 >= ||Ls^-1||_F**2
     half_big_sq = float(_compat.finfo(xp, colsq.dtype).max ** BIG_POWER) ** 2 / 2
-    ok = _below(xp, K2, resolution) & _below(xp, K2 * g, eps(xp, colsq)) & (K2 * g < half_big_sq)
+    ok = _below(xp, K2, resolution) & _below(xp, K2 * g, tiny) & (K2 * g < half_big_sq)
     if not every(ok & (K2 * W2 < half_big_sq)):
         return False
     if rcond is not None:
