@@ -88,7 +88,8 @@ __all__ = [
 def _eager_types():
     import numpy as np
 
-    return frozenset({np.ndarray, np.bool_, np.float64, np.float32, np.int64, np.int32})
+    # and Python's scalars (a route decision read as a Python bool, ``rank.bounded``)
+    return frozenset({np.ndarray, np.bool_, np.float64, np.float32, np.int64, np.int32, bool, int, float})
 
 
 _EAGER_TYPES = _eager_types()

@@ -295,29 +295,29 @@ def scale_problem(xp, X, Y, root, alpha, *, shared_y=False, skip_x=False):
     if 0 in tuple(X.shape) or 0 in tuple(Y.shape):
         return X, Y, root, alpha, None
     y_axes = None if shared_y else tuple(range(Y.ndim - 1))
+    free = _compat.traits(xp).free_to_read
     if skip_x:  # Y alone (k columns: no pass over X, and X is not copied)
-        big_y = _magnitude(xp, Y, y_axes)
-        if _compat.traits(xp).free_to_read and _ordinary(xp, big_y):
+        if free and _ordinary(xp, Y, y_axes):
             return X, Y, root, alpha, None
-        ky = exponent(xp, log2_abs(xp, big_y))
+        ky = exponent(xp, log2_abs(xp, _magnitude(xp, Y, y_axes)))
         zero = xp.zeros_like(xp.reshape(ky, (-1,))[0])
         return _apply(xp, X, Y, root, alpha, (zero, ky, zero), scale_x=False)
-    if root is None and alpha is None and _compat.traits(xp).free_to_read:
-        big = _magnitude(xp, X, None)
-        if _ordinary(xp, big) and _ordinary(xp, _magnitude(xp, Y, y_axes)):
-            return X, Y, root, alpha, None  # the common case, decided on two reads (free on NumPy)
+    if root is None and alpha is None and free and _ordinary(xp, X, None) and _ordinary(xp, Y, y_axes):
+        return X, Y, root, alpha, None  # the common case, decided on reads (free on NumPy)
     exponents = kx, ky, kr = _choice(xp, X, Y, root, alpha, shared_y)
-    if _compat.traits(xp).free_to_read and not (bool(kx != 0) or bool(kr != 0) or bool(xp.any(ky != 0))):
+    if free and not (bool(kx != 0) or bool(kr != 0) or bool(xp.any(ky != 0))):
         return X, Y, root, alpha, None  # data at ordinary scales: no copy
     return _apply(xp, X, Y, root, alpha, exponents)
 
 
-def _ordinary(xp, big):
-    """NumPy: every magnitude of ``big`` is within the safe range (its exponent is 0)."""
-    safe, _ = limits(xp, big.dtype)
-    if big.size == 1:  # one target: no reductions
-        lo = hi = float(big.reshape(()))
+def _ordinary(xp, A, axis):
+    """NumPy: every magnitude max |A| over ``axis`` (None: all of A) is within the safe range (its exponent is
+    0). One magnitude is read as floats from A's largest and smallest entries (NaN in both: not ordinary)."""
+    safe, _ = limits(xp, A.dtype)
+    if axis is None or A.shape[-1] == 1:
+        lo = hi = max(float(A.max()), -float(A.min()))
     else:
+        big = _magnitude(xp, A, axis)
         lo, hi = float(big.min()), float(big.max())
     return 2.0**-safe <= lo and hi < 2.0 ** (safe + 1)
 
