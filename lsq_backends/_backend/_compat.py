@@ -232,7 +232,7 @@ def is_array(a) -> bool:
 
 def is_host_array(a) -> bool:
     """``a`` is a NumPy array or scalar: its values are in host memory, free to read."""
-    return _aac.is_numpy_array(a)
+    return type(a) is _np.ndarray or _aac.is_numpy_array(a)
 
 
 def choice_is_free(xp, a) -> bool:
