@@ -49,9 +49,10 @@ def solve(xp, X, Y, alpha, given=NOTHING, *, factor=False):
     def attempt(X, Y):
         W, rank, rss = fac.solve(xp, X, Y)
         signal = _compat.reduce_sum(xp, W * merge_targets(xp, fac.B, alpha), axis=-2)  # ~ ||X w||^2 (..., k)
-        k2 = kappa * kappa
-        k2 = k2 if k2.ndim == rss.ndim else k2[..., None]
-        good = all_true(xp, k2 * k2 * rss <= RESIDUAL_LIMIT**2 * signal)
+        k4 = kappa * kappa
+        k4 = k4 * k4  # on the condition estimate's shape, before it meets the targets
+        k4 = k4 if k4.ndim == rss.ndim else k4[..., None]
+        good = all_true(xp, k4 * rss <= RESIDUAL_LIMIT**2 * signal)
         return ((W, rank, rss, fac.factor(xp)) if factor else (W, rank, rss)), good
 
     fallback = fac.fallback(xp, householder.solve, rcond, offset_sq, factor)
