@@ -51,8 +51,11 @@ def solve(xp, X, Y, alpha, given=NOTHING, *, factor=False):
         signal = _compat.reduce_sum(xp, W * merge_targets(xp, fac.B, alpha), axis=-2)  # ~ ||X w||^2 (..., k)
         k4 = kappa * kappa
         k4 = k4 * k4  # on the condition estimate's shape, before it meets the targets
-        k4 = k4 if k4.ndim == rss.ndim else k4[..., None]
-        good = all_true(xp, k4 * rss <= RESIDUAL_LIMIT**2 * signal)
+        if k4.ndim == 0 and rss.shape == (1,) and _compat.traits(xp).free_to_read:  # one NumPy fit: floats
+            good = float(k4) * float(rss[0]) <= RESIDUAL_LIMIT**2 * float(signal[0])
+        else:
+            k4 = k4 if k4.ndim == rss.ndim else k4[..., None]
+            good = all_true(xp, k4 * rss <= RESIDUAL_LIMIT**2 * signal)
         return ((W, rank, rss, fac.factor(xp)) if factor else (W, rank, rss)), good
 
     fallback = fac.fallback(xp, householder.solve, rcond, offset_sq, factor)
