@@ -63,6 +63,7 @@ matrices is slower than on a copy, copy included (design notes).
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any, NamedTuple
 
 import array_api_compat as _aac
@@ -255,8 +256,8 @@ def finite_test(xp, a):
     mean huge finite values overflowed the test: only an exact test can tell. One pass over ``a``, no
     boolean temporary of its size (NumPy: a sum over the rows; module docstring)."""
     if _aac.is_numpy_namespace(xp):
-        if a.ndim == 1 or a.shape[-1] == 1:  # one column: one sum
-            return _np.isfinite(a.sum())
+        if a.ndim == 1 or a.shape[-1] == 1:  # one column: one sum, tested as a float
+            return _np.True_ if math.isfinite(a.sum()) else _np.False_
         return _np.isfinite(a.reshape(-1, a.shape[-1]).sum(axis=0)).all()
     flat = xp.reshape(a, (-1, a.shape[-1])) if a.ndim > 1 else xp.reshape(a, (1, -1))
     ones = xp.ones((flat.shape[-1],), dtype=flat.dtype, device=device(a))
