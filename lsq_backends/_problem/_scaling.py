@@ -235,9 +235,12 @@ def gram_certificate(xp, X, alpha, checks):
         d = _compat.diagonal(xp, A)
         if offset_sq is not None:
             d = d + offset_sq
-        if _compat.traits(xp).free_to_read:  # free to read: one problem's diagonal as floats (NaN reaches the sum)
-            c = d.tolist() if d.ndim == 1 else None
-            big = float(d.max()) if c is None else max(c) if math.isfinite(sum(c)) else math.nan
+        if _compat.traits(xp).free_to_read:
+            if d.ndim == 1:  # one problem's diagonal as floats: NaN reaches the sum, Python's max may skip it
+                c = d.tolist()
+                big = max(c) if math.isfinite(sum(c)) else math.nan
+            else:
+                big = float(d.max())
             ok = m * 2.0 ** (-2 * safe) <= big <= 2.0 ** (2 * safe)
             if alpha is not None and alpha.shape[0] > 0:
                 ok = ok and float(xp.min(alpha)) <= 2.0 ** (2 * safe)
