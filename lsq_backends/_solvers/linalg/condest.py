@@ -49,14 +49,15 @@ def condition_estimate(xp, L, A, Lt=None):
         # NumPy only: p**3 / 6 elementwise operations (~700 at p = 16) are ~700 kernel
         # launches on a GPU, where the batched inverse below is a few.
         return math.sqrt(p) * _stacked_inverse_norm(xp, L, d, Lt)
+    if p <= SMALL:
+        # Small factors: ||Ls||_F ||Ls^-1||_F (Ls = D L, the Cholesky factor of D A D), an upper
+        # bound on cond(X D) at most p times too large, for one reduction instead of 15 products;
+        # ||Ls||_F = sqrt(p), as above. Ls^-1 = L^-1 D^-1 scales the columns of L^-1 by sqrt(d),
+        # with no division (a factor that succeeded has d > 0; a failed one's NaN reaches L^-1).
+        Li = _compat.triangular_inverse(xp, L, lower=True) * xp.sqrt(d)[..., None, :]
+        return math.sqrt(p) * xp.sqrt(_compat.reduce_sum(xp, Li * Li, axis=(-2, -1)))
     dinv = 1 / xp.sqrt(_compat.positive_or_one(xp, d))
     Ls = dinv[..., :, None] * L  # Cholesky factor of D A D
-    if p <= SMALL:
-        # Small factors: ||Ls||_F ||Ls^-1||_F, an upper bound on cond(X D) at most p times
-        # too large, for one reduction instead of 15 products; ||Ls||_F = sqrt(p), as above
-        # (a failed factor's NaN reaches the inverse).
-        Li = _compat.triangular_inverse(xp, Ls, lower=True)
-        return math.sqrt(p) * xp.sqrt(_compat.reduce_sum(xp, Li * Li, axis=(-2, -1)))
     # One triangular solve for the inverse factor, then matrix products only: batched stacks
     # of small problems pay one call instead of ten (O(p^3 / 3), as much as the Cholesky).
     Linv = _compat.triangular_inverse(xp, Ls, lower=True)

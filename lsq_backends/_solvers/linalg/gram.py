@@ -200,7 +200,8 @@ class Factored:
         alpha = self.alpha
         g = h if alpha is None else h - _compat.as_rank(xp, alpha, W.ndim) * W
         dW = merge_targets(xp, _compat.cho_solve(xp, self.L, split_targets(xp, g, alpha), Lt=self.Lt), alpha)
-        corr = _compat.reduce_sum(xp, dW * (2 * h - g), axis=-2)
+        # rss falls by dW^T (2h - g) (+ alpha ||dW||^2); without a penalty g is h, and 2h - h is h exactly
+        corr = _compat.reduce_sum(xp, dW * (h if alpha is None else 2 * h - g), axis=-2)
         if alpha is not None:
             corr = corr + _compat.as_rank(xp, alpha, corr.ndim) * _compat.reduce_sum(xp, dW * dW, axis=-2)
         conv = self.condition(xp) <= refined_limit(xp, X)  # (...,) or, per-target penalties, (..., k)
