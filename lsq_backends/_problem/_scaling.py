@@ -325,9 +325,12 @@ def scale_problem(xp, X, Y, root, alpha, *, shared_y=False, skip_x=False):
 
 def _ordinary(xp, A, axis):
     """NumPy: every magnitude max |A| over ``axis`` (None: all of A) is within the safe range (its exponent is
-    0). One magnitude is read as floats from A's largest and smallest entries (NaN in both: not ordinary)."""
+    0). One magnitude is read as a float: of one column, max |A| (one reduction); of all of X, its largest and
+    smallest entries (two, and no X-sized temporary). NaN: not ordinary."""
     safe, _ = limits(xp, A.dtype)
-    if axis is None or A.shape[-1] == 1:
+    if A.shape[-1] == 1:
+        lo = hi = float(abs(A).max())
+    elif axis is None:
         lo = hi = max(float(A.max()), -float(A.min()))
     else:
         big = _magnitude(xp, A, axis)

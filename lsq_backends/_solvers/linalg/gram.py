@@ -205,9 +205,13 @@ class Factored:
         if alpha is not None:
             corr = corr + _compat.as_rank(xp, alpha, corr.ndim) * _compat.reduce_sum(xp, dW * dW, axis=-2)
         conv = self.condition(xp) <= refined_limit(xp, X)  # (...,) or, per-target penalties, (..., k)
-        new = _compat.positive_or_zero(xp, rss - corr)
+        new = rss - corr
         if conv.ndim == 0 and _compat.traits(xp).free_to_read:  # one NumPy problem: read, not selected
-            return (W + dW, rank, new) if conv else (W, rank, rss)
+            if not conv:
+                return W, rank, rss
+            one_positive = new.shape == (1,) and float(new[0]) > 0  # one target's rss read (NaN is not positive)
+            return W + dW, rank, new if one_positive else _compat.positive_or_zero(xp, new)
+        new = _compat.positive_or_zero(xp, new)
         conv_r = conv if conv.ndim == rss.ndim else conv[..., None]
         return xp.where(conv_r[..., None, :], W + dW, W), rank, xp.where(conv_r, new, rss)
 
