@@ -48,7 +48,7 @@ def _bound(X):
     from array_api_compat import numpy as xp
 
     from lsq_backends._solvers.linalg import rank
-    from lsq_backends._solvers.linalg.condest import condition_estimate
+    from lsq_backends._solvers.linalg.rank import condition_estimate
 
     A, L, d, c, tol = _factored(X)
     pivots, kappa = np.diagonal(L, axis1=-2, axis2=-1), condition_estimate(xp, L, A)

@@ -177,7 +177,7 @@ def test_small_stack_condition_estimate_is_a_few_operations_off_numpy(p, numpy_r
     torch = pytest.importorskip("torch")
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    from lsq_backends._solvers.linalg.condest import condition_estimate
+    from lsq_backends._solvers.linalg.rank import condition_estimate
 
     class Count(TorchDispatchMode):
         n = 0

@@ -57,7 +57,7 @@ def test_small_stacks_by_substitution(be, method):
 
 
 def test_stacked_inverse_norm_is_the_frobenius_norm(be):
-    from lsq_backends._solvers.linalg.condest import _stacked_inverse_norm
+    from lsq_backends._solvers.linalg.rank import _stacked_inverse_norm
 
     A = np.stack([a.T @ a for a in _problem((50, 20, 7), seed=2)[0]])
     L = np.linalg.cholesky(A)

@@ -287,7 +287,7 @@ def _gram_factor(X, alpha=None):
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_bounded_certificate_never_claims_more(dtype):
-    """``rank.bounded`` (the answer read off ``condest``'s bound, NumPy only) may say True only
+    """``rank.bounded`` (the answer read off ``rank.condition_estimate``'s bound, NumPy only) may say True only
     where ``rank.certified`` says True: over conditioning from 1 to 1e14, columns graded over
     60 orders, offsets (an intercept), explicit cutoffs and penalties. And it does answer the
     plain problems: the shortcut is taken, not dead code."""
@@ -295,7 +295,7 @@ def test_bounded_certificate_never_claims_more(dtype):
 
     from lsq_backends._solvers.linalg import rank
     from lsq_backends._solvers.linalg._shared import default_cutoff, gram_noise
-    from lsq_backends._solvers.linalg.condest import condition_estimate
+    from lsq_backends._solvers.linalg.rank import condition_estimate
 
     rng = np.random.default_rng(7)
     taken = checked = 0
@@ -337,7 +337,7 @@ def test_bounded_certificate_never_claims_more_on_a_stack(dtype):
 
     from lsq_backends._solvers.linalg import rank
     from lsq_backends._solvers.linalg._shared import default_cutoff, gram_noise
-    from lsq_backends._solvers.linalg.condest import condition_estimate
+    from lsq_backends._solvers.linalg.rank import condition_estimate
 
     rng = np.random.default_rng(11)
     taken = 0

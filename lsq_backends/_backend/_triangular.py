@@ -136,7 +136,7 @@ def _cupy_batched_solve():
 def cho_solve(xp, L, b, *, Lt=None):
     """Solve ``L L^T x = b`` for lower Cholesky factors ``L`` (..., n, n), ``b`` (..., n, k). ``Lt``, if
     given, is ``batch_last(xp, L)``. On stacks of small factors the two sweeps share that one copy
-    of the stack (and so does the condition estimate, ``condest``)."""
+    of the stack (and so does the condition estimate, ``rank.condition_estimate``)."""
     lapack = _numpy_lapack(xp, L, b, "potrs")
     if lapack is not None:  # both sweeps in one LAPACK call
         return lapack(L, b, lower=True)[0]

@@ -1,7 +1,7 @@
 """auto: the refined normal equations where they are as accurate as QR, QR otherwise.
 
 The Gram matrix is formed and factorized (the normal path's work) and the condition number of
-the column-equilibrated X is estimated from the factor (``condest``). The normal solution,
+the column-equilibrated X is estimated from the factor (``rank.condition_estimate``). The normal solution,
 refined once (``gram.Factored.solve``: one more pass over X, fused with the residual that rss
 needs), is kept when the factor certifies full rank (``gram.full_rank_test``), its diagonal is clear of
 the subnormal range, and

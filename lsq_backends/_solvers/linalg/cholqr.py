@@ -52,8 +52,7 @@ from . import gram
 from ._factor import inverse_factor, triangular_inverse
 from ._gram_data import BLOCK_ELEMENTS
 from ._shared import all_true, default_cutoff, eye_like, full_int, gated
-from .condest import condition_estimate
-from .rank import certified
+from .rank import certified, condition_estimate
 
 
 def cholqr_limit(xp, X):

@@ -2,7 +2,7 @@
 ``X^T X + alpha I`` (tall X) or ``X X^T + alpha I`` (wide X), from the products of
 ``_gram_data.TallGram`` (with an intercept, of shifted data, corrected on the n x n side).
 
-- ``Factored``: the factor, its condition estimate (``condest``), its solution (refined once
+- ``Factored``: the factor, its condition estimate (``rank.condition_estimate``), its solution (refined once
   on tall X: ``Factored.solve``) or another method's where a test fails (``solve_or``);
 - ``full_rank_test``: the rank decision (``rank.certified`` on the Cholesky factor, which
   must also clear the Gram matrix's rounding, ``_shared.gram_noise``); a failed
@@ -65,8 +65,7 @@ from .._record import Given, Solution
 from ._factor import inverse_factor, spectral_factor, triangular_inverse
 from ._gram_data import TallGram
 from ._shared import add_penalty, count, default_cutoff, full_int, gram_noise, merge_targets, split_targets
-from .condest import SMALL, condition_estimate
-from .rank import bounded, certified
+from .rank import SMALL, bounded, certified, condition_estimate
 
 
 class Factored:
@@ -95,7 +94,7 @@ class Factored:
         self.kappa = None  # the condition estimate, made once (``condition``)
 
     def condition(self, xp):
-        """Estimate of cond(X) after column equilibration (see ``condest``), made once."""
+        """Estimate of cond(X) after column equilibration (see ``rank.condition_estimate``), made once."""
         if self.kappa is None:
             if self.L.ndim > 2 and self.L.shape[-1] <= _compat.SMALL_STACK:
                 self.Lt = _compat.batch_last(xp, self.L)  # shared with the solve
