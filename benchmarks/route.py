@@ -7,7 +7,9 @@ small problem, against ``numpy.linalg.lstsq``.
 - ``lstsq(X, y)`` and ``ridge(X, y, 1.0)`` on a 200 x 5 NumPy array, followed with
   ``sys.setprofile`` (after a warm-up call): distinct ``lsq_backends`` modules and functions
   entered, calls made, and the deepest nesting of ``lsq_backends`` frames (frames of NumPy and
-  other libraries in between are not counted);
+  other libraries in between are not counted); the whole route, and the pipeline without the
+  backend layer (``lsq_backends._backend``, the package's adapter to each array library, which
+  plays the part array-api-compat plays for the standard: its frames not counted, as NumPy's);
 - one 442 x 10 ``lstsq`` (``auto``, ``normal``) per call against ``numpy.linalg.lstsq``, 200
   calls per timing, interleaved, medians over ``--repeat`` rounds; and the floor, the
   normal equations refined once with none of the checks (:func:`bare_normal`).
@@ -32,11 +34,16 @@ class Route(NamedTuple):
     depth: int
 
 
-def measure(call):
+BACKEND_LAYER = "lsq_backends._backend"
+
+
+def measure(call, skip=None):
     """The :class:`Route` of ``call()`` through ``lsq_backends`` (call it once before, so that
-    imports and caches are not counted)."""
+    imports and caches are not counted); ``skip``: a module prefix whose frames are not counted
+    (:data:`BACKEND_LAYER`: the pipeline without the backend layer)."""
     modules, functions = set(), set()
     calls = depth = deepest = 0
+    counted = []  # one flag per open lsq_backends frame
 
     def profile(frame, event, arg):
         nonlocal calls, depth, deepest
@@ -44,12 +51,15 @@ def measure(call):
         if not name.startswith("lsq_backends"):
             return
         if event == "call":
-            calls += 1
-            modules.add(name)
-            functions.add((name, frame.f_code.co_name))
-            depth += 1
-            deepest = max(deepest, depth)
-        elif event == "return":
+            own = skip is None or not name.startswith(skip)
+            counted.append(own)
+            if own:
+                calls += 1
+                modules.add(name)
+                functions.add((name, frame.f_code.co_name))
+                depth += 1
+                deepest = max(deepest, depth)
+        elif event == "return" and counted.pop():
             depth -= 1
 
     previous = sys.getprofile()
@@ -66,14 +76,14 @@ def small_problem(m=200, n=5, seed=0):
     return rng.standard_normal((m, n)), rng.standard_normal(m)
 
 
-def routes(lsq):
-    """``{"lstsq": Route, "ridge": Route}`` on the 200 x 5 problem."""
+def routes(lsq, skip=None):
+    """``{"lstsq": Route, "ridge": Route}`` on the 200 x 5 problem (``skip``: as :func:`measure`)."""
     X, y = small_problem()
     calls = {"lstsq": lambda: lsq.lstsq(X, y), "ridge": lambda: lsq.ridge(X, y, 1.0)}
     out = {}
     for name, call in calls.items():
         call()
-        out[name] = measure(call)
+        out[name] = measure(call, skip)
     return out
 
 
@@ -104,10 +114,11 @@ def main(argv=None):
     import lsq_backends as lsq
 
     print(f"load: {os.getloadavg()}, one thread, medians of {args.repeat}")
-    print("\nroute of one call on 200 x 5 (lsq_backends only):")
-    print(f"  {'call':16s} {'modules':>8s} {'functions':>10s} {'calls':>6s} {'depth':>6s}")
-    for name, r in routes(lsq).items():
-        print(f"  {name + '(X, y)':16s} {r.modules:8d} {r.functions:10d} {r.calls:6d} {r.depth:6d}")
+    for title, skip in (("lsq_backends only", None), ("without the backend layer", BACKEND_LAYER)):
+        print(f"\nroute of one call on 200 x 5 ({title}):")
+        print(f"  {'call':16s} {'modules':>8s} {'functions':>10s} {'calls':>6s} {'depth':>6s}")
+        for name, r in routes(lsq, skip).items():
+            print(f"  {name + '(X, y)':16s} {r.modules:8d} {r.functions:10d} {r.calls:6d} {r.depth:6d}")
     _, _, X, y = make_problem(442, 10, 100.0, seed=3)
     calls = {
         "numpy.linalg.lstsq": lambda: np.linalg.lstsq(X, y, rcond=None),
