@@ -1,10 +1,10 @@
 """Do two versions of the package give bitwise the same results? For a change meant to leave
 every number as it was (a faster route, a moved module).
 
-``python -m benchmarks.same_results save OUT.npz [--package DIR]`` fits a fixed set of 5,700
+``python -m benchmarks.same_results save OUT.npz [--package DIR]`` fits a fixed set of 6,900
 small problems (``lstsq`` and ``ridge``; ``auto``, ``normal``, ``qr``, ``svd``; float32 and
 float64; tall and wide; graded columns, 1e8 offsets, rank deficiency, scales from 1e-300 to
-1e300; with and without an intercept, several targets) and saves every result array (``coef``,
+1e300; with and without an intercept, several targets, sample weights) and saves every result array (``coef``,
 ``rank``, ``rss``, ``intercept``, or the error raised). ``--package DIR`` imports
 ``lsq_backends`` from DIR (another checkout, e.g. a ``git worktree`` of the commit before).
 ``python -m benchmarks.same_results compare A.npz B.npz`` counts the arrays that differ.
@@ -65,6 +65,23 @@ def _scaled(lsq, rng, t, out):
         _record(out, f"scaled{t}_{method}", fit)
 
 
+def _weighted(lsq, rng, t, out):
+    m, n = int(rng.integers(3, 80)), int(rng.integers(1, 9))
+    dtype = np.float32 if t % 6 == 0 else np.float64
+    X = rng.standard_normal((m, n)) * 10.0 ** rng.uniform(-3, 3, n) + (1e6 if t % 5 == 1 else 0.0)
+    y = rng.standard_normal(m) + X @ rng.standard_normal(n)
+    w = rng.uniform(0, 3, m) * (10.0 ** rng.uniform(-100, 100) if t % 7 == 2 else 1.0)
+    if t % 9 == 4:
+        w[: m // 3] = 0  # rows left out
+    X, y, w = X.astype(dtype), y.astype(dtype), w.astype(dtype)
+    for method in ("auto", "normal", "qr", "svd"):
+        if t % 3 == 0:
+            fit = lambda: lsq.ridge(X, y, 0.1, method=method, sample_weight=w)  # noqa: B023, E731
+        else:
+            fit = lambda: lsq.lstsq(X, y, method=method, sample_weight=w, fit_intercept=bool(t % 2))  # noqa: B023, E731
+        _record(out, f"weighted{t}_{method}", fit)
+
+
 def _record(out, key, fit):
     try:
         r = fit()
@@ -89,6 +106,9 @@ def save(path, package=None):
     rng = np.random.default_rng(5)
     for t in range(400):
         _scaled(lsq, rng, t, out)
+    rng = np.random.default_rng(9)
+    for t in range(300):
+        _weighted(lsq, rng, t, out)
     np.savez(path, **out)
     print(f"{path}: {len(out)} arrays from {lsq.__file__}")
 

@@ -36,18 +36,15 @@ def _weights(xp, X, root):
     ones = _compat.align_rows(xp, xp.ones((m, 1), dtype=X.dtype, device=_compat.device(X)), X)
     ones = _compat.as_rank(xp, ones, X.ndim)
     w = ones if root is None else root * root
-    return ones, w, xp.sum(w, axis=-2, keepdims=True)
+    return ones, w, _compat.reduce_sum(xp, w, axis=-2, keepdims=True)
 
 
 def weighted_means(xp, X, Y, root):
-    """The weighted means of X and Y, (..., 1, n) and (..., 1, k), and what centering removes
-    from X's squared column norms, (..., n): the offsets of :func:`eliminate_intercept`
-    without the centered data (one pass over X, nothing X-sized made)."""
+    """The weighted means of X and Y, (..., 1, n) and (..., 1, k): the offsets of
+    :func:`eliminate_intercept` without the centered data (one pass over X, nothing X-sized made)."""
     _, w, total = _weights(xp, X, root)
-    wt = xp.linalg.matrix_transpose(w)
-    x_offset = _compat.matmul(xp, wt, X) / total
-    y_offset = _compat.matmul(xp, wt, Y) / total
-    return x_offset, y_offset, (total * x_offset * x_offset)[..., 0, :]
+    wt = _compat.mT(xp, w)
+    return _compat.matmul(xp, wt, X) / total, _compat.matmul(xp, wt, Y) / total
 
 
 SAMPLE_ROWS = 1024
@@ -69,7 +66,7 @@ def eliminate_intercept(xp, X, Y, root, eliminate=True):
     (..., 1, k); ``offset_sq`` (..., n): what centering removed from the squared column norms (module docstring)."""
     m, n = X.shape[-2:]
     ones, w, total = _weights(xp, X, root)  # total: (..., 1, 1)
-    wt = xp.linalg.matrix_transpose(w)
+    wt = _compat.mT(xp, w)
     scale = xp.sqrt(total)
     r0 = (ones if root is None else root)[..., :1, :]
 

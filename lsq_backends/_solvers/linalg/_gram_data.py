@@ -49,7 +49,7 @@ def shifts(xp, X, Y, root):
     product reads is centered to rounding."""
     if TallGram(xp, X, Y).rows is not None:  # (uncentered: nothing is computed)
         return sample_means(xp, X, Y)
-    return weighted_means(xp, X, Y, root)[:2]
+    return weighted_means(xp, X, Y, root)
 
 
 class TallGram:
@@ -109,7 +109,8 @@ class TallGram:
             Z, V = self.kept = self._shifted(X, Y)
             Zt = _compat.mT(xp, Z)
             k = V.shape[-1]
-            roots = xp.broadcast_to(_compat.as_rank(xp, self.weights, V.ndim), (*V.shape[:-1], 1))
+            roots, shape = _compat.as_rank(xp, self.weights, V.ndim), (*V.shape[:-1], 1)
+            roots = roots if tuple(roots.shape) == shape else xp.broadcast_to(roots, shape)  # weights shared by a batch
             Bs = _compat.cross(xp, Z, xp.concat([V, roots], axis=-1))
             A, B, self.s = _compat.matmul(xp, Zt, Z), Bs[..., :k], Bs[..., k:]  # s: (..., n, 1)
             self.t = _compat.matmul(xp, _compat.mT(xp, V), self.weights)  # (..., k, 1)
@@ -185,7 +186,7 @@ class TallGram:
         row blocks would have taken a sample's (the kept copy is not shifted again). Returns
         itself (changed in place: the caller's reference sees the exact means)."""
         if self.centered and self.rows is not None:
-            self.x_shift, self.y_shift = weighted_means(self.xp, X, Y, self.root)[:2]
+            self.x_shift, self.y_shift = weighted_means(self.xp, X, Y, self.root)
             self.x_mean, self.y_mean = self.x_shift, self.y_shift
         self.rows = None
         return self
