@@ -10,7 +10,8 @@ small problem, against ``numpy.linalg.lstsq``.
   other libraries in between are not counted); the whole route, and the pipeline without the
   backend layer (``lsq_backends._backend``, the package's adapter to each array library, which
   plays the part array-api-compat plays for the standard: its frames not counted, as NumPy's);
-- one 442 x 10 ``lstsq`` (``auto``, ``normal``) per call against ``numpy.linalg.lstsq``, 200
+- one 442 x 10 ``lstsq`` (``auto``, ``normal``, ``auto`` with an intercept) and ``ridge`` (with
+  its default intercept) per call against ``numpy.linalg.lstsq``, 200
   calls per timing, interleaved, medians over ``--repeat`` rounds; and the floor, the
   normal equations refined once with none of the checks (:func:`bare_normal`).
 
@@ -124,6 +125,8 @@ def main(argv=None):
         "numpy.linalg.lstsq": lambda: np.linalg.lstsq(X, y, rcond=None),
         "auto": lambda: lsq.lstsq(X, y),
         "normal": lambda: lsq.lstsq(X, y, method="normal"),
+        "auto, intercept": lambda: lsq.lstsq(X, y, fit_intercept=True),
+        "ridge(X, y, 1.0)": lambda: lsq.ridge(X, y, 1.0),
         "bare normal (floor)": lambda: bare_normal(X, y),
     }
     med = _rounds({k: (lambda f=f: [f() for _ in range(200)]) for k, f in calls.items()}, args.repeat)
