@@ -85,16 +85,7 @@ def limits(xp, dtype):
     """(safe, limit): magnitudes within 2**(+-safe) are solved as given; an exponent applied to
     data stays within +-limit (2**limit and 2**-limit are normal numbers). Remembered per
     namespace and dtype (twice per small fit)."""
-    try:
-        return _LIMITS[xp, dtype]
-    except KeyError:
-        found = _LIMITS[xp, dtype] = _limits_of(_compat.finfo(xp, dtype))
-        return found
-    except TypeError:  # a dtype that cannot be hashed
-        return _limits_of(_compat.finfo(xp, dtype))
-
-
-_LIMITS: dict = {}
+    return _compat.memo(("scaling limits", xp, dtype), lambda: _limits_of(_compat.finfo(xp, dtype)))
 
 
 def _limits_of(dtype_info):
