@@ -81,6 +81,8 @@ def _snapshot(be, a):
         a = np.asarray(a.to_device(strict.Device("CPU_DEVICE")))
     elif type(a).__module__.startswith("dask"):
         a = a.compute()
+    elif type(a).__module__.startswith("cupy"):
+        a = a.get()  # CuPy refuses the implicit copy that np.asarray would make
     elif type(a).__module__.startswith("torch"):
         torch = sys.modules["torch"]
         t = a.detach().cpu()
