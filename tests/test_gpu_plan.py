@@ -130,3 +130,22 @@ def test_sigterm_stops_the_jobs_and_still_writes_the_summary(tmp_path):
     assert "== GPU check summary" in (tmp_path / "summary.txt").read_text()
     with tarfile.open(tmp_path / "results.tgz") as tar:
         assert ": stopped after" in tar.extractfile("stages.txt").read().decode()
+
+
+def test_a_test_job_cut_short_still_says_why_its_tests_failed(tmp_path):
+    """The tests' jobs print each traceback as it happens: the first run's torch-cuda job was
+    killed by its limit after four failures, and pytest (which prints them at the end) lost why."""
+    (tmp_path / "test_cut.py").write_text(
+        "import time\n\ndef test_fails():\n    assert 1 == 2, 'the reason'\n\ndef test_hangs():\n    time.sleep(60)\n"
+    )
+    cmd, _ = plan._pytest("numpy", (), 0)
+    cmd = [sys.executable, *cmd, "-p", "no:randomly", str(tmp_path / "test_cut.py")]
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.Popen(cmd, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        out, _ = proc.communicate(timeout=8)
+    except subprocess.TimeoutExpired:
+        proc.kill()  # as the job's limit would
+        out, _ = proc.communicate()
+    assert "FAILED" in out and "the reason" in out, out
+    assert "short test summary" not in out, "the session was not cut short"
