@@ -14,6 +14,8 @@ It reproduces what those branches depend on, from CuPy's and array-api-compat's 
   (``COMPUTE_TYPE_*`` with CuPy's values, ``get_compute_type``/``set_compute_type``).
 - ``cupy.cuda.Device``: a context manager that records which device is current, and
   ``cupy.ndarray``: a NumPy array on such a device.
+- ``array_api_compat.cupy.sign``: array-api-compat's, which puts NaN back through a boolean mask,
+  whose count CuPy reads on the host; each call is counted in ``host_reads``.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ import types
 import array_api_compat.numpy as compat_numpy
 import numpy as np
 import scipy.linalg
+from array_api_compat._internal import get_xp
+from array_api_compat.common import _aliases
 
 # cupy/_core/_routines_linalg.pyx
 COMPUTE_TYPES = {"DEFAULT": 1, "PEDANTIC": 2, "FP16": 3, "FP32": 4, "FP64": 5, "BF16": 6, "TF32": 7}
@@ -71,12 +75,12 @@ class ndarray(np.ndarray):  # noqa: N801 (CuPy's name: array-api-compat tests fo
 
 class StandIn(types.SimpleNamespace):
     """The installed stand-in: ``bare``, ``xp``, ``errstate`` (the current ``linalg`` mode),
-    ``compute_type`` (float32's), ``linalg_routines``."""
+    ``compute_type`` (float32's), ``linalg_routines``, ``host_reads`` (see the module docstring)."""
 
 
 def install(monkeypatch, *, compute_type="DEFAULT", compute_api=True):
     """Put the stand-in modules into ``sys.modules`` (undone by ``monkeypatch``)."""
-    state = StandIn(errstate="ignore", compute_type=COMPUTE_TYPES[compute_type])
+    state = StandIn(errstate="ignore", compute_type=COMPUTE_TYPES[compute_type], host_reads=0)
 
     def cholesky(a):
         c, info = scipy.linalg.lapack.dpotrf(np.asarray(a, dtype=np.float64), lower=1, clean=1)
@@ -93,6 +97,13 @@ def install(monkeypatch, *, compute_type="DEFAULT", compute_api=True):
 
     xp = types.ModuleType("array_api_compat.cupy")
     vars(xp).update(_public(compat_numpy))
+    generic_sign = get_xp(bare)(_aliases.sign)  # array_api_compat/cupy/_aliases.py
+
+    def sign(x, /, **kwargs):
+        state.host_reads += 1  # it writes NaN back through a boolean mask, whose count CuPy reads
+        return generic_sign(x, **kwargs)
+
+    xp.sign = sign
     xp.linalg = types.SimpleNamespace(**{**_public(compat_numpy.linalg), "cholesky": cholesky})
 
     @contextlib.contextmanager

@@ -102,7 +102,7 @@ def sym_ortho(xp, a, b):
     bigger = xp.abs(b) > xp.abs(a)
     num, den = xp.where(bigger, a, b), xp.where(bigger, b, a)
     tau = num / safe(xp, den)
-    q = xp.sign(den) / xp.sqrt(1 + tau * tau)  # s where |b| > |a|, else c
+    q = _compat.sign(xp, den) / xp.sqrt(1 + tau * tau)  # s where |b| > |a|, else c
     p = q * tau
     r = den / safe(xp, q)
     return xp.where(bigger, p, q), xp.where(bigger, q, p), r

@@ -80,7 +80,7 @@ SMALL = 16  # up to this size, a Frobenius-norm bound replaces power iteration
 def _start_vector(xp, like, p):
     # A fixed +-1 pattern with no structure to be orthogonal to (sign of sin(j * golden ratio)).
     j = xp.arange(1, p + 1, dtype=like.dtype, device=_compat.device(like))
-    v = xp.sign(xp.sin(j * 1.6180339887498949)) + 0.5
+    v = _compat.sign(xp, xp.sin(j * 1.6180339887498949)) + 0.5
     shape = tuple(like.shape[:-2]) + (p, 1)
     return xp.broadcast_to(v[:, None], shape)
 
