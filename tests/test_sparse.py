@@ -30,17 +30,45 @@ def _problem(m=300, n=40, k=2, density=0.1, seed=0):
 
 
 def _native(be, A):
-    """The sparse kinds of the backend's own library (none: [])."""
+    """The sparse kinds of the backend's own library (none: []), on the backend's device: a
+    PyTorch sparse X is multiplied where it lives, and y must be there too (docs/sparse.md);
+    made on the host beside torch-cuda's y, every fit was refused with a TypeError."""
     if be.library == "torch":
-        import torch
-
-        dense = torch.asarray(A.toarray())
+        dense = be.asarray(A.toarray())  # on the backend's device (CUDA for torch-cuda)
         return [dense.to_sparse_coo(), dense.to_sparse_csr()]
     if be.library == "jax":
         from jax.experimental import sparse as jsparse
 
         return [jsparse.BCOO.from_scipy_sparse(A)]
     return []
+
+
+def test_native_kinds_made_on_the_backends_device():
+    """The first torch-cuda run: _native made PyTorch's COO and CSR X on the host (torch.asarray
+    without a device) beside y on the GPU, and the fit refused X (y and sample_weight must be on
+    X's device), failing the four tests that use it. A stand-in backend as torch-cuda: it makes
+    its arrays somewhere else than the host default, so X must be made from its arrays, with
+    their device and entries."""
+    torch = pytest.importorskip("torch")
+    A, _, _ = _problem(m=30, n=6, seed=17)
+
+    class OnItsDevice:  # torch-cuda's shape: library torch, arrays put on its device by asarray
+        library = "torch"
+
+        def __init__(self):
+            self.made = []
+
+        def asarray(self, a):
+            self.made.append(torch.asarray(a))
+            return self.made[-1]
+
+    be = OnItsDevice()
+    kinds = _native(be, A)
+    assert be.made, "_native made X without the backend: on the host, not on its device"
+    assert [X.layout for X in kinds] == [torch.sparse_coo, torch.sparse_csr]
+    for X in kinds:
+        assert X.device == be.made[0].device
+        np.testing.assert_array_equal(X.to_dense().numpy(), A.toarray())
 
 
 @pytest.fixture
