@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +18,7 @@ import lsq_backends as lsq
 from lsq_backends._solvers import METHODS
 from lsq_backends.check import count_host_reads, main
 from lsq_backends.check.backends import find_backends
-from lsq_backends.check.problems import KAPPA, make_problems, score, threshold
+from lsq_backends.check.problems import KAPPA, design, make_problems, score, threshold
 
 ROOT = Path(__file__).resolve().parents[1]
 SUMMARY = re.compile(r"^(\d+) passed, (\d+) failed, (\d+) skipped", re.MULTILINE)
@@ -218,6 +219,58 @@ def test_torch_fit_reads_go_through_counted_methods():
         f"Tensor.{n}"
         for n in ("__bool__", "__float__", "__int__", "__index__", "item", "tolist", "numpy", "cpu", "__complex__")
     }
+
+
+def _sync_debug_on_cpu(monkeypatch, torch):
+    """CUDA's sync debug mode, emulated on CPU torch for ``count_host_reads("torch-cuda")``:
+    ``set_sync_debug_mode`` gives torch's one-time notice on its first call (as in a fresh
+    process), and in "warn" the returned dispatch mode warns as CUDA does for each operator that
+    synchronizes there (an ``item`` of any kind, a ``nonzero``)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    state = {"mode": 0, "noticed": False}
+    syncs = (torch.ops.aten._local_scalar_dense.default, torch.ops.aten.nonzero.default)
+
+    def set_sync_debug_mode(mode):
+        if not state["noticed"]:
+            state["noticed"] = True
+            warnings.warn(
+                "Synchronization debug mode is a prototype feature and does not yet detect all synchronizing operations",
+                UserWarning,
+                stacklevel=2,
+            )
+        state["mode"] = {"default": 0, "warn": 1, "error": 2}.get(mode, mode)
+
+    class SyncDebug(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if state["mode"] == 1 and func in syncs:
+                warnings.warn("called a synchronizing CUDA operation", UserWarning, stacklevel=2)
+            return func(*args, **(kwargs or {}))
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_sync_debug_mode", lambda: state["mode"])
+    monkeypatch.setattr(torch.cuda, "set_sync_debug_mode", set_sync_debug_mode)
+    return SyncDebug
+
+
+def test_torch_cuda_hidden_counts_synchronizations_only(monkeypatch):
+    """``hidden`` counts the synchronizations made inside torch operators, not torch's one-time
+    notice of the first block of a process (which counted one hidden for the first fit of every
+    GPU run: ``auto`` in benchmarks/gpu/probe.py and in the self-check); the notice goes back to
+    the caller."""
+    torch = pytest.importorskip("torch")
+    SyncDebug = _sync_debug_on_cpu(monkeypatch, torch)
+    rng = np.random.default_rng(0)
+    X = torch.from_numpy(design(rng, (400, 20), 100.0))  # over 16 columns: the power iteration runs
+    y = X @ torch.from_numpy(rng.standard_normal(20)) + 1e-3 * torch.from_numpy(rng.standard_normal(400))
+    with pytest.warns(UserWarning, match="prototype feature"):
+        with count_host_reads("torch-cuda") as reads, SyncDebug():
+            lsq.lstsq(X, y, method="auto")
+    assert (reads.count, reads.hidden) == (1, 0), reads
+    with count_host_reads("torch-cuda") as reads, SyncDebug():
+        torch.nonzero(torch.arange(3.0))  # inside an operator: hidden
+        int(torch.arange(3)[1])  # a counted read
+    assert (reads.count, reads.hidden) == (1, 1), reads
 
 
 def test_array_api_strict_reads_are_counted():

@@ -225,6 +225,20 @@ def count_host_reads(backend, *, guard=True):
         yield counter
 
 
+# torch's notice on the first ``set_sync_debug_mode`` of a process ("Synchronization debug mode
+# is a prototype feature ...", a ``TORCH_WARN_ONCE`` in ``torch/csrc/cuda/Module.cpp``), given
+# inside the first torch-cuda block: no synchronization. It goes back to the caller with the
+# other warnings; taken for one, it added a hidden sync to the first block of every process.
+_TORCH_SYNC_NOTICE = "debug mode is a prototype feature"
+
+
+def _torch_sync_warning(message):
+    """Whether a warning is CUDA's sync debug mode reporting a synchronization ("called a
+    synchronizing CUDA operation"), not its one-time notice about itself."""
+    text = str(message).lower()
+    return "synchroniz" in text and _TORCH_SYNC_NOTICE not in text
+
+
 def _torch_reads(stack, counter, sync_debug):
     import torch
 
@@ -238,7 +252,7 @@ def _torch_reads(stack, counter, sync_debug):
     seen = []
 
     def show(message, category, filename, lineno, file=None, line=None):
-        if "synchroniz" in str(message).lower():
+        if _torch_sync_warning(message):
             if not counter.reading:
                 counter.hidden += 1
         else:
