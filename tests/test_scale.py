@@ -192,6 +192,32 @@ def test_ridge_path_every_scale_of_x(be, method):
             assert _rel(coef[i], ref[0]) <= tol, f"X * {c:g}, alpha {unit[i] * c * c:g}"
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_every_power_of_two_is_exact(be, dtype):
+    """The factors that scale fits: 2**k exactly for every k in the exponent range the scaling
+    uses, from the number's bits (NumPy, PyTorch, CuPy, JAX) or a product of exact constants
+    (elsewhere), and the splits of |k| up to four times that range into factors in it."""
+    from lsq_backends._backend import _compat
+    from lsq_backends._problem import _scaling
+
+    xp = be.xp
+    _, limit = _scaling.limits(xp, getattr(xp, dtype))
+    k = np.arange(-limit, limit + 1, dtype=dtype)
+    got = be.to_numpy(_compat.exact_powers(xp, be.asarray(k), limit))
+    np.testing.assert_array_equal(got, np.ldexp(np.ones_like(k), k.astype(int)))
+    wide = np.array([-4 * limit, -3 * limit + 7, -limit - 1, -1, 0, 5, limit + 1, 2 * limit, 4 * limit], dtype=dtype)
+    short = np.array([3, -limit, limit], dtype=dtype)
+    four, one, two = _scaling.powers(xp, [(be.asarray(wide), 4), (be.asarray(short), 1), (be.asarray(wide), 2)])
+    assert len(four) == 4 and len(two) == 2
+    np.testing.assert_array_equal(be.to_numpy(one), np.ldexp(np.ones_like(short), short.astype(int)))
+    for parts in (four, two):
+        logs = sum(np.log2(be.to_numpy(f).astype(np.float64)) for f in parts)
+        n = len(parts)
+        np.testing.assert_array_equal(logs, np.clip(wide, -n * limit, n * limit))
+        for f in parts:
+            assert np.all(np.abs(np.log2(be.to_numpy(f).astype(np.float64))) <= limit)
+
+
 def test_powers_of_two_change_no_rounding(be):
     """Scaled by an exact power of two, a fit is the unit-scale fit multiplied out, bit for bit."""
     X, y = _problem(20, 4)

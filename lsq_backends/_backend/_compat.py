@@ -71,7 +71,7 @@ import numpy as _np
 
 from ._control import Checks, branch, deferred, flush_checks, is_lazy, jit, kept, loop, one_task, over_columns, read_now
 from ._dask_blocks import numpy_arg_best
-from ._devices import constants, device_scope, on_input_device, powers_of_two, to_numpy
+from ._devices import constants, device_scope, exact_powers, on_input_device, powers_of_two, to_numpy
 from ._factorizations import checked_cholesky, cholesky, eigh, one_pass_qr, qr, qr_apply, qr_implicit, qr_r, svd
 from ._products import cross, matmul
 from ._triangular import SMALL_STACK, batch_last, cho_solve, solve_triangular, triangular_inverse
@@ -97,6 +97,7 @@ __all__ = [
     "SMALL_STACK",
     "cholesky",
     "sign",
+    "clip",
     "branch",
     "compiled",
     "constants",
@@ -159,6 +160,7 @@ __all__ = [
     "minus_fresh",
     "on_input_device",
     "powers_of_two",
+    "exact_powers",
     "nonzero_or_one",
     "sum_of_squares",
     "zero_first_row",
@@ -499,6 +501,28 @@ def positive_or_one(xp, a):
     if _aac.is_numpy_namespace(xp):
         return xp.where(a > 0, a, 1.0)
     return xp.where(a > 0, a, xp.ones_like(a))
+
+
+def clip(xp, a, low, high):
+    """``a`` clipped to the Python numbers ``[low, high]``, NaN kept. Quirk: the standard's ``clip``
+    in array-api-compat writes through boolean masks on CuPy (each a host read) and ``maximum`` and
+    ``minimum`` need two fills of ``a``'s shape; each library's own takes the numbers in one
+    operation."""
+    if _aac.is_numpy_namespace(xp):
+        return _np.clip(a, low, high)
+    if _aac.is_torch_namespace(xp):
+        import torch
+
+        return torch.clamp(a, low, high)
+    if _aac.is_cupy_namespace(xp):
+        import cupy
+
+        return cupy.clip(a, low, high)
+    if _aac.is_jax_namespace(xp):
+        import jax.numpy as jnp
+
+        return jnp.clip(a, low, high)
+    return xp.minimum(xp.maximum(a, xp.full_like(a, low)), xp.full_like(a, high))
 
 
 def sign(xp, a):

@@ -8,7 +8,8 @@ Two quirks of the GPU libraries decide how a fit makes its own arrays:
   (``memcpy_and_sync``), on CuPy a synchronous ``cudaMemcpy`` from pageable memory. Either way
   it is a stream synchronization in the middle of a fit. On those two libraries
   :func:`constants` fills the array on the device instead (``xp.full``, no host data), and
-  :func:`powers_of_two` computes its table there. PyTorch on the CPU takes the same code path as
+  :func:`powers_of_two` computes its table there (:func:`exact_powers` needs none where the
+  library reinterprets bits). PyTorch on the CPU takes the same code path as
   on CUDA, so that CPU tests see it. Elsewhere the values are taken as they are. JAX's transfers
   do not block (and under ``jit`` a constant is free); Dask and array-api-strict live in host
   memory.
@@ -28,7 +29,7 @@ import numbers
 import array_api_compat as _aac
 import numpy as _np
 
-__all__ = ["FILL_MAX", "constants", "device_scope", "on_input_device", "powers_of_two", "to_numpy"]
+__all__ = ["FILL_MAX", "constants", "device_scope", "exact_powers", "on_input_device", "powers_of_two", "to_numpy"]
 
 # Up to this many values a sequence is assembled on the device, one fill per value; a longer
 # one is copied (one synchronization, cheaper than that many launches).
@@ -89,6 +90,32 @@ def powers_of_two(xp, nbits, like):
     step = powers[:nbits]
     up = xp.take(powers, xp.astype(step, xp.int32), axis=0)
     return step, up, 1 / up
+
+
+# float dtype -> (integer of its width, mantissa bits, exponent bias): IEEE 754 binary64 and binary32
+_LAYOUT = {"float64": ("int64", 52, 1023), "float32": ("int32", 23, 127)}
+
+
+def exact_powers(xp, k, limit):
+    """``2**k`` for an integer-valued float array ``k`` with ``|k| <= limit`` (``2**+-limit`` normal numbers),
+    exactly, in ``k``'s dtype and on its device. Libraries that reinterpret bits (NumPy, PyTorch, CuPy, JAX): the
+    number's own bits, ``(k + bias) << mantissa``, in five operations. Elsewhere (array-api-strict): a product of
+    the exact constants ``2**(+-2**b)`` that the bits of ``|k|`` select (the standard has no ``ldexp`` and does
+    not promise ``pow`` exact), a dozen operations on a ``(k.size, log2 limit)`` table."""
+    name = str(k.dtype).rsplit(".", 1)[-1]
+    if name in _LAYOUT and not (_aac.is_array_api_strict_namespace(xp) or _aac.is_dask_namespace(xp)):
+        int_name, mantissa, bias = _LAYOUT[name]
+        bits = (xp.astype(k, getattr(xp, int_name)) + bias) << mantissa
+        if _aac.is_jax_namespace(xp):
+            import jax
+
+            return jax.lax.bitcast_convert_type(bits, k.dtype)
+        return bits.view(k.dtype)
+    nbits = limit.bit_length()
+    step, up, down = (xp.reshape(v, (1, nbits)) for v in powers_of_two(xp, nbits, k))
+    col = k[..., None]
+    bit = xp.remainder(xp.floor(xp.abs(col) / step), 2) == 1  # (..., nbits)
+    return xp.prod(xp.where(bit, xp.where(col < 0, down, up), xp.ones_like(up)), axis=-1)
 
 
 _PLAIN = frozenset({bool, int, float, str, _np.ndarray})  # the common arguments, skipped at once

@@ -39,8 +39,9 @@ that ``_input.prepare`` builds, :func:`unscale` / :func:`unscale_cv` for their r
 :func:`make_scale` and :func:`powers` for the diagnostics and the accumulators' running
 scales (``_stream``).
 
-``powers``: each ``2**k`` is a product of the exact constants 2**(+-2**b) that the bits of |k|
-select. The standard has no ``ldexp``, and ``pow`` is not promised exact.
+``powers``: each ``2**k`` is made exactly, from its bits where the library can reinterpret them,
+else as a product of the exact constants 2**(+-2**b) that the bits of |k| select
+(``_compat.exact_powers``). The standard has no ``ldexp``, and ``pow`` is not promised exact.
 
 ``flushed``: XLA flushes subnormal numbers to zero on CPUs and GPUs (JAX). Flushed subnormals
 matter where the largest magnitude of the array is below ``smallest_normal / eps``: zeroing them
@@ -119,7 +120,7 @@ def exponent(xp, log2_big, empty=0.0):
     safe, limit = limits(xp, log2_big.dtype)
     has = xp.isfinite(log2_big)
     k = xp.floor(xp.where(has, log2_big, xp.zeros_like(log2_big)))
-    k = _clip(xp, xp.where(xp.abs(k) > safe, k, xp.zeros_like(k)), limit)
+    k = _compat.clip(xp, xp.where(xp.abs(k) > safe, k, xp.zeros_like(k)), -limit, limit)
     return xp.where(has, k, xp.full_like(k, empty))
 
 
@@ -146,10 +147,6 @@ def flushed(xp, a, name, each=False):
     return ok, msg
 
 
-def _clip(xp, k, bound):
-    return xp.minimum(xp.maximum(k, xp.full_like(k, -bound)), xp.full_like(k, bound))
-
-
 def powers(xp, requests):
     """``2**k`` for each ``(k, parts)`` of ``requests`` (integer-valued float arrays), exactly, all in one small
     array (module docstring; on Dask one task, ``_compat.one_task``). ``parts`` > 1 gives a tuple of that many
@@ -166,31 +163,33 @@ def powers(xp, requests):
 
 
 def _powers(xp, *ks, parts):
-    """:func:`powers`' factors, one flat tuple (each request's parts in order)."""
-    like = ks[0]
-    _, limit = limits(xp, like.dtype)
-    flat, layout = [], []
-    for k, parts_k in zip(ks, parts, strict=True):
-        shape = tuple(k.shape)
-        k = _clip(xp, xp.reshape(k, (-1,)), float(parts_k * limit))
-        done = xp.zeros_like(k)
-        for i in range(1, parts_k + 1):
-            upto = xp.trunc(k * i / parts_k)  # exact: |k i| < 2**53, and trunc of an exact quotient
-            flat.append(upto - done)
+    """:func:`powers`' factors, one flat tuple (each request's parts in order). Requests of equal ``parts``
+    are split together, and every factor is made in one call: a few dozen operations in all."""
+    _, limit = limits(xp, ks[0].dtype)
+    steps, layout = [], []  # layout: (request, shape, size, offset of its first part in the steps)
+    offset = 0
+    for p in sorted(set(parts)):
+        members = [j for j, q in enumerate(parts) if q == p]
+        k = xp.concat([xp.reshape(ks[j], (-1,)) for j in members])
+        k = _compat.clip(xp, k, -float(p * limit), float(p * limit))
+        done = None
+        for i in range(1, p + 1):
+            upto = k if i == p else xp.trunc(k * i / p)  # exact: |k i| < 2**53, and trunc of an exact quotient
+            steps.append(upto if done is None else upto - done)
             done = upto
-        layout.append((shape, math.prod(shape), parts_k))
-    k = xp.concat(flat)[:, None]  # (r, 1)
-    nbits = limit.bit_length()
-    # 2**b, 2**(2**b) and 2**-(2**b) made on the device (no host-to-device copy), as rows: the
-    # exponents are a column (JAX with strict rank promotion broadcasts only equal ranks).
-    step, up, down = (xp.reshape(v, (1, nbits)) for v in _compat.powers_of_two(xp, nbits, like))
-    bit = xp.remainder(xp.floor(xp.abs(k) / step), 2) == 1  # (r, nbits)
-    p = xp.prod(xp.where(bit, xp.where(k < 0, down, up), xp.ones_like(up)), axis=-1)
-    out, i = [], 0
-    for shape, size, parts_k in layout:
-        out.extend(xp.reshape(p[i + j * size : i + (j + 1) * size], shape) for j in range(parts_k))
-        i += size * parts_k
-    return tuple(out)
+        within = offset
+        for j in members:
+            size = math.prod(tuple(ks[j].shape))
+            layout.append((j, tuple(ks[j].shape), size, within, k.shape[0]))
+            within += size
+        offset += p * k.shape[0]
+    factors = _compat.exact_powers(xp, xp.concat(steps) if len(steps) > 1 else steps[0], limit)  # no host data
+    flat = [None] * sum(parts)
+    first = [sum(parts[:j]) for j in range(len(parts))]
+    for j, shape, size, at, stride in layout:
+        for i in range(parts[j]):
+            flat[first[j] + i] = xp.reshape(factors[at + i * stride : at + i * stride + size], shape)
+    return tuple(flat)
 
 
 def times(xp, a, factor):
@@ -288,7 +287,7 @@ def _exponents(xp, big_x, big_y, big_r, low_alpha, *, limit):
     ka, kb = exponent(xp, lx), exponent(xp, ly)
     if kr is None:
         return ka, kb, xp.zeros_like(ka)
-    return _clip(xp, ka - kr, limit), _clip(xp, kb - kr, limit), kr
+    return _compat.clip(xp, ka - kr, -limit, limit), _compat.clip(xp, kb - kr, -limit, limit), kr
 
 
 def scale_problem(xp, X, Y, root, alpha, *, shared_y=False, skip_x=False):
