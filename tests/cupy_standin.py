@@ -16,6 +16,11 @@ It reproduces what those branches depend on, from CuPy's and array-api-compat's 
   ``cupy.ndarray``: a NumPy array on such a device.
 - ``array_api_compat.cupy.sign``: array-api-compat's, which puts NaN back through a boolean mask,
   whose count CuPy reads on the host; each call is counted in ``host_reads``.
+- ``linalg.svd`` (:func:`cusolver_svd`): CuPy's calls of cuSOLVER (``cupy/linalg/_decomposition.py``,
+  ``cupy/cusolver.pyx``). gesvd gets the C-order copy read in column-major order: x^T where x has at least
+  as many columns as rows, x where it is tall; a stack of matrices up to 32 x 32 goes to gesvdj in its own
+  orientation. LAPACK's gesvd stands in for cuSOLVER's (``unscaled=True``: :func:`unscaled_svd`, an SVD that
+  computes with the entries as given, as cuSOLVER's does and LAPACK's drivers do not).
 """
 
 from __future__ import annotations
@@ -78,9 +83,61 @@ class StandIn(types.SimpleNamespace):
     ``compute_type`` (float32's), ``linalg_routines``, ``host_reads`` (see the module docstring)."""
 
 
-def install(monkeypatch, *, compute_type="DEFAULT", compute_api=True):
+def unscaled_svd(a):
+    """Thin SVD (u, s, vh) of tall ``a`` by one-sided Jacobi on the entries as given: its sums of squares underflow
+    for entries below ~1e-154 (at 1e-300 it sees a zero matrix: s = 0, u NaN), where LAPACK's drivers scale first.
+    Relatively accurate at ordinary scales."""
+    a = np.array(a, dtype=np.float64)
+    n = a.shape[1]
+    v = np.eye(n)
+    eps = np.finfo(np.float64).eps
+    for _ in range(50):
+        rotated = False
+        for i in range(n - 1):
+            for j in range(i + 1, n):
+                alpha, beta, gamma = a[:, i] @ a[:, i], a[:, j] @ a[:, j], a[:, i] @ a[:, j]
+                if abs(gamma) <= eps * np.sqrt(alpha) * np.sqrt(beta):
+                    continue
+                rotated = True
+                zeta = (beta - alpha) / (2 * gamma)
+                t = np.sign(zeta) / (abs(zeta) + np.hypot(1.0, zeta)) if zeta else 1.0
+                c = 1 / np.hypot(1.0, t)
+                rot = np.array([[c, c * t], [-c * t, c]])
+                a[:, [i, j]] = a[:, [i, j]] @ rot
+                v[:, [i, j]] = v[:, [i, j]] @ rot
+        if not rotated:
+            break
+    s = np.sqrt(np.sum(a * a, axis=0))
+    order = np.argsort(-s, kind="stable")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return a[:, order] / s[order], s[order], v[:, order].T
+
+
+def cusolver_svd(a, full_matrices=True, *, unscaled=False):
+    """``cupy.linalg.svd(a, full_matrices=False)`` as CuPy calls cuSOLVER (module docstring), on NumPy."""
+    assert not full_matrices, "the stand-in takes thin SVDs only"
+    a = np.asarray(a)
+    rows, cols = a.shape[-2:]
+    if a.ndim > 2 and rows <= 32 and cols <= 32:  # gesvdj, on a itself
+        return np.linalg.svd(a, full_matrices=False)
+    gesvd = unscaled_svd if unscaled else (lambda t: scipy.linalg.svd(t, full_matrices=False, lapack_driver="gesvd"))
+
+    def one(b):
+        if cols >= rows:  # the column-major copy is b^T = U S V^T: b = V S U^T
+            u, s, vh = gesvd(b.T)
+            return vh.T, s, u.T
+        return gesvd(b)
+
+    flat = [one(b) for b in a.reshape((-1, rows, cols))]
+    return tuple(np.stack(f).reshape(a.shape[:-2] + f[0].shape) for f in zip(*flat, strict=True))
+
+
+def install(monkeypatch, *, compute_type="DEFAULT", compute_api=True, unscaled_svd=False):
     """Put the stand-in modules into ``sys.modules`` (undone by ``monkeypatch``)."""
     state = StandIn(errstate="ignore", compute_type=COMPUTE_TYPES[compute_type], host_reads=0)
+
+    def svd(a, full_matrices=True):
+        return cusolver_svd(a, full_matrices, unscaled=unscaled_svd)
 
     def cholesky(a):
         c, info = scipy.linalg.lapack.dpotrf(np.asarray(a, dtype=np.float64), lower=1, clean=1)
@@ -90,8 +147,8 @@ def install(monkeypatch, *, compute_type="DEFAULT", compute_api=True):
 
     bare = types.ModuleType("cupy")
     vars(bare).update(_public(np))
-    bare.linalg = types.SimpleNamespace(**{**_public(np.linalg), "cholesky": cholesky})
-    bare.cuda = types.SimpleNamespace(Device=Device)
+    bare.linalg = types.SimpleNamespace(**{**_public(np.linalg), "cholesky": cholesky, "svd": svd})
+    bare.cuda = types.SimpleNamespace(Device=Device, runtime=types.SimpleNamespace(is_hip=False))
     bare.ndarray = ndarray
     bare.__version__ = "14.0.0"
 
@@ -104,7 +161,7 @@ def install(monkeypatch, *, compute_type="DEFAULT", compute_api=True):
         return generic_sign(x, **kwargs)
 
     xp.sign = sign
-    xp.linalg = types.SimpleNamespace(**{**_public(compat_numpy.linalg), "cholesky": cholesky})
+    xp.linalg = types.SimpleNamespace(**{**_public(compat_numpy.linalg), "cholesky": cholesky, "svd": svd})
 
     @contextlib.contextmanager
     def errstate(linalg=None):

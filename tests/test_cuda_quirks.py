@@ -274,3 +274,84 @@ def test_traced_lsqr_and_nnls_agree_with_trips_of_ten(monkeypatch, request):
         out[per_trip] = [np.asarray(a) for a in (r.coef, r.n_iter, n.coef, n.n_iter)]
     for a, b in zip(out[1], out[10], strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def _svd_through(monkeypatch, cupy, branch):
+    """Every SVD of the package on the stand-in's cuSOLVER: through the CuPy branch, or (``branch=False``) called
+    as the generic branch called CuPy's before."""
+    if branch:
+        monkeypatch.setattr(_compat, "svd", lambda xp, x, **_: _factorizations.svd(cupy.xp, x))
+    else:
+        monkeypatch.setattr(_compat, "svd", lambda xp, x, **_: tuple(cupy.xp.linalg.svd(x, full_matrices=False)))
+
+
+@pytest.mark.parametrize("shape", [(7, 4), (4, 4), (4, 9), (3, 5, 5), (2, 40, 40), (2, 6, 3)])
+@pytest.mark.parametrize("scale", [1.0, 1e-300, 1e300])
+def test_cupy_svd_factors(monkeypatch, shape, scale, numpy_reference):
+    """The factors of x in every orientation, batched or not, at the extremes of the exponent range (where the
+    stand-in's SVD, which scales nothing, fails): x = u diag(s) vh within ~eps ||x||, u and vh orthonormal, s as
+    LAPACK's."""
+    cupy = cupy_standin.install(monkeypatch, unscaled_svd=True)
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(shape) * np.logspace(-8, 0, shape[-1]) * scale
+    u, s, vh = _factorizations.svd(cupy.xp, x)
+    p = min(shape[-2:])
+    assert u.shape == (*shape[:-1], p) and s.shape == (*shape[:-2], p) and vh.shape == (*shape[:-2], p, shape[-1])
+    ref = np.linalg.svd(x / scale, compute_uv=False) * scale
+    tol = 50 * max(shape) * np.finfo(np.float64).eps
+    assert np.all(np.abs(s - ref) <= tol * ref[..., :1])
+    back = (u * (s / scale)[..., None, :]) @ vh
+    assert np.max(np.abs(back - x / scale)) <= tol * float(np.max(ref / scale))
+    for q in (np.swapaxes(u, -1, -2) @ u, vh @ np.swapaxes(vh, -1, -2)):
+        assert np.max(np.abs(q - np.eye(p))) <= tol
+
+
+@pytest.mark.parametrize("branch", [False, True])
+def test_cupy_svd_of_a_graded_factor_pontius(monkeypatch, branch, numpy_reference):
+    """cuSOLVER reads CuPy's copy of a square matrix as its transpose (GPU run: the svd method on NIST Pontius,
+    5.7 digits for a floor of 10). The stand-in, LAPACK's gesvd in cuSOLVER's place, loses them too (``branch``
+    False); the branch hands cuSOLVER the factor itself."""
+    from benchmarks import accuracy, nist
+
+    _svd_through(monkeypatch, cupy_standin.install(monkeypatch), branch)
+    ds = nist.load("Pontius")
+    floor = nist.expected_digits(ds) - 1.5
+    got = accuracy.lsq_fits(ds, ("svd",))["svd"][0]
+    assert got >= floor if branch else got < floor - 3
+
+
+@pytest.mark.parametrize("branch", [False, True])
+def test_cupy_svd_of_a_graded_factor_condition_number(monkeypatch, branch, numpy_reference):
+    """The condition number of diagnostics' [1, X] at X ~ 1e200, 1e202 (its R factor has a corner ~1e-100 next to
+    entries ~1e100): GPU run 1.45e17, the stand-in called as before ~1e17; through the branch within 1e-10."""
+    _svd_through(monkeypatch, cupy_standin.install(monkeypatch), branch)
+    rng = np.random.default_rng(4)
+    X, y, w = np.ldexp(rng.standard_normal((30, 4)) + 5.0, 664), rng.standard_normal(30), rng.uniform(0.5, 2.0, 30)
+    want = np.linalg.cond(np.sqrt(w)[:, None] * np.c_[np.ones(30), X])
+    err = abs(float(lsq.diagnostics(X, y, sample_weight=w).cond) / want - 1)
+    assert err < 1e-10 if branch else err > 0.5
+
+
+@pytest.mark.parametrize("branch", [False, True])
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_cupy_svd_scales_what_cusolver_does_not(monkeypatch, fit_intercept, branch, numpy_reference):
+    """Ridge at X ~ 1e-300, alpha = 1: the penalty sets the problem's scale, so the SVD gets X's factor at 1e-300,
+    which LAPACK's driver scales and cuSOLVER's does not (GPU run: errors 4e-14 and 6e-12). The stand-in's SVD
+    scales nothing (called as before: no finite coef); through the branch the error is within c eps kappa
+    (tests/test_scale.py's bound)."""
+    from problems import center
+
+    from lsq_backends.check.problems import design, threshold
+
+    _svd_through(monkeypatch, cupy_standin.install(monkeypatch, unscaled_svd=True), branch)
+    rng = np.random.default_rng(0)
+    X = design(rng, (20, 4), 30.0)
+    y = X @ rng.standard_normal(4) + 0.05 * rng.standard_normal(20) + 2.0
+    Xc, Yc, _, _ = center(X, y, None, fit_intercept)
+    want = Xc.T @ Yc[:, 0]  # coef / 1e-300: (c^2 G + I)^-1 c b = c b up to c^2 ||G|| < 1e-590
+    with np.errstate(invalid="ignore"):
+        got = lsq.ridge(X * 1e-300, y, 1.0, method="svd", fit_intercept=fit_intercept).coef / 1e-300
+    if not branch:
+        assert not np.all(np.isfinite(got))
+        return
+    assert np.linalg.norm(got - want) <= threshold("svd", np.float64, 1.0, 20, 4) * np.linalg.norm(want)

@@ -16,6 +16,23 @@ reached.
 SVD follows it. NumPy and SciPy ship separate OpenBLAS thread pools. Switching pools between two
 calls costs the wait of the other pool's spinning threads (design notes).
 
+``cupy_svd``: CuPy's 2-D SVD (and that of a stack past 32 x 32) is cuSOLVER's gesvd on a C-order
+copy read as a column-major matrix (``cupy/linalg/_decomposition.py``): x^T where x has at
+least as many columns as rows, x itself where it is tall. For square x cuSOLVER factors x^T,
+where NumPy's LAPACK factors x. The SVD of a graded triangular factor keeps its relative
+accuracy only in LAPACK's orientation: the first reflector of the bidiagonalization then spans
+one column of R (a tiny corner stays exact), not a row that mixes it with entries 1e200 times
+larger. Transposed (GPU run, reproduced with LAPACK's gesvd on x^T), NIST Pontius lost 6
+digits (5.7 against 12.2) and the condition number of diagnostics' [1, X] at X ~ 1e200 came
+out 1.45e17 instead of 1.19e202. So x^T is handed over and the factors swapped back (small
+stacks go to gesvdj in x's own orientation: left alone). LAPACK's SVD drivers also scale a
+matrix whose largest entry lies outside [sqrt(safmin) / eps, its inverse] before factoring it;
+cuSOLVER documents no such step, and its SVD of a 4 x 4 factor at 1e-300 (ridge at
+X ~ 1e-300, alpha = 1: the penalty sets the problem's scale, X keeps its own) erred by 4e-14
+and 6e-12 where NumPy's by 4e-15 and 4e-16, while the Householder QR of the same X (``qr``
+ridge) passed. So each matrix is divided by the power of two of its largest entry (exact) and
+its singular values are multiplied back.
+
 ``retry_on_cpu``: torch's CUDA eigh and svd (cuSOLVER's Jacobi and QR-iteration drivers) raise
 on matrices the CPU's LAPACK factors (clustered or tiny singular values). The matrices here are
 small (p x p), so the retry costs one round trip of p^2 numbers, on failure only.
@@ -211,8 +228,28 @@ def svd(xp, x, *, after_qr_implicit=False):
         return xp.linalg.matrix_transpose(ut), s, xp.linalg.matrix_transpose(v)
     if _aac.is_torch_namespace(xp) and x.device.type == "cuda":
         return retry_on_cpu(lambda a: xp.linalg.svd(a, full_matrices=False), x)
+    if _aac.is_cupy_namespace(xp) and 0 not in tuple(x.shape):
+        return cupy_svd(xp, x)
     u, s, vh = xp.linalg.svd(x, full_matrices=False)
     return u, s, vh
+
+
+def cupy_svd(xp, x):
+    """Thin SVD of the CuPy stack ``x`` (..., m, n), no dimension 0, with cuSOLVER given the matrix LAPACK would
+    factor and each matrix scaled by a power of two to a largest entry in [0.5, 1) (module docstring)."""
+    import cupy
+
+    m, n = x.shape[-2:]
+    big = xp.max(xp.abs(x), axis=(-2, -1), keepdims=True)
+    e = xp.frexp(big)[1]  # big = f 2**e, 0.5 <= f < 1 (e = 0 for a zero matrix)
+    a = xp.ldexp(x, -e)
+    by_jacobi = x.ndim > 2 and (n <= 32 or cupy.cuda.runtime.is_hip)  # CuPy's gesvdj: x's own orientation
+    if m == n and not by_jacobi:
+        v, s, ut = xp.linalg.svd(xp.linalg.matrix_transpose(a), full_matrices=False)
+        u, vh = xp.linalg.matrix_transpose(ut), xp.linalg.matrix_transpose(v)
+    else:
+        u, s, vh = xp.linalg.svd(a, full_matrices=False)
+    return u, xp.ldexp(s, e[..., 0]), vh
 
 
 def eigh(xp, a):
