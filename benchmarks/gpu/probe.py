@@ -20,6 +20,9 @@ printed as they are found (a timeout keeps them). Without a GPU the CUDA probes 
   syncs     host reads and hidden CUDA syncs per torch-cuda fit (sync debug mode)
   jax_cond  time of a jitted fit with and without its value-dependent branches (XLA GPU
             conditionals copy the predicate to the host)
+  svd       cuSOLVER's gesvd through CuPy against LAPACK: graded triangular factors as CuPy hands
+            them over (transposed) and as _compat.svd does, and matrices at 1e-300 ... 1e300
+            (LAPACK scales them first), next to cuSOLVER's QR at the same scales
 """
 
 from __future__ import annotations
@@ -409,7 +412,45 @@ def _profile(torch, what, call, dtype, top=12):
     report("goal.profile", call=what, dtype=str(dtype), top_ops_ms=rows, device_ops=kernels)
 
 
-PROBES = (qr_r, errstate, potrf, tf32, goal, syncs, jax_cond)
+def _svd_errors(s, u, vh, a, ref):
+    """Relative errors of the singular values (each against its own), ||a - u s vh|| / ||a||, and the factors'
+    departure from orthonormality."""
+    big = float(np.max(np.abs(a)))  # norms of a / big: no square over- or underflows
+    back = (u * (np.asarray(s) / big)) @ vh
+    eye = np.eye(len(ref))
+    orth = max(float(np.max(np.abs(u.T @ u - eye))), float(np.max(np.abs(vh @ vh.T - eye))))
+    return float(np.max(np.abs(s / ref - 1))), float(np.linalg.norm(back - a / big) / np.linalg.norm(a / big)), orth
+
+
+@probe("cupy")
+def svd(cp):
+    """Graded: the R of [1, X] at X ~ 1e200 (corner ~1e-100) and Pontius-like [[1e7, 1e14], [0, 1e12]]; scales:
+    the R of a 20 x 4 X. raw: cupy.linalg.svd(a) (cuSOLVER gets a^T), flipped: of a^T (cuSOLVER gets a), compat:
+    _compat.svd. LAPACK's s as the reference (relatively accurate on these)."""
+    xp = _compat.array_namespace(cp.empty(0))
+    X = RNG.standard_normal((30, 4)) + 5.0
+    Ra = np.linalg.qr(np.c_[np.ones(30) * 1e-100, X * 1e100])[1]
+    cases = [("graded [1, X]", Ra), ("graded 2x2", np.array([[1e7, 1e14], [0.0, 1e12]]))]
+    R = np.linalg.qr(RNG.standard_normal((20, 4)))[1]
+    cases += [(f"R x {c:g}", R * c) for c in (1.0, 1e-150, 1e-200, 1e-250, 1e-300, 2.0**-1000, 1e300)]
+    for label, a in cases:
+        ref = np.linalg.svd(a, compute_uv=False)
+        u, s, vh = cp.linalg.svd(cp.asarray(a), full_matrices=False)
+        v, s2, ut = cp.linalg.svd(cp.asarray(a.T.copy()), full_matrices=False)
+        u3, s3, vh3 = _compat.svd(xp, cp.asarray(a))
+        out = {}
+        for name, f in (("raw", (s, u.get(), vh.get())), ("flipped", (s2, ut.get().T, v.get().T)),
+                        ("compat", (s3, u3.get(), vh3.get()))):  # fmt: skip
+            out[name] = _svd_errors(f[0].get(), f[1], f[2], a, ref)
+        report("svd", case=label, s_err_residual_orth=out)
+    for c in (1.0, 1e-300):
+        Xc = RNG.standard_normal((20, 4)) * c
+        q, r = cp.linalg.qr(cp.asarray(Xc))
+        report("svd", case=f"cupy qr at {c:g}", residual=rel((q @ r).get() / c, Xc / c),
+               r_vs_lapack=rel(np.abs(r.get() / c), np.abs(np.linalg.qr(Xc / c)[1])))  # fmt: skip
+
+
+PROBES = (qr_r, errstate, potrf, tf32, goal, syncs, jax_cond, svd)
 
 if __name__ == "__main__":
     chosen = sys.argv[1:] or [p.__name__ for p in PROBES]
