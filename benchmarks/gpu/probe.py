@@ -450,7 +450,7 @@ def svd(cp):
                r_vs_lapack=rel(np.abs(r.get() / c), np.abs(np.linalg.qr(Xc / c)[1])))  # fmt: skip
 
 
-PROBES = (qr_r, errstate, potrf, tf32, goal, syncs, jax_cond, svd)
+PROBES = (qr_r, errstate, svd, potrf, tf32, goal, syncs, jax_cond)
 
 if __name__ == "__main__":
     chosen = sys.argv[1:] or [p.__name__ for p in PROBES]
