@@ -115,6 +115,7 @@ def test_signs_on_cupy_read_nothing(monkeypatch, numpy_reference):
     g = np.random.default_rng(0).standard_normal((40, 20))
     A = cupy_standin.ndarray(g.T @ g)  # p > 16: power iteration from a +-1 start vector
     assert np.isfinite(rank.condition_estimate(cupy.xp, cupy_standin.ndarray(np.linalg.cholesky(A)), A))
+    np.testing.assert_array_equal(_compat.clip(cupy.xp, x, -1.0, 2.0), [-1.0, -0.0, 0.0, 2.0, np.nan])
     assert cupy.host_reads == 0
     cupy.xp.sign(x)
     assert cupy.host_reads == 1, "the stand-in counts array-api-compat's sign"

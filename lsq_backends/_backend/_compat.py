@@ -20,7 +20,7 @@ Private helpers belong to this layer and are reached through it:
 - :mod:`._precision`: full float32 products on PyTorch and CuPy, whatever the process-wide
   settings, reached through :mod:`._products`;
 - :mod:`._devices`: constants made on the device, the input's device entered on CuPy;
-- :mod:`._vectors`: the Krylov solvers' column norms and masked updates.
+- :mod:`._vectors`: the Krylov solvers' column norms and masked updates; ``sign`` and ``clip``.
 
 The quirks of the functions below (the figures behind them are in the design notes):
 
@@ -75,7 +75,7 @@ from ._devices import constants, device_scope, exact_powers, on_input_device, po
 from ._factorizations import checked_cholesky, cholesky, eigh, one_pass_qr, qr, qr_apply, qr_implicit, qr_r, svd
 from ._products import cross, matmul
 from ._triangular import SMALL_STACK, batch_last, cho_solve, solve_triangular, triangular_inverse
-from ._vectors import column_norms, known_ones, multiply_add, nonzero_or_one, plain_namespace, select
+from ._vectors import clip, column_norms, known_ones, multiply_add, nonzero_or_one, plain_namespace, select, sign
 
 # An array of any array-API library, and the namespace of one: the standard has no common
 # static type for them, so both are Any to a type checker; docstrings give the shapes.
@@ -501,39 +501,6 @@ def positive_or_one(xp, a):
     if _aac.is_numpy_namespace(xp):
         return xp.where(a > 0, a, 1.0)
     return xp.where(a > 0, a, xp.ones_like(a))
-
-
-def clip(xp, a, low, high):
-    """``a`` clipped to the Python numbers ``[low, high]``, NaN kept. Quirk: the standard's ``clip``
-    in array-api-compat writes through boolean masks on CuPy (each a host read) and ``maximum`` and
-    ``minimum`` need two fills of ``a``'s shape; each library's own takes the numbers in one
-    operation."""
-    if _aac.is_numpy_namespace(xp):
-        return _np.clip(a, low, high)
-    if _aac.is_torch_namespace(xp):
-        import torch
-
-        return torch.clamp(a, low, high)
-    if _aac.is_cupy_namespace(xp):
-        import cupy
-
-        return cupy.clip(a, low, high)
-    if _aac.is_jax_namespace(xp):
-        import jax.numpy as jnp
-
-        return jnp.clip(a, low, high)
-    return xp.minimum(xp.maximum(a, xp.full_like(a, low)), xp.full_like(a, high))
-
-
-def sign(xp, a):
-    """The sign of a real ``a``, NaN kept. Quirk: array-api-compat's CuPy ``sign`` puts NaN
-    back through a boolean mask (``out[isnan(x)] = nan``), which reads the mask's count on the
-    host: a synchronization per call (four per LSMR iteration). ``where`` reads nothing."""
-    if _aac.is_cupy_namespace(xp):
-        import cupy
-
-        return cupy.where(cupy.isnan(a), a, cupy.sign(a))
-    return xp.sign(a)
 
 
 def diagonal(xp, a):

@@ -98,10 +98,9 @@ _LAYOUT = {"float64": ("int64", 52, 1023), "float32": ("int32", 23, 127)}
 
 def exact_powers(xp, k, limit):
     """``2**k`` for an integer-valued float array ``k`` with ``|k| <= limit`` (``2**+-limit`` normal numbers),
-    exactly, in ``k``'s dtype and on its device. Libraries that reinterpret bits (NumPy, PyTorch, CuPy, JAX): the
-    number's own bits, ``(k + bias) << mantissa``, in five operations. Elsewhere (array-api-strict): a product of
-    the exact constants ``2**(+-2**b)`` that the bits of ``|k|`` select (the standard has no ``ldexp`` and does
-    not promise ``pow`` exact), a dozen operations on a ``(k.size, log2 limit)`` table."""
+    exactly, in ``k``'s dtype on its device: the bits ``(k + bias) << mantissa`` where the library reinterprets
+    bits, else a product of the exact constants ``2**(+-2**b)`` that the bits of ``|k|`` select (the standard
+    has no ``ldexp`` and does not promise ``pow`` exact)."""
     name = str(k.dtype).rsplit(".", 1)[-1]
     if name in _LAYOUT and not (_aac.is_array_api_strict_namespace(xp) or _aac.is_dask_namespace(xp)):
         int_name, mantissa, bias = _LAYOUT[name]

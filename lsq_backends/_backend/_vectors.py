@@ -23,6 +23,9 @@ memory (and writes to memory not in cache) that the update does not need. So
 :func:`multiply_add` multiplies a 2-D ``a`` block of rows by block into a small buffer that
 stays in cache. It adds each block into the result (``b`` itself where it is fresh).
 
+And two functions whose array-api-compat wrappers read on CuPy: its ``sign`` and ``clip`` write
+through boolean masks, whose counts CuPy reads on the host (:func:`sign`, :func:`clip`).
+
 Elsewhere (traced JAX, GPUs, Dask) nothing is read: a read would wait for the device or break
 tracing. The scaled norm, ``where`` and the scale are always applied, and ``a * c + b`` is the
 expression (fusion makes them cheap). On NumPy the recurrences on tiny arrays (the per-column
@@ -34,7 +37,7 @@ from __future__ import annotations
 
 import array_api_compat as _aac
 
-__all__ = ["column_norms", "known_ones", "multiply_add", "nonzero_or_one", "plain_namespace", "select"]
+__all__ = ["clip", "column_norms", "known_ones", "multiply_add", "nonzero_or_one", "plain_namespace", "select", "sign"]
 
 
 def _scaled_norms(xp, a):
@@ -129,3 +132,38 @@ def plain_namespace(xp):
 
         return np
     return xp
+
+
+def clip(xp, a, low, high):
+    """``a`` clipped to the Python numbers ``[low, high]``, NaN kept. Quirk: the standard's ``clip``
+    in array-api-compat writes through boolean masks on CuPy (each a host read) and ``maximum`` and
+    ``minimum`` need two fills of ``a``'s shape; each library's own takes the numbers in one
+    operation."""
+    if _aac.is_numpy_namespace(xp):
+        import numpy as np
+
+        return np.clip(a, low, high)
+    if _aac.is_torch_namespace(xp):
+        import torch
+
+        return torch.clamp(a, low, high)
+    if _aac.is_cupy_namespace(xp):
+        import cupy
+
+        return cupy.clip(a, low, high)
+    if _aac.is_jax_namespace(xp):
+        import jax.numpy as jnp
+
+        return jnp.clip(a, low, high)
+    return xp.minimum(xp.maximum(a, xp.full_like(a, low)), xp.full_like(a, high))
+
+
+def sign(xp, a):
+    """The sign of a real ``a``, NaN kept. Quirk: array-api-compat's CuPy ``sign`` puts NaN
+    back through a boolean mask (``out[isnan(x)] = nan``), which reads the mask's count on the
+    host: a synchronization per call (four per LSMR iteration). ``where`` reads nothing."""
+    if _aac.is_cupy_namespace(xp):
+        import cupy
+
+        return cupy.where(cupy.isnan(a), a, cupy.sign(a))
+    return xp.sign(a)
