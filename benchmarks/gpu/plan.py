@@ -26,6 +26,7 @@ GPU_TESTS = (
     "test_lstsq.py",
     "test_precision_guards.py",
     "test_host_reads.py",
+    "test_stack_qr.py",
     "test_float32.py",
     "test_float32_tall.py",
     "test_shifted_cholqr.py",

@@ -26,7 +26,7 @@ D the columns' norms before centering,
 each at most sqrt(n) times too small, against the largest singular value bounded by
 Frobenius norms (``max(||T||_F, max_j D_jj)``, the scale ``pinv.uncentered_scale`` gives the
 SVD's cutoff). One triangular inverse of the column-scaled factor (O(n^3 / 3), the cost of
-the Cholesky factorization; on stacks of small factors by substitution over the stack) gives
+the Cholesky factorization; on NumPy stacks of small factors by substitution over the stack) gives
 both. Where the certificate fails the caller solves through the SVD of the factor, which
 decides the rank with the cutoff itself: the certificate only decides who decides.
 
@@ -264,9 +264,13 @@ def _inverse_norms(xp, Ls, d, weights, big):
     most ``big``), ``F`` the inverse of ``Ls`` (lower, entries at most 1) with its diagonal
     replaced by ``d`` (above eps in size, or NaN), each (...,), entries clipped at ``big``."""
     p = Ls.shape[-1]
-    if Ls.ndim > 2 and p <= _compat.SMALL_STACK:
+    if Ls.ndim > 2 and p <= _compat.SMALL_STACK and _compat.plain_numpy(Ls):
+        # NumPy only, as ``condition_estimate``'s substitution: ~p**3 / 6 elementwise
+        # operations and p (p - 1) / 2 clips are as many kernel launches on a GPU, and on CuPy
+        # array-api-compat's ``clip`` writes through boolean masks whose counts CuPy reads on
+        # the host (design notes). The batched inverse below is a few operations, whatever p.
         return _stacked_inverse_norms(xp, Ls, d, weights, big)
-    eye = eye_like(xp, Ls, p)
+    eye = _compat.as_rank(xp, eye_like(xp, Ls, p), Ls.ndim)  # JAX may refuse rank promotion
     F = _compat.triangular_inverse(xp, Ls + eye * (d - diagonal(xp, Ls))[..., None, :], lower=True)
     F = xp.minimum(xp.abs(F), xp.full_like(F, big))
     sums = [_compat.reduce_sum(xp, F * F, axis=(-2, -1))]
