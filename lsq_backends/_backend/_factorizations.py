@@ -33,6 +33,10 @@ and 6e-12 where NumPy's by 4e-15 and 4e-16, while the Householder QR of the same
 ridge) passed. So each matrix is divided by the power of two of its largest entry (exact) and
 its singular values are multiplied back.
 
+``qr``, ``qr_apply``, ``qr_implicit`` of stacks of small matrices on CuPy and CUDA PyTorch:
+the library's QR loops over the matrices, one solver call each; Householder's steps run over the
+whole stack instead (:mod:`._householder`).
+
 ``retry_on_cpu``: torch's CUDA eigh and svd (cuSOLVER's Jacobi and QR-iteration drivers) raise
 on matrices the CPU's LAPACK factors (clustered or tiny singular values). The matrices here are
 small (p x p), so the retry costs one round trip of p^2 numbers, on failure only.
@@ -43,6 +47,7 @@ from __future__ import annotations
 import array_api_compat as _aac
 
 from ._dask_blocks import dask_per_matrix, dask_tsqr_apply, numpy_eigh, numpy_qr, numpy_safe_cholesky, numpy_svd
+from ._householder import apply_q, apply_qt, householder_stack, lapack_reflectors, loops_over_stacks
 from ._products import matmul
 from ._triangular import LAPACK_SMALL, lapack_for, scipy_for
 
@@ -117,6 +122,13 @@ def cholesky(xp, a):
 
 def qr(xp, x):
     """Reduced QR of the stack ``x`` (..., m, n) with m >= n: (Q (..., m, n), R (..., n, n))."""
+    if loops_over_stacks(xp, x) and not _needs_grad(x):
+        # Quirk: CuPy's and CUDA torch's QR of a stack loop over its matrices (module
+        # docstring); Q is formed from the reflectors applied to the identity.
+        r, reflectors = _stack_reflectors(xp, x)
+        n = x.shape[-1]
+        eye = xp.broadcast_to(xp.eye(n, dtype=x.dtype, device=device(x)), tuple(r.shape))
+        return apply_q(xp, reflectors, eye, x.shape[-2]), r
     if _aac.is_dask_namespace(xp):
         if x.ndim > 2 or x.numblocks[0] == 1:
             # Quirk: a one-block input goes through delayed in dask's qr/svd, which copies the
@@ -134,6 +146,10 @@ def qr_implicit(xp, x):
     where the library can. Forming Q (orgqr) costs about as much as the factorization, and the
     wide solvers only ever need Q times a small matrix."""
     m, n = x.shape[-2:]
+    if loops_over_stacks(xp, x):
+        # Quirk: CuPy's QR and CUDA torch's ormqr loop over a stack's matrices (module docstring).
+        r, reflectors = _stack_reflectors(xp, x)
+        return r, lambda c: apply_q(xp, reflectors, c, m)
     if _aac.is_torch_namespace(xp):
         import torch
 
@@ -190,6 +206,9 @@ def qr_apply(xp, x, y):
         if torch.is_grad_enabled() and (x.requires_grad or y.requires_grad):
             q, r = torch.linalg.qr(x)
             return r, matmul(xp, q.mT, y)
+        if loops_over_stacks(xp, x):  # Quirk: CUDA's ormqr loops over the stack (module docstring)
+            r, reflectors = _stack_reflectors(xp, x)
+            return r, apply_qt(xp, reflectors, y)
         a, tau = torch.geqrf(x)
         qty = torch.ormqr(a, tau, y, left=True, transpose=True)[..., :n, :]
         return torch.triu(a[..., :n, :]), qty
@@ -202,8 +221,31 @@ def qr_apply(xp, x, y):
             return r, xp.linalg.matrix_transpose(cq)
         except ValueError:  # it refuses NaN/Inf (reachable with check_finite=False)
             pass
+    if loops_over_stacks(xp, x):  # Quirk: CuPy's QR loops over the stack (module docstring)
+        r, reflectors = _stack_reflectors(xp, x)
+        return r, apply_qt(xp, reflectors, y)
     q, r = qr(xp, x)
     return r, matmul(xp, xp.linalg.matrix_transpose(q), y)
+
+
+def _stack_reflectors(xp, x):
+    """``(R, reflectors)`` of the stack ``x`` (:mod:`._householder`): torch's own batched geqrf on
+    PyTorch (cuBLAS's for m <= 256), the steps written out elsewhere."""
+    if _aac.is_torch_namespace(xp):
+        import torch
+
+        h, tau = torch.geqrf(x)
+        return torch.triu(h[..., : x.shape[-1], :]), lapack_reflectors(xp, h, tau)
+    return householder_stack(xp, x)
+
+
+def _needs_grad(x):
+    """A torch tensor that carries a derivative (torch.geqrf has none; torch.linalg.qr has)."""
+    if not _aac.is_torch_array(x):
+        return False
+    import torch
+
+    return torch.is_grad_enabled() and x.requires_grad
 
 
 def svd(xp, x, *, after_qr_implicit=False):
