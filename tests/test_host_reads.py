@@ -123,6 +123,12 @@ def _host_tensor_counter():
     return HostTensors()
 
 
+def torch_cat(parts):
+    import torch
+
+    return torch.cat(parts, dim=1)
+
+
 def _torch_fits():
     """Every entry point, as a fit on torch tensors (X, y, w made beforehand) with the host-side
     arguments users pass: Python and NumPy penalties, default estimator alphas."""
@@ -138,11 +144,13 @@ def _torch_fits():
 
     fits = {
         f"lstsq-{m}": (lambda m: lambda X, y, w: lsq.lstsq(X, y, method=m))(m)
-        for m in ("auto", "normal", "qr", "svd", "lsqr")
+        for m in ("auto", "normal", "qr", "svd", "lsqr", "lsmr")
     }
     fits.update({
         "lstsq-intercept-weights": lambda X, y, w: lsq.lstsq(X, y, method="qr", fit_intercept=True, sample_weight=w),
         "lstsq-float32": lambda X, y, w: lsq.lstsq(X.float(), y.float()),
+        # past 16 columns: the power iteration's condition estimate (its start vector's signs)
+        "lstsq-18-columns": lambda X, y, w: lsq.lstsq(torch_cat([X, X * X, X * X * X]), y),
         "lstsq-refine": lambda X, y, w: lsq.lstsq(X, y, method="qr", refine=1),
         "ridge-python-float": lambda X, y, w: lsq.ridge(X, y, 0.5),
         "ridge-python-int": lambda X, y, w: lsq.ridge(X, y, 2, method="normal"),

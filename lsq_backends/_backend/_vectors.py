@@ -23,8 +23,9 @@ memory (and writes to memory not in cache) that the update does not need. So
 :func:`multiply_add` multiplies a 2-D ``a`` block of rows by block into a small buffer that
 stays in cache. It adds each block into the result (``b`` itself where it is fresh).
 
-And two functions whose array-api-compat wrappers read on CuPy: its ``sign`` and ``clip`` write
-through boolean masks, whose counts CuPy reads on the host (:func:`sign`, :func:`clip`).
+And two functions whose array-api-compat wrappers write through boolean masks, whose counts CuPy
+reads on the host: ``sign`` (on PyTorch too, with a NaN built from host data) and ``clip``
+(:func:`sign`, :func:`clip`).
 
 Elsewhere (traced JAX, GPUs, Dask) nothing is read: a read would wait for the device or break
 tracing. The scaled norm, ``where`` and the scale are always applied, and ``a * c + b`` is the
@@ -159,11 +160,16 @@ def clip(xp, a, low, high):
 
 
 def sign(xp, a):
-    """The sign of a real ``a``, NaN kept. Quirk: array-api-compat's CuPy ``sign`` puts NaN
-    back through a boolean mask (``out[isnan(x)] = nan``), which reads the mask's count on the
-    host: a synchronization per call (four per LSMR iteration). ``where`` reads nothing."""
+    """The sign of a real ``a``, NaN kept. Quirk: array-api-compat's CuPy and PyTorch ``sign`` put NaN
+    back through a boolean mask (``out[isnan(x)] = nan``: CuPy reads the mask's count on the host, a
+    synchronization per call, four per LSMR iteration; PyTorch builds the NaN from host data). ``where``
+    reads nothing."""
     if _aac.is_cupy_namespace(xp):
         import cupy
 
         return cupy.where(cupy.isnan(a), a, cupy.sign(a))
+    if _aac.is_torch_namespace(xp):
+        import torch
+
+        return torch.where(torch.isnan(a), a, torch.sign(a))
     return xp.sign(a)
