@@ -194,6 +194,10 @@ def qr_apply(xp, x, y):
     """``(R, Q^T y)`` of the reduced QR of ``x`` (..., m, n), m >= n. Q is not formed where the
     library can apply it implicitly (LAPACK's ormqr): half the flops of forming Q."""
     n = x.shape[-1]
+    if loops_over_stacks(xp, x) and not _needs_grad(x, y):
+        # Quirk: CuPy's QR and CUDA torch's ormqr loop over a stack's matrices (module docstring).
+        r, reflectors = _stack_reflectors(xp, x)
+        return r, apply_qt(xp, reflectors, y)
     if _aac.is_dask_namespace(xp) and x.ndim == 2:
         # Dask's TSQR forms Q (held in memory between its two stages) and Q^T y is one more
         # pass: the R factor of [X | y], reduced as a tree, has R and Q^T y in one pass.
@@ -206,9 +210,6 @@ def qr_apply(xp, x, y):
         if torch.is_grad_enabled() and (x.requires_grad or y.requires_grad):
             q, r = torch.linalg.qr(x)
             return r, matmul(xp, q.mT, y)
-        if loops_over_stacks(xp, x):  # Quirk: CUDA's ormqr loops over the stack (module docstring)
-            r, reflectors = _stack_reflectors(xp, x)
-            return r, apply_qt(xp, reflectors, y)
         a, tau = torch.geqrf(x)
         qty = torch.ormqr(a, tau, y, left=True, transpose=True)[..., :n, :]
         return torch.triu(a[..., :n, :]), qty
@@ -221,9 +222,6 @@ def qr_apply(xp, x, y):
             return r, xp.linalg.matrix_transpose(cq)
         except ValueError:  # it refuses NaN/Inf (reachable with check_finite=False)
             pass
-    if loops_over_stacks(xp, x):  # Quirk: CuPy's QR loops over the stack (module docstring)
-        r, reflectors = _stack_reflectors(xp, x)
-        return r, apply_qt(xp, reflectors, y)
     q, r = qr(xp, x)
     return r, matmul(xp, xp.linalg.matrix_transpose(q), y)
 
@@ -239,13 +237,13 @@ def _stack_reflectors(xp, x):
     return householder_stack(xp, x)
 
 
-def _needs_grad(x):
-    """A torch tensor that carries a derivative (torch.geqrf has none; torch.linalg.qr has)."""
-    if not _aac.is_torch_array(x):
+def _needs_grad(*arrays):
+    """Torch tensors of which one carries a derivative (torch.geqrf has none; torch.linalg.qr has)."""
+    if not _aac.is_torch_array(arrays[0]):
         return False
     import torch
 
-    return torch.is_grad_enabled() and x.requires_grad
+    return torch.is_grad_enabled() and any(a.requires_grad for a in arrays)
 
 
 def svd(xp, x, *, after_qr_implicit=False):

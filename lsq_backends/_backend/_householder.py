@@ -80,8 +80,7 @@ def householder_stack(xp, x):
         reflectors.append((v, tau))
         trail = a[..., :, 1:]
         if trail.shape[-1] > 0:
-            w = matmul(xp, v[..., None, :], trail)  # v^T A, (..., 1, n - j - 1)
-            trail = trail - v[..., :, None] * (tau[..., None, None] * w)
+            trail = _reflect(xp, v, tau, trail)
         row = [diag[..., None], trail[..., 0, :]]
         if j:
             row.insert(0, xp.zeros((*batch, j), dtype=x.dtype, device=device(x)))

@@ -26,7 +26,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._backend import _compat
 from .._solvers import RECORDS, record
+from .._solvers.linalg._shared import default_cutoff
 
 __all__ = ["SIZES", "Problem", "design", "make_problems", "score", "threshold"]
 
@@ -173,20 +175,13 @@ def make_problems(*, quick, dtypes=("float64", "float32"), seed=0):
             # Rank-deficient: the same cutoff for the reference and the solver, between the
             # smallest kept singular value (1/kappa) and the rounding noise of the zeros.
             rcond = float(np.sqrt(eps)) if rank is not None else None
-            ref, kap, eta = _lstsq_reference(
-                X64, y64, rcond if rcond is not None else _default_rcond(dtype, *shape[-2:])
-            )
+            # lstsq's own cutoff (float32: not NumPy's eps * max(m, n), 0.024 of s_max at m = 200000,
+            # which would drop real directions of the tall problem)
+            cutoff = default_cutoff(_compat.array_namespace(X), X, *shape[-2:], rcond)
+            ref, kap, eta = _lstsq_reference(X64, y64, cutoff)
             options = {"rcond": rcond} if rcond is not None else {}
             problems.append(Problem(name, dtype, "lstsq", X, y, ref, kap, eta, LSTSQ_METHODS, None, options))
     return problems
-
-
-def _default_rcond(dtype, m, n):
-    """``lstsq``'s default cutoff for an ``m x n`` problem in ``dtype`` (its docstring): float64
-    ``eps * max(m, n)`` as NumPy, float32 ``eps * (sqrt(max(m, n)) + min(m, n))``. NumPy's
-    rule in float32 would cut real directions of tall data (0.024 of s_max at m = 200000)."""
-    eps = float(np.finfo(dtype).eps)
-    return eps * max(m, n) if dtype == "float64" else eps * (np.sqrt(max(m, n)) + min(m, n))
 
 
 def threshold(method, dtype, kappa, m, n, eta=0.0):
