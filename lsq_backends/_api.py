@@ -132,7 +132,8 @@ def _solve(problem, spec, options):
         coef, rank, s, counts = rule.solve(xp, X, Y, alpha, method, given)
         n_iter, istop = _derivatives.split_counts(method, counts) if rec.iterative else (None, None)
     else:
-        data = _tall_gram(problem) if problem.gram_center else None
+        # the Gram route's view of a problem that ``prepare`` left uncentered
+        data = TallGram(xp, X, Y, problem.root, centered=True) if problem.gram_center else None
         given = Given(rcond, problem.offset_sq, problem.check, data, options)
         # a direct method from its record (one signature for all), an iterative one by name (its options)
         sol = solve_by_method(xp, X, Y, alpha, method, given) if rec.iterative else rec.solve(xp, X, Y, alpha, given)
@@ -162,12 +163,6 @@ def _solve(problem, spec, options):
         n_iter = None if n_iter is None else n_iter[..., 0]
         istop = None if istop is None else istop[..., 0]
     return LstsqResult(coef, intercept, rank, rss, s, n_iter, istop)
-
-
-def _tall_gram(problem):
-    """The Gram route's view of a problem that ``prepare`` left uncentered
-    (``_gram_data.TallGram``): X and Y with their shifts near the means."""
-    return TallGram(problem.xp, problem.X, problem.Y, problem.root, problem.x_offset, problem.y_offset)
 
 
 def refined_solution(problem, coef, intercept, rank, steps):

@@ -24,8 +24,8 @@ checks are read before ``prepare`` returns. With ``defer_checks`` they are left 
 them in ``prepare`` all the same.) ``scale`` ("per_target" or "shared", see ``_scaling``) solves
 at unit scale. X, Y, the square roots of the weights and alpha are divided by powers of two,
 recorded in ``Problem.scale`` for ``_scaling.unscale``. With ``gram_center`` a tall problem with
-an intercept (m - 1 >= n >= 1) is not centered here. Only its means are taken
-(``Problem.gram_center``, for the Gram route's ``TallGram``). Without weights, where the fit reads
+an intercept (m - 1 >= n >= 1) is not centered here (``Problem.gram_center``): the Gram route's
+``TallGram`` centers it on the n x n side and finds its means. Without weights, where the fit reads
 its checks while it solves (``_compat.traits(xp).reads_while_solving``), X's scale is then certified by the
 Gram matrix (``_scaling.gram_certificate``). That raises ``Rescale`` where it fails: prepare
 again with ``scale_x_by_gram=False``. X's finiteness test goes with the Gram matrix where ``v``
@@ -44,7 +44,6 @@ from .._backend import _compat
 from .._backend._compat import Array, Checks, Namespace
 from .._solvers import METHODS, record
 from .._solvers.linalg._center import eliminate_intercept
-from .._solvers.linalg._gram_data import shifts
 from .._solvers.linalg._shared import check_fraction
 from ._alpha import failure, validate_alpha
 from ._frames import from_pandas
@@ -60,7 +59,7 @@ class Problem(NamedTuple):
     #   tall X keeps m rows, the first one zero: see _center.eliminate_intercept; m with eliminate=False)
     Y: Array  # (..., m', k), same treatment
     alpha: Array | None  # None (least squares) or (kα,) with kα in {1, k}
-    x_offset: Array | None  # (..., 1, n) (with ``gram_center``: shifts near the means, see TallGram)
+    x_offset: Array | None  # (..., 1, n) (None with ``gram_center``: the Gram route's TallGram finds them)
     y_offset: Array | None  # (..., 1, k)
     y_was_vector: bool
     offset_sq: Array | None  # (..., n) what centering removed from the squared column norms
@@ -70,8 +69,8 @@ class Problem(NamedTuple):
     #   (``gram_check``), or the scale certificate (``_scaling.gram_certificate``): records, reads nothing
     checks: Checks | None = None  # the value checks not yet read, with ``defer_checks``
     scale: Scale | None = None  # X, Y, sqrt(w) (and alpha) were divided by powers of two
-    gram_center: bool = False  # X and Y left uncentered and unweighted (``x_offset``, ``y_offset``
-    #   shifts near their weighted means, ``root`` the weights): the Gram route centers on the n x n side
+    gram_center: bool = False  # X and Y left uncentered and unweighted (``root`` the weights): the Gram
+    #   route centers on the n x n side
     root: Array | None = None  # with ``gram_center``: sqrt(sample_weight) (..., m, 1), or None
 
 
@@ -425,7 +424,7 @@ def prepare(
     x_offset = y_offset = offset_sq = None
     gram_center = fit_intercept and gram_route and eliminate
     if gram_center:
-        x_offset, y_offset = shifts(xp, X, Y, root)  # near the means: TallGram finds the exact ones
+        pass  # centered and weighted on the n x n side, by the Gram route's ``TallGram``
     elif fit_intercept:
         X, Y, x_offset, y_offset, offset_sq = eliminate_intercept(xp, X, Y, root, eliminate)
     elif root is not None:

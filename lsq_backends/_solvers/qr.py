@@ -45,7 +45,7 @@ def solve(xp, X, Y, alpha, given=NOTHING, *, factor=False):
     rcond, offset_sq, check, data, _ = given
     if not cholqr.uses_cholqr2(xp, X, alpha):
         return gram.without_gram(xp, householder.solve, X, Y, alpha, given, factor)
-    fac = gram.Factored(xp, X, Y, None, check, None if data is None else data.whole(X, Y))
+    fac = gram.Factored(xp, X, Y, None, check, None if data is None else data.whole())
     offset_sq = gram.centered_offsets(fac, offset_sq)
     n = X.shape[-1]
 

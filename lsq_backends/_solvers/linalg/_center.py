@@ -39,26 +39,6 @@ def _weights(xp, X, root):
     return ones, w, _compat.reduce_sum(xp, w, axis=-2, keepdims=True)
 
 
-def weighted_means(xp, X, Y, root):
-    """The weighted means of X and Y, (..., 1, n) and (..., 1, k): the offsets of
-    :func:`eliminate_intercept` without the centered data (one pass over X, nothing X-sized made)."""
-    _, w, total = _weights(xp, X, root)
-    wt = _compat.mT(xp, w)
-    return _compat.matmul(xp, wt, X) / total, _compat.matmul(xp, wt, Y) / total
-
-
-SAMPLE_ROWS = 1024
-
-
-def sample_means(xp, X, Y):
-    """Means of ~``SAMPLE_ROWS`` rows of X and Y spread evenly over them (a strided view, no
-    pass over X), (..., 1, n) and (..., 1, k): the shifts of the Gram route (``TallGram``),
-    which only need to be near the means (sorted or drifting data included)."""
-    step = max(X.shape[-2] // SAMPLE_ROWS, 1)
-    Xs, Ys = X[..., ::step, :], Y[..., ::step, :]
-    return _compat.reduce_mean(xp, Xs, axis=-2, keepdims=True), _compat.reduce_mean(xp, Ys, axis=-2, keepdims=True)
-
-
 def eliminate_intercept(xp, X, Y, root, eliminate=True):
     """Center and weight X (..., m, n) and Y (..., m, k) and drop the intercept direction, in one X-sized result.
     Returns ``(X, Y, x_offset, y_offset, offset_sq)``: X and Y with m - 1 rows (wide X) or m rows, the first zero

@@ -3,10 +3,10 @@ its Gram products, and the residual products that refine a solution, with the in
 handled on the n x n side.
 
 Without an intercept the products are those of X itself. With one, X and Y arrive uncentered
-(weighted by ``root`` = sqrt(weights) row by row) with shifts ``x_shift``, ``y_shift`` near
-their means (:func:`shifts`: where the products run by row blocks, ``_center.sample_means``
-of ~1000 rows spread over X, read without a pass; elsewhere the weighted means, which sharded
-X reduces in place): with ``Z = root (X - x_shift)``, ``V = root (Y - y_shift)``,
+(weighted by ``root`` = sqrt(weights) row by row) and are shifted by ``x_shift``, ``y_shift``
+near their means (where the products run by row blocks, :func:`sample_means` of ~1000 rows
+spread over X, read without a pass; elsewhere the weighted means, taken by :meth:`TallGram.products`
+in one product that sharded X reduces in place): with ``Z = root (X - x_shift)``, ``V = root (Y - y_shift)``,
 ``s = Z^T root``, ``t = V^T root`` and ``total`` the sum of the weights,
 
     A = Z^T Z - s s^T / total,     B = Z^T V - s t^T / total
@@ -34,42 +34,50 @@ the products without an intercept."""
 from __future__ import annotations
 
 from ..._backend import _compat
-from ._center import eliminate_intercept, sample_means, weighted_means
+from ._center import eliminate_intercept
 
 # Rows per block on NumPy: ~1 MB of float64, read from cache by every product of the block
 # (the block size that measured best, design notes).
 BLOCK_ELEMENTS = 1 << 17
 MIN_ROWS = 256  # wide blocks: the Gram product of a thinner one runs well below BLAS speed
+SAMPLE_ROWS = 1024
 
 
-def shifts(xp, X, Y, root):
-    """The shifts ``(x_shift, y_shift)`` of a :class:`TallGram` with an intercept. Products by row blocks: the means
-    of a strided sample of rows (no pass over X; the residual shifts each block again by the exact means). Elsewhere
-    the weighted means (one product, which sharded X reduces in place), so that the one shifted copy of X that every
-    product reads is centered to rounding."""
-    if TallGram(xp, X, Y).rows is not None:  # (uncentered: nothing is computed)
-        return sample_means(xp, X, Y)
-    return weighted_means(xp, X, Y, root)
+def sample_means(xp, X, Y):
+    """Means of ~``SAMPLE_ROWS`` rows of X and Y spread evenly over them (a strided view, no
+    pass over X), (..., 1, n) and (..., 1, k): the shifts of the products by row blocks, which
+    only need to be near the means (sorted or drifting data included)."""
+    step = max(X.shape[-2] // SAMPLE_ROWS, 1)
+    Xs, Ys = X[..., ::step, :], Y[..., ::step, :]
+    return _compat.reduce_mean(xp, Xs, axis=-2, keepdims=True), _compat.reduce_mean(xp, Ys, axis=-2, keepdims=True)
 
 
 class TallGram:
-    """Products of tall X (..., m, n) and Y (..., m, k), centered when ``x_shift`` is given."""
+    """Products of tall X (..., m, n) and Y (..., m, k), with an intercept when ``centered``
+    (``root``: sqrt of the weights (..., m, 1), or None). Its shifts: the means of a sample of
+    rows where the products run by row blocks (the residual shifts each block again by the exact
+    means), else the weighted means, taken by :meth:`products` (one product, which sharded X
+    reduces in place), so that the one shifted copy of X that every product reads is centered
+    to rounding."""
 
-    def __init__(self, xp, X, Y, root=None, x_shift=None, y_shift=None):
+    def __init__(self, xp, X, Y, root=None, centered=False):
         self.xp = xp
-        self.centered = x_shift is not None
-        self.root, self.x_shift, self.y_shift = root, x_shift, y_shift
+        self.centered = centered
+        self.root = root
+        self.x_shift = self.y_shift = None  # near the means (centered): module docstring
         self.s = self.t = self.total = self.offset_sq = None
-        self.x_mean, self.y_mean = x_shift, y_shift  # exact after ``products``
         self.kept = None  # (Z, V): the one shifted copy, made by ``products`` (whole arrays)
         m, n = X.shape[-2:]
         rows = max(BLOCK_ELEMENTS // max(n, 1), MIN_ROWS)  # row blocks where X is 2-D and long
         self.rows = rows if (_compat.traits(xp).host_blas and X.ndim == 2) and m >= 4 * rows else None
-        if self.centered:
+        if centered:
             ones = _compat.align_rows(xp, xp.ones((m, 1), dtype=X.dtype, device=_compat.device(X)), X)
             self.weights = ones if root is None else root  # root of the weights, (..., m, 1)
-            w = ones if root is None else root * root
-            self.total = _compat.reduce_sum(xp, w, axis=-2, keepdims=True)  # (..., 1, 1)
+            self.w = _compat.as_rank(xp, ones, X.ndim) if root is None else root * root
+            self.total = _compat.reduce_sum(xp, self.w, axis=-2, keepdims=True)  # (..., 1, 1)
+            if self.rows is not None:
+                self.x_shift, self.y_shift = sample_means(xp, X, Y)
+        self.x_mean, self.y_mean = self.x_shift, self.y_shift  # exact after ``products``
 
     def _blocks(self, X, Y):
         """(Zb, Vb, rb) per row block: the shifted, weighted block (in reused buffers) and its
@@ -91,12 +99,6 @@ class TallGram:
                 xp.multiply(V, rb, out=V)
             yield Z, V, rb
 
-    def _shifted(self, X, Y):
-        Z, V = X - self.x_shift, Y - self.y_shift
-        if self.root is not None:
-            Z, V = self.root * Z, self.root * V
-        return Z, V
-
     def products(self, X, Y):
         """``(A, B)``: the Gram matrix (..., n, n) and the cross product (..., n, k)."""
         xp = self.xp
@@ -105,8 +107,14 @@ class TallGram:
         if self.rows is None:
             # One shifted copy, kept for the residual: two passes over it (the Gram product, and
             # the cross product with Y and the weights' roots side by side), where shifting
-            # again and a product of its own for the sums made four and a second copy.
-            Z, V = self.kept = self._shifted(X, Y)
+            # again and a product of its own for the sums made four and a second copy. Its
+            # shifts, the weighted means: one product each.
+            wt = _compat.mT(xp, self.w)
+            self.x_shift, self.y_shift = _compat.matmul(xp, wt, X) / self.total, _compat.matmul(xp, wt, Y) / self.total
+            Z, V = X - self.x_shift, Y - self.y_shift
+            if self.root is not None:
+                Z, V = self.root * Z, self.root * V
+            self.kept = Z, V
             Zt = _compat.mT(xp, Z)
             k = V.shape[-1]
             roots, shape = _compat.as_rank(xp, self.weights, V.ndim), (*V.shape[:-1], 1)
@@ -180,14 +188,13 @@ class TallGram:
         qt = _compat.mT(xp, q) / self.total
         return G - q * qt, C - q * (_compat.mT(xp, self.t) / self.total)
 
-    def whole(self, X, Y):
-        """This data with its products on whole arrays (centered: from the one kept shifted
-        copy, which :meth:`basis_products` reads too), shifted by the weighted means where the
-        row blocks would have taken a sample's (the kept copy is not shifted again). Returns
-        itself (changed in place: the caller's reference sees the exact means)."""
+    def whole(self):
+        """This data with its products on whole arrays (centered: from the one kept shifted copy,
+        which :meth:`basis_products` reads too), before :meth:`products`: shifted by the weighted
+        means where the row blocks would have taken a sample's. Returns itself (changed in place:
+        the caller's reference sees the exact means)."""
         if self.centered and self.rows is not None:
-            self.x_shift, self.y_shift = weighted_means(self.xp, X, Y, self.root)
-            self.x_mean, self.y_mean = self.x_shift, self.y_shift
+            self.x_shift = self.y_shift = self.x_mean = self.y_mean = None
         self.rows = None
         return self
 

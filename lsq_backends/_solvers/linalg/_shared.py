@@ -57,8 +57,7 @@ def count(xp, mask, like):
 def add_penalty(xp, a, alpha):
     """``a + alpha * I`` for a stack ``a`` (..., p, p); ``alpha`` (1,) (one penalty) or (k,) (one per target).
     Per-target penalties give a stack (..., k, p, p) of k systems, one per target."""
-    p = a.shape[-1]
-    eye = eye_like(xp, a, p)
+    eye = xp.eye(a.shape[-1], dtype=a.dtype, device=_compat.device(a))
     if alpha.shape[0] == 1:
         return a + _compat.as_rank(xp, alpha[0] * eye, a.ndim)
     return a[..., None, :, :] + _compat.as_rank(xp, alpha[:, None, None] * eye[None, :, :], a.ndim + 1)

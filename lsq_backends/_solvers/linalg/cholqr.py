@@ -79,7 +79,7 @@ def r_factor(xp, X, Y, rcond, offset_sq=None, check=None, data=None):
     see ``_gram_data.TallGram``)."""
     if not uses_cholqr2(xp, X, None):
         return _compat.qr_apply(xp, X, Y)
-    fac = gram.Factored(xp, X, Y, None, check, None if data is None else data.whole(X, Y))
+    fac = gram.Factored(xp, X, Y, None, check, None if data is None else data.whole())
     offset_sq = gram.centered_offsets(fac, offset_sq)
 
     def attempt(X, Y):
