@@ -35,7 +35,7 @@ from ._backend import _compat
 from ._backend._compat import eps, matmul, mT
 from ._problem._input import check_bool, intercept_of, prepare, validate
 from ._problem._scaling import powers, times
-from ._solvers.linalg._shared import all_true, default_cutoff, eye_like, full_int
+from ._solvers.linalg._shared import all_true, default_cutoff, full_int
 from ._solvers.linalg.pinv import filtered_solve, uncentered_scale
 from ._types import Array, CovType
 
@@ -227,7 +227,7 @@ def _inverse_factor(xp, R, Z, offset_sq, m, n):
         u, s, vh = _compat.svd(xp, R)
         cutoff = default_cutoff(xp, R, m, n, None)
         scale = uncentered_scale(xp, colsq, offset_sq)
-        eye = xp.broadcast_to(eye_like(xp, R, n), R.shape)
+        eye = xp.broadcast_to(_compat.eye_like(xp, R, n), R.shape)
         Rinv, rank = filtered_solve(xp, (u, s, vh), eye, None, cutoff, n, scale)  # V diag(1/s) U^T, kept s
         if not _compat.is_lazy(R):  # eager: this branch alone runs (under jit or Dask both are built)
             msg = (

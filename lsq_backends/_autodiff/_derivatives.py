@@ -62,7 +62,6 @@ from .._backend._compat import matmul, mT
 from .._solvers import Given, record
 from .._solvers import solve as solve_by_method
 from .._solvers.linalg._factor import Operators
-from .._solvers.linalg._shared import eye_like
 from .._solvers.spectral import solve_path
 from ._rule import linearize, penalty, singular_tangent, tangent
 
@@ -78,7 +77,7 @@ def lsqr_factor(xp, X, alpha, given, symmetric_solve=None):
         return _per_target(xp, X, alpha, given, symmetric_solve)
     Xa = X
     if alpha is not None:
-        root = xp.sqrt(alpha[0]) * eye_like(xp, X, n)
+        root = xp.sqrt(alpha[0]) * _compat.eye_like(xp, X, n)
         Xa = xp.concat([X, xp.broadcast_to(root, tuple(X.shape[:-2]) + (n, n))], axis=-2)
 
     def gram(z):

@@ -71,7 +71,7 @@ import numpy as _np
 
 from ._control import Checks, branch, deferred, flush_checks, is_lazy, jit, kept, loop, one_task, over_columns, read_now
 from ._dask_blocks import numpy_arg_best
-from ._devices import constants, device_scope, exact_powers, on_input_device, powers_of_two, to_numpy
+from ._devices import constants, device_scope, exact_powers, eye_like, on_input_device, powers_of_two, to_numpy
 from ._factorizations import checked_cholesky, cholesky, eigh, one_pass_qr, qr, qr_apply, qr_implicit, qr_r, svd
 from ._products import cross, matmul
 from ._triangular import SMALL_STACK, batch_last, cho_solve, solve_triangular, triangular_inverse
@@ -141,6 +141,7 @@ __all__ = [
     "positive_or_one",
     "positive_or_zero",
     "full",
+    "eye_like",
     "reduce_all",
     "reduce_max",
     "reduce_mean",

@@ -29,7 +29,16 @@ import numbers
 import array_api_compat as _aac
 import numpy as _np
 
-__all__ = ["FILL_MAX", "constants", "device_scope", "exact_powers", "on_input_device", "powers_of_two", "to_numpy"]
+__all__ = [
+    "FILL_MAX",
+    "constants",
+    "device_scope",
+    "exact_powers",
+    "eye_like",
+    "on_input_device",
+    "powers_of_two",
+    "to_numpy",
+]
 
 # Up to this many values a sequence is assembled on the device, one fill per value; a longer
 # one is copied (one synchronization, cheaper than that many launches).
@@ -68,6 +77,14 @@ def constants(xp, values, dtype, like):
     except (RuntimeError, OverflowError):
         pass  # a value beyond the dtype's range: torch's fill refuses it, asarray makes it inf
     return xp.asarray(values, dtype=dtype, device=dev)
+
+
+def eye_like(xp, a, p):
+    """The identity of size p in ``a``'s dtype on its device (NumPy's own ``eye``: the namespace's
+    wrapper checks the device first)."""
+    if _aac.is_numpy_namespace(xp):
+        return _np.eye(p, dtype=a.dtype)
+    return xp.eye(p, dtype=a.dtype, device=_aac.device(a))
 
 
 def powers_of_two(xp, nbits, like):

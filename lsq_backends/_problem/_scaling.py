@@ -233,7 +233,7 @@ def gram_certificate(xp, X, alpha, checks):
                 big = float(d.max())
             ok = m * 2.0 ** (-2 * safe) <= big <= 2.0 ** (2 * safe)
             if alpha is not None and alpha.shape[0] > 0:
-                ok = ok and float(xp.min(alpha)) <= 2.0 ** (2 * safe)
+                ok = ok and min(alpha.tolist()) <= 2.0 ** (2 * safe)  # validated: finite
             if not ok:
                 raise Rescale
             return

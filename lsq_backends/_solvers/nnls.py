@@ -28,7 +28,6 @@ from typing import Any, NamedTuple
 
 from .._backend import _compat
 from .._backend._compat import matmul, mT
-from .linalg._shared import eye_like
 
 
 def default_max_iter(n):
@@ -55,7 +54,7 @@ def _masked_solve(xp, A, alpha, b, passive):
     """z (..., k, n): the solution of ``(A + alpha I) z = b`` restricted to ``passive``, zero
     off it. A (..., n, n), alpha (k,) or (1,), b (..., k, n), passive (..., k, n)."""
     n = A.shape[-1]
-    eye = eye_like(xp, A, n)
+    eye = _compat.eye_like(xp, A, n)
     pair = passive[..., :, None] & passive[..., None, :]  # (..., k, n, n)
     M = A[..., None, :, :] + _compat.as_rank(xp, alpha[:, None, None] * eye[None, :, :], A.ndim + 1)
     M = xp.where(pair, M, _compat.as_rank(xp, eye, M.ndim))

@@ -15,7 +15,6 @@ from typing import Any, NamedTuple
 
 from ..._backend import _compat
 from ..._backend._compat import matmul, mT
-from ._shared import eye_like
 
 
 class Factor(NamedTuple):
@@ -45,7 +44,7 @@ def inverse_factor(xp, Tinv):
 
 def triangular_inverse(xp, T, lower):
     """``T^-1`` of a triangular stack (a solve with the identity: no factorization)."""
-    eye = xp.broadcast_to(eye_like(xp, T, T.shape[-1]), tuple(T.shape))
+    eye = xp.broadcast_to(_compat.eye_like(xp, T, T.shape[-1]), tuple(T.shape))
     return _compat.solve_triangular(xp, T, eye, lower=lower)
 
 

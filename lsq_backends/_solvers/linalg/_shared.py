@@ -37,11 +37,6 @@ import operator
 from ..._backend import _compat
 
 
-def eye_like(xp, a, p):
-    """Identity of size p with the dtype and device of ``a``."""
-    return xp.eye(p, dtype=a.dtype, device=_compat.device(a))
-
-
 def full_int(xp, batch_shape, value, like):
     """An integer array of shape ``batch_shape`` filled with ``value``, on ``like``'s device."""
     _, int_dtype = _compat.default_dtypes(xp, _compat.device(like))
@@ -57,7 +52,7 @@ def count(xp, mask, like):
 def add_penalty(xp, a, alpha):
     """``a + alpha * I`` for a stack ``a`` (..., p, p); ``alpha`` (1,) (one penalty) or (k,) (one per target).
     Per-target penalties give a stack (..., k, p, p) of k systems, one per target."""
-    eye = xp.eye(a.shape[-1], dtype=a.dtype, device=_compat.device(a))
+    eye = _compat.eye_like(xp, a, a.shape[-1])
     if alpha.shape[0] == 1:
         return a + _compat.as_rank(xp, alpha[0] * eye, a.ndim)
     return a[..., None, :, :] + _compat.as_rank(xp, alpha[:, None, None] * eye[None, :, :], a.ndim + 1)

@@ -51,7 +51,7 @@ from ..._backend._compat import diagonal, eps, matmul, mT
 from . import gram
 from ._factor import inverse_factor, triangular_inverse
 from ._gram_data import BLOCK_ELEMENTS
-from ._shared import all_true, default_cutoff, eye_like, full_int, gated
+from ._shared import all_true, default_cutoff, full_int, gated
 from .rank import certified, condition_estimate
 
 
@@ -99,7 +99,7 @@ def cholqr2_factors(xp, X, Y, fac):
     d = diagonal(xp, fac.A)
     dinv = 1 / xp.sqrt(xp.where(d > 0, d, xp.ones_like(d)))
     R1 = mT(xp, dinv[..., :, None] * fac.L)
-    eye = xp.broadcast_to(eye_like(xp, R1, n), tuple(R1.shape))  # some solvers do not broadcast
+    eye = xp.broadcast_to(_compat.eye_like(xp, R1, n), tuple(R1.shape))  # some solvers do not broadcast
     M = dinv[..., :, None] * _compat.solve_triangular(xp, R1, eye, lower=False)
     G2, C = fac.data.basis_products(X, Y, M)  # Q1 = X M (centered on the n x n side): Q1^T Q1, Q1^T Y
     L2 = _compat.cholesky(xp, G2)
@@ -129,7 +129,9 @@ def shifted_cholqr3(xp, X, Y, fac, rcond, offset_sq, factor=False):
     d = diagonal(xp, G)
     root = xp.sqrt(xp.where(d > 0, d, xp.ones_like(d)))
     shift = SHIFT * eps(xp, X) * (m**0.5 + n + k) * (n + k)
-    G = G / (root[..., :, None] * root[..., None, :]) + shift * _compat.as_rank(xp, eye_like(xp, G, n + k), G.ndim)
+    G = G / (root[..., :, None] * root[..., None, :]) + shift * _compat.as_rank(
+        xp, _compat.eye_like(xp, G, n + k), G.ndim
+    )
     R1 = mT(xp, _compat.cholesky(xp, G)) * root[..., None, :]  # of [X Y]
     G2, Q1 = _gram_after(xp, X, Y, (R1,), shift, keep=True)
     L2 = _compat.cholesky(xp, G2)
@@ -219,5 +221,5 @@ def _gram_of(xp, Qx, Qy, shift):
     (a Schur complement of rounding noise) or dependent columns of Y then cannot make the
     factorization fail; any nonsingular R22 keeps [Qx Qy] R^{-1} a valid next basis."""
     a, b = matmul(xp, mT(xp, Qx), Qx), matmul(xp, mT(xp, Qx), Qy)
-    c = matmul(xp, mT(xp, Qy), Qy) + shift * _compat.as_rank(xp, eye_like(xp, Qy, Qy.shape[-1]), Qy.ndim)
+    c = matmul(xp, mT(xp, Qy), Qy) + shift * _compat.as_rank(xp, _compat.eye_like(xp, Qy, Qy.shape[-1]), Qy.ndim)
     return xp.concat([xp.concat([a, b], axis=-1), xp.concat([mT(xp, b), c], axis=-1)], axis=-2)

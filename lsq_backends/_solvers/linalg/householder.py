@@ -18,7 +18,7 @@ from ..._backend import _compat
 from ..._backend._compat import matmul, mT
 from .._record import NOTHING, Solution
 from ._factor import inverse_factor, triangular_inverse
-from ._shared import all_true, default_cutoff, eye_like, full_int, merge_targets, split_targets
+from ._shared import all_true, default_cutoff, full_int, merge_targets, split_targets
 from .pinv import filtered_solve, uncentered_scale
 from .rank import certified
 
@@ -28,7 +28,7 @@ def penalized_r(xp, R, alpha):
     also the R factor of ``[R; sqrt(alpha) I]`` (row order does not change it). The penalty rows come first, so the
     block of Q2 against R keeps its relative accuracy where alpha >> ||R||**2 (see the module docstring)."""
     p = R.shape[-1]
-    root = xp.sqrt(alpha)[:, None, None] * eye_like(xp, R, p)[None, :, :]  # (kα, p, p)
+    root = xp.sqrt(alpha)[:, None, None] * _compat.eye_like(xp, R, p)[None, :, :]  # (kα, p, p)
     if alpha.shape[0] == 1:
         top, bottom = xp.broadcast_to(root[0, ...], tuple(R.shape)), R
     else:

@@ -71,7 +71,6 @@ import operator
 
 from ..._backend import _compat
 from ..._backend._compat import diagonal, eps, matmul, mT
-from ._shared import eye_like
 
 POWER_STEPS = 4
 SMALL = 16  # up to this size, a Frobenius-norm bound replaces power iteration
@@ -270,7 +269,7 @@ def _inverse_norms(xp, Ls, d, weights, big):
         # array-api-compat's ``clip`` writes through boolean masks whose counts CuPy reads on
         # the host (design notes). The batched inverse below is a few operations, whatever p.
         return _stacked_inverse_norms(xp, Ls, d, weights, big)
-    eye = _compat.as_rank(xp, eye_like(xp, Ls, p), Ls.ndim)  # JAX may refuse rank promotion
+    eye = _compat.as_rank(xp, _compat.eye_like(xp, Ls, p), Ls.ndim)  # JAX may refuse rank promotion
     F = _compat.triangular_inverse(xp, Ls + eye * (d - diagonal(xp, Ls))[..., None, :], lower=True)
     F = xp.minimum(xp.abs(F), xp.full_like(F, big))
     sums = [_compat.reduce_sum(xp, F * F, axis=(-2, -1))]
