@@ -13,13 +13,13 @@ from .._backend import _compat
 __all__ = ["pad_empty_batch"]
 
 
-def _grow(xp, a, tail):
-    """Zeros shaped as ``a`` with each 0 among its batch dimensions (all but the last ``tail``)
+def _grow(xp, a, tail, fill=0):
+    """``fill`` shaped as ``a`` with each 0 among its batch dimensions (all but the last ``tail``)
     made a 1; an array without batch dimensions (a weight vector shared by the batch) is kept."""
     if a is None or a.ndim <= tail:
         return a
     shape = tuple(1 if s == 0 else s for s in a.shape[:-tail]) + tuple(a.shape[-tail:])
-    return xp.zeros(shape, dtype=a.dtype, device=_compat.device(a))
+    return _compat.full(xp, shape, fill, a.dtype, a)
 
 
 def pad_empty_batch(problem):
@@ -40,6 +40,7 @@ def pad_empty_batch(problem):
     padded = problem._replace(
         X=grow(X), Y=grow(problem.Y), x_offset=grow(problem.x_offset), y_offset=grow(problem.y_offset),
         offset_sq=grow(problem.offset_sq, 1), original=original, check=None,
+        root=_grow(xp, problem.root, 2, 1),  # the Gram route's weights (a zero sum has no mean)
     )  # fmt: skip
     index = tuple(slice(0, 0) if b == 0 else slice(None) for b in batch)
 
