@@ -85,8 +85,10 @@ def _start_vector(xp, like, p):
 
 
 def _normalize(xp, v):
+    # A zero vector stays zero (divided by the smallest normal number: one operation where a
+    # selection of 1 took three, each a kernel launch on a GPU); NaN stays NaN.
     nrm = xp.linalg.vector_norm(v, axis=-2, keepdims=True)
-    return v / _compat.positive_or_one(xp, nrm)
+    return v / _compat.clip(xp, nrm, float(_compat.finfo(xp, v.dtype).smallest_normal), math.inf)
 
 
 def condition_estimate(xp, L, A, Lt=None):
