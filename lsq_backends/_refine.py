@@ -121,7 +121,7 @@ def refine(xp, X, Y, W, rank, steps):
     # A rank-deficient problem's R can have an exact zero on its diagonal, where LAPACK's
     # triangular solve raises (SciPy: "singular matrix"). Its refined W is discarded below,
     # so solve with the zeros replaced by ones: finite, never used.
-    eye = _compat.as_rank(xp, xp.eye(n, dtype=R.dtype, device=_compat.device(R)), R.ndim)
+    eye = _compat.as_rank(xp, _compat.eye_like(xp, R, n), R.ndim)
     R = xp.where((R == 0) & (eye == 1), eye, R)
     R_ = Y - matmul(xp, X, W)
     W0 = W

@@ -47,6 +47,7 @@ from __future__ import annotations
 import array_api_compat as _aac
 
 from ._dask_blocks import dask_per_matrix, dask_tsqr_apply, numpy_eigh, numpy_qr, numpy_safe_cholesky, numpy_svd
+from ._devices import eye_like
 from ._householder import apply_q, apply_qt, householder_stack, lapack_reflectors, loops_over_stacks
 from ._products import matmul
 from ._triangular import LAPACK_SMALL, lapack_for, scipy_for
@@ -127,7 +128,7 @@ def qr(xp, x):
         # docstring); Q is formed from the reflectors applied to the identity.
         r, reflectors = _stack_reflectors(xp, x)
         n = x.shape[-1]
-        eye = xp.broadcast_to(xp.eye(n, dtype=x.dtype, device=device(x)), tuple(r.shape))
+        eye = xp.broadcast_to(eye_like(xp, x, n), tuple(r.shape))
         return apply_q(xp, reflectors, eye, x.shape[-2]), r
     if _aac.is_dask_namespace(xp):
         if x.ndim > 2 or x.numblocks[0] == 1:

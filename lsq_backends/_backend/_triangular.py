@@ -19,9 +19,8 @@ from __future__ import annotations
 import array_api_compat as _aac
 
 from ._dask_blocks import dask_solve_triangular
+from ._devices import eye_like
 from ._precision import full_float32
-
-device = _aac.device
 
 
 def scipy_for(xp):
@@ -206,5 +205,5 @@ def triangular_inverse(xp, a, *, lower: bool):
         # NumPy's own LAPACK, not SciPy's: SciPy's OpenBLAS is a second thread pool whose
         # spinning threads slow the next NumPy matrix product (design notes).
         return xp.linalg.inv(a)
-    eye = xp.broadcast_to(xp.eye(a.shape[-1], dtype=a.dtype, device=device(a)), tuple(a.shape))
+    eye = xp.broadcast_to(eye_like(xp, a, a.shape[-1]), tuple(a.shape))
     return solve_triangular(xp, a, eye, lower=lower)
