@@ -38,7 +38,7 @@ from ._solvers.linalg._operator import (
 )
 from ._solvers.linalg._shared import full_int
 
-__all__ = ["caller_of", "fit", "fit_lstsq", "fit_ridge", "operator_route"]
+__all__ = ["caller_of", "fit", "fit_lstsq", "fit_ridge", "method_for", "operator_route"]
 
 
 def operator_route(target):
@@ -74,6 +74,13 @@ def fit_lstsq(X, y, **kwargs):
 def fit_ridge(X, y, alpha, **kwargs):
     """``ridge`` with a sparse or operator X."""
     return fit(X, y, alpha, ridge=True, **kwargs)
+
+
+def method_for(method, X):
+    """The method a fit of X with ``method`` runs (a checked name): ``method`` itself for dense X; for a sparse or
+    operator X the one that fits it in ``method``'s stead (:func:`_method`). What the estimators ask to know
+    whether their ``tol`` reaches the fit."""
+    return _method(method, X) if is_operator_input(X) else method
 
 
 def _method(method, X):

@@ -14,6 +14,7 @@ import warnings
 from ._api import lstsq, ridge
 from ._backend import _compat
 from ._nnls import nnls
+from ._operator_fit import method_for
 from ._problem._alpha import check_alpha_type
 from ._problem._input import check_bool, check_method
 from ._ridge._cv import ridge_cv
@@ -37,8 +38,9 @@ class LinearRegression(LinearModelBase):
     rcond : float in [0, 1) or None
         Relative singular-value cutoff; default ``eps * max(m, n)``.
     tol : float in [0, 1) or None, default None
-        ``method="lsqr"``: its stopping tolerance (``atol`` and ``btol`` of
-        :func:`lsq_backends.lstsq`, as scikit-learn's ``tol`` for LSQR); None: lstsq's default
+        The stopping tolerance of an iterative fit (``atol`` and ``btol`` of
+        :func:`lsq_backends.lstsq`, as scikit-learn's ``tol`` for LSQR): ``method="lsqr"``, and
+        every fit of a sparse X that runs LSMR (``"auto"`` included); None: lstsq's default
         ``max(1e-6, 100 eps)``. The direct methods ignore it, as scikit-learn's do.
     check_finite : bool, default True
         Refuse NaN and infinity in ``X``, ``y`` and ``sample_weight`` (eager arrays only).
@@ -84,9 +86,10 @@ class LinearRegression(LinearModelBase):
     def fit(self, X, y, sample_weight=None):
         """Fit on ``X`` (m, n_features) and ``y`` (m,) or (m, n_targets); returns ``self``."""
         rcond = check_method(self.method, self.rcond)
-        tolerances = _lsqr_tol(self.tol, self.method)
+        tol = _check_tol(self.tol)
         positive = _check_positive(self.positive, self.method, rcond=rcond)
         X, y, sample_weight, check_finite, fitted = self._validate_fit(X, y, sample_weight)
+        tolerances = _lsqr_tol(tol, method_for(self.method, X))
         if positive:
             return self._store({**fitted, **_positive_fit(self, X, y, sample_weight, 0.0, check_finite)}, _OPTIONAL)
         r = lstsq(
@@ -116,8 +119,9 @@ class Ridge(LinearModelBase):
     method : {"auto", "normal", "qr", "svd", "lsqr"}, default "auto"
         Solver of :func:`lsq_backends.ridge`.
     tol : float in [0, 1) or None, default None
-        ``method="lsqr"``: its stopping tolerance (``atol`` and ``btol``, as scikit-learn's
-        ``tol`` for ``solver="lsqr"``); None: ridge's default ``max(1e-6, 100 eps)``. The direct
+        The stopping tolerance of an iterative fit (``atol`` and ``btol``, as scikit-learn's
+        ``tol`` for ``solver="lsqr"``): ``method="lsqr"``, and every fit of a sparse X that runs
+        LSMR (``"auto"`` included); None: ridge's default ``max(1e-6, 100 eps)``. The direct
         methods ignore it, as scikit-learn's do.
     check_finite : bool, default True
         Refuse NaN and infinity in the inputs (eager arrays only).
@@ -155,9 +159,10 @@ class Ridge(LinearModelBase):
     def fit(self, X, y, sample_weight=None):
         """Fit on ``X`` (m, n_features) and ``y`` (m,) or (m, n_targets); returns ``self``."""
         check_method(self.method, None)
-        tolerances = _lsqr_tol(self.tol, self.method)
+        tol = _check_tol(self.tol)
         positive = _check_positive(self.positive, self.method)
         X, y, sample_weight, check_finite, fitted = self._validate_fit(X, y, sample_weight)
+        tolerances = _lsqr_tol(tol, method_for(self.method, X))
         alpha = _alpha_arg(self.alpha, X, "alpha")
         # A vector of penalties is one per target (a 1-D alpha alone would be a path for ridge);
         # a single one, in any form, applies to every target as in scikit-learn.
@@ -191,11 +196,17 @@ def _iterations(result):
     return {} if result.n_iter is None else {"n_iter_": result.n_iter}
 
 
-def _lsqr_tol(tol, method):
-    """``tol`` checked, as the ``atol``/``btol`` keywords of an iterative fit (none otherwise)."""
+def _check_tol(tol):
+    """``tol`` checked (before any work): None or a number in [0, 1)."""
     if tol is not None and (isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not 0 <= tol < 1):
         msg = f"tol must be None or a number in [0, 1) (LSQR's stopping tolerance); got {tol!r}"
         raise ValueError(msg)
+    return tol
+
+
+def _lsqr_tol(tol, method):
+    """``tol`` as the ``atol``/``btol`` keywords where ``method``, the method the fit runs
+    (``_operator_fit.method_for``: LSMR for "auto" on sparse X), is iterative; none otherwise."""
     return {"atol": float(tol), "btol": float(tol)} if tol is not None and record(method).iterative else {}
 
 
