@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import array_api_compat as _aac
 
-__all__ = ["clip", "column_norms", "known_ones", "multiply_add", "nonzero_or_one", "plain_namespace", "select", "sign"]
+__all__ = ["clip", "column_norms", "column_squares", "known_ones", "multiply_add", "nonzero_or_one", "plain_namespace", "select", "sign"]
 
 
 def _scaled_norms(xp, a):
@@ -64,6 +64,16 @@ def column_norms(xp, a):
         if bool(np.all((ss >= low) & (ss <= info.max))):
             return np.sqrt(ss)
     return _scaled_norms(xp, a)
+
+
+def column_squares(xp, a):
+    """The sums of squares of the columns of ``a`` (..., p, k), as (..., k), unscaled. Quirk: NumPy's
+    ``a * a`` is a temporary of ``a``'s size (a second copy of a centered X), ``einsum`` makes none."""
+    if _aac.is_numpy_namespace(xp):
+        import numpy as np
+
+        return np.einsum("...ij,...ij->...j", a, a)
+    return xp.sum(a * a, axis=-2)
 
 
 def select(xp, pick, a, b):

@@ -63,7 +63,7 @@ def drop_centering_noise(xp, X, alpha, offset_sq, rule=None):
         return X
     m, n = X.shape[-2:]
     Xv = X if rule is None else rule.detach(xp, X)
-    colsq = xp.sum(Xv * Xv, axis=-2)  # (..., n); X is at unit scale (``_scaling``)
+    colsq = _compat.column_squares(xp, Xv)  # (..., n), no X-sized temporary; X is at unit scale (``_scaling``)
     keep = pivot_ratios(xp, xp.sqrt(colsq), colsq, offset_sq) > default_cutoff(xp, X, m, n, None)
     if alpha is not None:
         keep = keep | xp.all(alpha > 0)
