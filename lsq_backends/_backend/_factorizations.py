@@ -215,11 +215,15 @@ def qr_apply(xp, x, y):
         qty = torch.ormqr(a, tau, y, left=True, transpose=True)[..., :n, :]
         return torch.triu(a[..., :n, :]), qty
     if _aac.is_numpy_namespace(xp) and x.ndim == 2 and scipy_for(xp) is not None:
-        # numpy.linalg.qr always forms Q (orgqr); scipy's qr_multiply applies it (ormqr).
+        # numpy.linalg.qr always forms Q (orgqr); scipy's qr_multiply applies it (ormqr). Quirk: given
+        # a C-ordered x it holds two copies of it (its own and f2py's Fortran one); one Fortran copy
+        # of ours, handed over to be overwritten, is the only one (same data to LAPACK, same result).
+        import numpy
         import scipy.linalg
 
         try:
-            cq, r = scipy.linalg.qr_multiply(x, xp.linalg.matrix_transpose(y), mode="right")
+            xf = numpy.array(x, order="F", copy=True)
+            cq, r = scipy.linalg.qr_multiply(xf, xp.linalg.matrix_transpose(y), mode="right", overwrite_a=True)
             return r, xp.linalg.matrix_transpose(cq)
         except ValueError:  # it refuses NaN/Inf (reachable with check_finite=False)
             pass

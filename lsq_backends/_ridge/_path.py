@@ -31,12 +31,28 @@ def fit_path(problem, method, fit_intercept):
     if not record(method).singular_values:
         s = None  # "qr" factors the same way, but only "svd" reports singular values
     intercept = intercept_of(xp, problem, coef, fit_intercept)
-    # The residual itself (accurate for near-exact fits), every penalty in one product X @ W.
-    fitted = over_alphas(xp, X, coef)
-    resid = _compat.as_rank(xp, Y, fitted.ndim) - fitted
-    rss = xp.sum(resid * resid, axis=-2)  # (a, ..., k)
+    rss = path_rss(xp, X, Y, coef)
     if s is not None:
         s = xp.broadcast_to(s, (a, *s.shape))
     if problem.y_was_vector:
         coef, intercept, rss = coef[..., 0], intercept[..., 0], rss[..., 0]
     return unscale(xp, LstsqResult(coef, intercept, rank, rss, s), problem.scale, problem.y_was_vector)
+
+
+def path_rss(xp, X, Y, coef):
+    """rss (a, ..., k) of a path's coefficients (a, ..., n, k): the residuals themselves (accurate for near-exact
+    fits), by groups of g penalties whose (..., m, g k) array is at most X's size, freed before the next group's:
+    memory X's size however many penalties and targets, with the same products as one over all penalties (each
+    of at least n columns). Formed from the factors instead (``X W = Q U diag(s**2 f) U^T Q^T Y``) the residual of a
+    penalty went through the unpenalized solution and erred by eps cond(X) against eps cond of its own regularized
+    system (design notes)."""
+    a, n, k = coef.shape[0], X.shape[-1], Y.shape[-1]
+    group = max(n // max(k, 1), 1)
+    parts = [_group_rss(xp, X, Y, coef[i : min(i + group, a), ...]) for i in range(0, a, group)]
+    return parts[0] if len(parts) == 1 else xp.concat(parts, axis=0)
+
+
+def _group_rss(xp, X, Y, coef):
+    """rss (g, ..., k) of the coefficients (g, ..., n, k), every penalty in one product ``X @ W``."""
+    fitted = over_alphas(xp, X, coef)  # a fresh array: NumPy writes the residual into it
+    return _compat.sum_of_squares(xp, _compat.minus_fresh(xp, _compat.as_rank(xp, Y, fitted.ndim), fitted), axis=-2)

@@ -57,7 +57,7 @@ def _cut(xp, X, lam, offset_sq, gram):
     ref = xp.max(lam, axis=-1, keepdims=True)
     cut = c * c * ref
     if offset_sq is not None:
-        scale2 = xp.max(xp.sum(X * X, axis=-2) + offset_sq, axis=-1, keepdims=True)
+        scale2 = xp.max(_compat.column_squares(xp, X) + offset_sq, axis=-1, keepdims=True)
         cut = xp.maximum(cut, c * c * scale2)
     return xp.maximum(cut, gram_noise(xp, X, m, n) * ref) if gram else cut
 
