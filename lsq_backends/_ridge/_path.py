@@ -1,4 +1,12 @@
-"""Ridge paths: every penalty of a 1-D ``alpha`` from one factorization (see ``_solvers.spectral``)."""
+"""Ridge paths: every penalty of a 1-D ``alpha`` from one factorization (see ``_solvers.spectral``).
+
+``path_rss``: the residuals themselves (accurate for near-exact fits), by groups of g penalties
+whose (..., m, g k) array is at most X's size, freed before the next group's: memory X's size
+however many penalties and targets, with the same products as one over all penalties (each of
+at least n columns). Formed from the factors instead (``X W = Q U diag(s**2 f) U^T Q^T Y``, one
+m-sized residual) the rss of a penalty went through the unpenalized solution and erred by
+eps cond(X) against eps cond of its own regularized system (design notes).
+"""
 
 from __future__ import annotations
 
@@ -40,12 +48,8 @@ def fit_path(problem, method, fit_intercept):
 
 
 def path_rss(xp, X, Y, coef):
-    """rss (a, ..., k) of a path's coefficients (a, ..., n, k): the residuals themselves (accurate for near-exact
-    fits), by groups of g penalties whose (..., m, g k) array is at most X's size, freed before the next group's:
-    memory X's size however many penalties and targets, with the same products as one over all penalties (each
-    of at least n columns). Formed from the factors instead (``X W = Q U diag(s**2 f) U^T Q^T Y``) the residual of a
-    penalty went through the unpenalized solution and erred by eps cond(X) against eps cond of its own regularized
-    system (design notes)."""
+    """rss (a, ..., k) of a path's coefficients (a, ..., n, k): the residuals themselves, by groups of penalties whose
+    (..., m, g k) array is at most X's size (module docstring, ``path_rss``)."""
     a, n, k = coef.shape[0], X.shape[-1], Y.shape[-1]
     group = max(n // max(k, 1), 1)
     parts = [_group_rss(xp, X, Y, coef[i : min(i + group, a), ...]) for i in range(0, a, group)]
