@@ -75,7 +75,17 @@ from ._devices import constants, device_scope, exact_powers, eye_like, on_input_
 from ._factorizations import checked_cholesky, cholesky, eigh, one_pass_qr, qr, qr_apply, qr_implicit, qr_r, svd
 from ._products import cross, matmul
 from ._triangular import SMALL_STACK, batch_last, cho_solve, solve_triangular, triangular_inverse
-from ._vectors import clip, column_norms, column_squares, known_ones, multiply_add, nonzero_or_one, plain_namespace, select, sign
+from ._vectors import (
+    clip,
+    column_norms,
+    column_squares,
+    known_ones,
+    multiply_add,
+    nonzero_or_one,
+    plain_namespace,
+    select,
+    sign,
+)
 
 # An array of any array-API library, and the namespace of one: the standard has no common
 # static type for them, so both are Any to a type checker; docstrings give the shapes.

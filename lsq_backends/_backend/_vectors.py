@@ -38,7 +38,17 @@ from __future__ import annotations
 
 import array_api_compat as _aac
 
-__all__ = ["clip", "column_norms", "column_squares", "known_ones", "multiply_add", "nonzero_or_one", "plain_namespace", "select", "sign"]
+__all__ = [
+    "clip",
+    "column_norms",
+    "column_squares",
+    "known_ones",
+    "multiply_add",
+    "nonzero_or_one",
+    "plain_namespace",
+    "select",
+    "sign",
+]
 
 
 def _scaled_norms(xp, a):
