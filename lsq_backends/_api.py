@@ -260,7 +260,9 @@ def lstsq(
         method (normal, qr and auto certify full rank from the inverse of their triangular
         factor, and otherwise let the SVD of that factor decide). ``"lsmr"``,
         ``"lsqr"``: Fong and Saunders' LSMR, Paige and Saunders' LSQR, iterative, X used only
-        through products (X may be sparse or an operator, where ``"auto"`` means ``"lsmr"``), to
+        through products (X may be sparse or an operator, where ``"auto"`` means ``"lsmr"``; a
+        SciPy sparse X with at most 2048 columns ``"auto"`` and ``"normal"`` fit from its Gram
+        matrix instead, see the sparse page), to
         the accuracy ``atol``/``btol`` ask for (minimum-norm too; ``rank`` -1: not estimated;
         a column that centering leaves at rounding level, against its norm before, gets 0).
     rcond : float in [0, 1), optional

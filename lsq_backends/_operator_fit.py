@@ -5,6 +5,16 @@ JAX or CuPy for theirs, y's library for ``lsq_backends.operator``); y, the weigh
 penalty and the start go there and the results come back to y's library and device. X is
 never densified: centering is a rank-one correction inside the products and weights a row
 scaling of them (``_operator.centered``), so memory stays O(nnz + (m + n) k).
+
+Where the method asks for the normal equations (``Record.sparse_gram``: ``normal``, and ``auto`` up
+to ``GRAM_COLUMNS`` columns) a SciPy sparse X is fitted from its Gram matrix instead: ``X^T W X``
+by a sparse product into a dense n x n array, centered by a rank-one correction
+(``_operator.centered``), factorized and refined by ``normal``'s solve
+(``_operator_gram.MapGram``): memory O(nnz + n**2 + m k).
+
+``_scaled``: chosen on the device and mapped back exactly. ``kx`` comes from X's largest entry times
+the largest weight's root (0 for an operator: its entries are unknown). Scaled: the map
+``A 2**-kx``, ``Y 2**-ky`` (per target), ``alpha 2**-2kx``, a start ``x0 2**(kx - ky)``.
 """
 
 from __future__ import annotations
@@ -31,11 +41,13 @@ from ._solvers.linalg._operator import (
     entry_magnitude,
     finite_entries,
     has_entries,
+    has_gram,
     home_of,
     is_operator_input,
     linear_map,
     on_host,
 )
+from ._solvers.linalg._operator_gram import MapGram
 from ._solvers.linalg._shared import full_int
 
 __all__ = ["caller_of", "fit", "fit_lstsq", "fit_ridge", "method_for", "operator_route"]
@@ -76,24 +88,43 @@ def fit_ridge(X, y, alpha, **kwargs):
     return fit(X, y, alpha, ridge=True, **kwargs)
 
 
-def method_for(method, X):
+# The most columns for which "auto" fits a sparse X from its Gram matrix: a dense n x n array of
+# 32 MiB in float64, formed by a sparse product and factorized in O(n**3) (~3 GFlop, a fraction of a
+# second); past it the p x p array and its factorization outgrow what LSMR's products cost, and
+# "auto" is LSMR (``normal`` still forms it, as asked).
+GRAM_COLUMNS = 2048
+_ITERATIVE_OPTIONS = ("atol", "btol", "max_iter", "conlim", "x0", "precondition")
+
+
+def method_for(method, X, **options):
     """The method a fit of X with ``method`` runs (a checked name): ``method`` itself for dense X; for a sparse or
-    operator X the one that fits it in ``method``'s stead (:func:`_method`). What the estimators ask to know
-    whether their ``tol`` reaches the fit."""
-    return _method(method, X) if is_operator_input(X) else method
+    operator X the one that fits it in ``method``'s stead (:func:`_method`; ``options``: the iterative options
+    given, which send "auto" to LSMR). What the estimators ask to know whether their ``tol`` reaches the fit."""
+    return _method(method, X, **options) if is_operator_input(X) else method
 
 
-def _method(method, X):
-    """The method that fits a sparse or operator X in ``method``'s stead (``Record.matrix_free``:
-    ``auto`` is ``lsmr``); the direct methods are refused."""
+def _method(method, X, **options):
+    """The method that fits a sparse or operator X in ``method``'s stead: the Gram route (``Record.sparse_gram``)
+    for a SciPy sparse X, for "auto" only up to :data:`GRAM_COLUMNS` columns and without iterative options; else
+    ``Record.matrix_free`` (``auto`` is ``lsmr``). The others are refused."""
     check_method(method, None)
-    if record(method).matrix_free is None:
+    rec = record(method)
+    m, n = (int(s) for s in X.shape)
+    if rec.sparse_gram is not None and has_gram(X) and n >= 1:
+        lsmr_asked = any(options.get(name) is not None for name in _ITERATIVE_OPTIONS)
+        if rec.matrix_free is None or not (lsmr_asked or n > GRAM_COLUMNS):
+            return rec.sparse_gram
+    if rec.matrix_free is None:
+        if rec.sparse_gram is None:
+            why = f"method={method!r} factorizes X itself"
+        else:
+            why = f"method={method!r} forms X's Gram matrix from a SciPy sparse X only"
         msg = (
-            f"method={method!r} factors a dense X; X is a {describe(X)}: use method='lsmr' (the default for "
-            "sparse and operator X) or 'lsqr', or pass a dense array"
+            f"{why}; X is a {describe(X)} of shape {(m, n)}: use method='lsmr' (the default for operator X and "
+            "many columns) or 'lsqr', or pass a dense array"
         )
         raise ValueError(msg)
-    return record(method).matrix_free
+    return rec.matrix_free
 
 
 def caller_of(y, sample_weight):
@@ -130,7 +161,8 @@ def _to_caller(xp, dev, a, same):
 def fit(X, y, alpha=None, *, method, fit_intercept, sample_weight, check_finite, atol, btol, max_iter, conlim, x0,
         precondition=None, rcond=None, refine=0, per_target=False, ridge=False):  # fmt: skip
     """The fit of ``lstsq`` or (``ridge``) ``ridge`` with a sparse or operator X."""
-    method = _method(method, X)
+    given = {"atol": atol, "btol": btol, "max_iter": max_iter, "conlim": conlim, "x0": x0, "precondition": precondition}
+    method = _method(method, X, **given)
     check_options(method, atol, btol, max_iter, conlim, x0, precondition)
     if precondition is not None and not has_entries(X):
         msg = (
@@ -141,11 +173,18 @@ def fit(X, y, alpha=None, *, method, fit_intercept, sample_weight, check_finite,
     fit_intercept = check_bool(fit_intercept, "fit_intercept")
     check_finite = check_bool(check_finite, "check_finite")
     per_target = check_bool(per_target, "per_target")
-    if rcond is not None or refine:
-        msg = f"rcond and refine apply to the direct methods; method={method!r} takes atol/btol instead"
+    direct = not record(method).iterative
+    if (rcond is not None and not direct) or refine:
+        msg = (
+            f"refine applies to a dense X (its QR); X is a {describe(X)}" if direct and refine
+            else f"rcond and refine apply to the direct methods; method={method!r} takes atol/btol instead"
+        )  # fmt: skip
         raise ValueError(msg)
     if ridge and not per_target and getattr(alpha, "ndim", 0) == 1:
-        msg = f"method={method!r} fits one alpha (or one per target); a 1-D alpha path needs a direct method"
+        msg = (
+            f"a 1-D alpha path factors a dense X; X is a {describe(X)}: fit each alpha, or pass a dense array"
+            if direct else f"method={method!r} fits one alpha (or one per target); a 1-D alpha path needs a direct method"
+        )  # fmt: skip
         raise ValueError(msg)
     for name, a in (("y", y), ("sample_weight", sample_weight)):
         check_kind(a, name)
@@ -206,7 +245,7 @@ def fit(X, y, alpha=None, *, method, fit_intercept, sample_weight, check_finite,
     options = solver_options(method, atol, btol, max_iter, conlim, x0, precondition)
     if big is not None:  # in the products' library: NumPy for SciPy's, the backend's own else
         big = xp.astype(xp.asarray(big), dtype)
-    result = _solve(xp, A, Y, w, alpha, fit_intercept, (method, options), big)
+    result = _solve(xp, A, Y, w, alpha, fit_intercept, (method, options, rcond), big)
     if y_was_vector:
         result = LstsqResult(*(a if a is None or a.ndim == 0 else a[..., 0] for a in result))
     fields = [_to_caller(caller_xp, caller_dev, a, same) for a in result]
@@ -214,10 +253,10 @@ def fit(X, y, alpha=None, *, method, fit_intercept, sample_weight, check_finite,
 
 
 def _solve(xp, A, Y, w, alpha, fit_intercept, solver, big=None):
-    """The fit of the prepared problem by ``solver``, ``(method, options)``: (coef (n, k), intercept (k,), rank,
-    rss (k,), None, n_iter (k,), istop (k,) or None). ``big``: X's largest stored magnitude (None: unknown, an
-    operator), for the scale (:func:`_scaled`)."""
-    method, options = solver
+    """The fit of the prepared problem by ``solver``, ``(method, options, rcond)`` (``rcond``: the Gram route's): (coef
+    (n, k), intercept (k,), rank, rss (k,), None, n_iter (k,), istop (k,) or None). ``big``: X's largest stored
+    magnitude (None: unknown, an operator), for the scale (:func:`_scaled`)."""
+    method, options, rcond = solver
     m, n = A.shape
     k = Y.shape[-1]
     dev = _compat.device(Y)
@@ -247,12 +286,19 @@ def _solve(xp, A, Y, w, alpha, fit_intercept, solver, big=None):
         rank = full_int(xp, (), 0, Y)
         rss = xp.sum(Y * Y, axis=0)
     else:
-        As, Ys, alpha_s, options, (back, square) = _scaled(xp, Ac, Y, alpha, options, big, root)
-        if alpha_s is not None:  # (1, k) or (1, 1) against Y (m, k), as the dense route's penalty
-            alpha_s = _compat.as_rank(xp, alpha_s, 2)
-        sol = solve_by_method(xp, As, Ys, alpha_s, method, Given(options=options))
+        As, Ys, alpha_s, options, (back, square, fa) = _scaled(xp, Ac, Y, alpha, options, big, root)
+        if record(method).iterative:
+            if alpha_s is not None:  # (1, k) or (1, 1) against Y (m, k), as the dense route's penalty
+                alpha_s = _compat.as_rank(xp, alpha_s, 2)
+            sol = solve_by_method(xp, As, Ys, alpha_s, method, Given(options=options))
+            rss = _compat.sum_of_squares(xp, Ys - As.matvec(sol.coef), axis=0)
+        else:  # the Gram route (``Record.sparse_gram``): X^T X by a sparse product, centered on the n x n side
+            # what centering removed from the columns' squared norms, for the rank tests (as the dense route's)
+            offset_sq = None if x_mean is None else times(xp, (total * x_mean * x_mean)[0, :], fa)
+            sol = record(method).solve(xp, As, Ys, alpha_s, Given(rcond, offset_sq, None, MapGram(xp, As)))
+            rss = sol.rss
         rank, n_iter, istop = sol.rank, sol.n_iter, sol.istop
-        rss = times(xp, _compat.sum_of_squares(xp, Ys - As.matvec(sol.coef), axis=0), square)
+        rss = times(xp, rss, square)
         coef = times(xp, sol.coef, back)
     if fw is not None:
         rss = times(xp, rss, fw)
@@ -264,10 +310,9 @@ def _solve(xp, A, Y, w, alpha, fit_intercept, solver, big=None):
 
 
 def _scaled(xp, A, Y, alpha, options, big, root):
-    """The problem at unit scale, as ``_scaling`` puts dense X (powers of two, chosen on the device, mapped back
-    exactly). ``kx`` comes from X's largest entry times the largest weight's root (0 for an operator: its entries
-    are unknown). Scaled: the map ``A 2**-kx``, ``Y 2**-ky`` (per target), ``alpha 2**-2kx``, a start ``x0 2**(kx - ky)``.
-    Returns ``(map, Y, alpha, options, (coef factor, rss factor))``: coef = coef' 2**(ky - kx), rss = rss' 2**(2 ky)."""
+    """The problem at unit scale by powers of two, as ``_scaling`` puts dense X (module docstring, ``_scaled``).
+    Returns ``(map, Y, alpha, options, (coef factor, rss factor, X's square factor))``: coef = coef' 2**(ky - kx),
+    rss = rss' 2**(2 ky); the map's Gram matrix (``LinearMap.gram``) is X's times ``2**-2kx``."""
     ly = log2_abs(xp, xp.maximum(xp.max(Y, axis=0), -xp.min(Y, axis=0)))  # (k,): max |Y|, no |Y| temporary
     lx = xp.zeros_like(ly[:1]) if big is None else xp.reshape(log2_abs(xp, big), (1,))
     if big is not None and root is not None:
@@ -281,11 +326,14 @@ def _scaled(xp, A, Y, alpha, options, big, root):
     # per product saved); elsewhere the factors of 1 are applied.
     As = A if _compat.known_ones(xp, fx) else LinearMap(
         xp, A.shape, A.dtype, A.device,
-        (lambda V: times(xp, A.matvec(V), fx), lambda U: times(xp, A.rmatvec(U), fx)),
+        (
+            lambda V: times(xp, A.matvec(V), fx), lambda U: times(xp, A.rmatvec(U), fx),
+            None if A.gram is None else (lambda w=None: times(xp, A.gram(w), fa)),
+        ),
         norms=lambda: times(xp, A.norms(), fx), fresh=True,
     )  # fmt: skip
     if alpha is not None:
         alpha = penalty_times(xp, alpha, fa)
     if options.get("x0") is not None:
         options = {**options, "x0": times(xp, options["x0"], f0)}
-    return As, Y if _compat.known_ones(xp, fy) else times(xp, Y, fy), alpha, options, (back, square)
+    return As, Y if _compat.known_ones(xp, fy) else times(xp, Y, fy), alpha, options, (back, square, fa)

@@ -56,7 +56,7 @@ CAPABILITIES = {
         "jax_grad": False,
         "torch_autograd": False,
         "dask_lazy": False,
-        "host_reads": "as lsmr (a SciPy X: y copied to the host once, the results back)",
+        "host_reads": "as lsmr (a SciPy X: y copied to the host once, the results back; by its Gram matrix, as normal)",
         "torch_cuda_syncs": "as lsmr",
         "xla_gpu_syncs": "as lsmr",
     },

@@ -83,7 +83,7 @@ KIND_CASES = [
             lambda: lsq.lstsq(d.keep(pytest.importorskip("scipy.sparse").csr_matrix(X0)), d.y, method="qr"),
         )[1],
         ValueError,
-        r"method='qr' factors a dense X; X is a SciPy sparse csr_matrix: use method='lsmr'",
+        r"method='qr' factorizes X itself; X is a SciPy sparse csr_matrix of shape \(\d+, \d+\): use method='lsmr'",
     ),
     C(
         "X_sparse_array",

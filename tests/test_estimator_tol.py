@@ -67,15 +67,22 @@ def test_bad_tol(tol, numpy_reference):
 
 
 @pytest.mark.parametrize("make", [lambda **kw: lsq.LinearRegression(**kw), lambda **kw: lsq.Ridge(1.0, **kw)])
-def test_tol_reaches_the_sparse_default(make, numpy_reference):
-    """With the default method a sparse X is fitted by LSMR, and ``tol`` is its stopping
-    tolerance: tol 1e-13 converges to the direct fit of the dense X (within ~cond eps, cond of
-    this X ~ 10 after centering), where the default 1e-6 stops some 1e-6 short."""
+def test_tol_reaches_the_sparse_default(make, numpy_reference, monkeypatch):
+    """With the default method a sparse X of many columns is fitted by LSMR, and ``tol`` is its
+    stopping tolerance: tol 1e-13 converges to the direct fit of the dense X (within ~cond eps,
+    cond of this X ~ 10 after centering), where the default 1e-6 stops some 1e-6 short. (The
+    line is lowered to this X's 20 columns; below it "auto" takes the Gram matrix, exact, and
+    tol has nothing to stop.)"""
+    from lsq_backends import _operator_fit
+
     sp = pytest.importorskip("scipy.sparse")
     X = sp.random(300, 20, density=0.25, format="csr", random_state=0)
     y = np.random.default_rng(0).standard_normal(300)
     want = make(method="svd").fit(X.toarray(), y).coef_
+    scale = np.abs(want).max()
+    by_gram = make(tol=0.5).fit(X, y)
+    assert not hasattr(by_gram, "n_iter_") and np.abs(by_gram.coef_ - want).max() <= 1e-13 * scale
+    monkeypatch.setattr(_operator_fit, "GRAM_COLUMNS", 19)
     got = make(tol=1e-13).fit(X, y).coef_
     loose = make().fit(X, y).coef_
-    scale = np.abs(want).max()
     assert np.abs(got - want).max() <= 1e-10 * scale < np.abs(loose - want).max()

@@ -101,15 +101,24 @@ def test_scipy_formats_same_as_dense(method, fmt, numpy_reference):
     assert type(res.coef) is np.ndarray and res.coef.shape == (40, 2)
 
 
-def test_auto_is_lsmr_and_direct_methods_refuse(numpy_reference):
+def test_auto_and_normal_by_the_gram_matrix_qr_and_svd_refuse(numpy_reference, monkeypatch):
+    """``normal`` and ``auto`` fit a SciPy sparse X from its Gram matrix (no iterations, a
+    rank); ``auto`` is LSMR past ``GRAM_COLUMNS`` columns and where an iterative option is
+    given; ``qr`` and ``svd`` (they factorize X itself) refuse it by name."""
+    from lsq_backends import _operator_fit
+
     A, Y, _ = _problem(k=0)
-    auto = lsq.lstsq(A, Y)
-    assert auto.istop is not None
-    np.testing.assert_array_equal(auto.coef, lsq.lstsq(A, Y, method="lsmr").coef)
-    for method in ("normal", "qr", "svd"):
-        with pytest.raises(
-            ValueError, match=f"method='{method}' factors a dense X; X is a SciPy sparse csr_array: use"
-        ):
+    dense = lsq.lstsq(A.toarray(), Y, method="svd")
+    for method in ("auto", "normal"):
+        res = lsq.lstsq(A, Y, method=method)
+        assert res.istop is None and res.n_iter is None and int(res.rank) == 40
+        np.testing.assert_allclose(res.coef, dense.coef, rtol=0, atol=1e-13 * np.abs(dense.coef).max())
+    np.testing.assert_array_equal(lsq.lstsq(A, Y, **KW).coef, lsq.lstsq(A, Y, method="lsmr", **KW).coef)
+    monkeypatch.setattr(_operator_fit, "GRAM_COLUMNS", 39)
+    assert lsq.lstsq(A, Y).istop is not None  # 40 columns: past the line, LSMR
+    assert lsq.lstsq(A, Y, method="normal").istop is None  # as asked
+    for method in ("qr", "svd"):
+        with pytest.raises(ValueError, match=f"method='{method}' factorizes X itself; X is a SciPy sparse csr_array"):
             lsq.lstsq(A, Y, method=method)
         with pytest.raises(ValueError, match="'lsmr'"):
             lsq.ridge(A, Y, 1.0, method=method)
@@ -228,9 +237,13 @@ def test_bad_input(numpy_reference):
     with pytest.raises(ValueError, match=r"sample_weight must have shape \(300,\)"):
         lsq.lstsq(A, Y, sample_weight=sw[:-1])
     with pytest.raises(ValueError, match="alpha path needs a direct method"):
+        lsq.ridge(A, Y, np.array([0.1, 1.0]), method="lsmr")
+    with pytest.raises(ValueError, match="a 1-D alpha path factors a dense X"):
         lsq.ridge(A, Y, np.array([0.1, 1.0]))
     with pytest.raises(ValueError, match="rcond and refine apply to the direct methods"):
-        lsq.lstsq(A, Y, rcond=1e-3)
+        lsq.lstsq(A, Y, rcond=1e-3, method="lsmr")
+    with pytest.raises(ValueError, match="refine applies to a dense X"):
+        lsq.lstsq(A, Y, refine=1)
     with pytest.raises(ValueError, match="x0 must have shape"):
         lsq.lstsq(A, Y, x0=np.zeros(3))
     with pytest.raises(ValueError, match="y contains NaN"):

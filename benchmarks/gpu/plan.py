@@ -87,6 +87,7 @@ CPU_ONLY = {
     "test_refine_memory.py": "NumPy's allocations, measured with tracemalloc",
     "test_accumulators_sharing.py": "threads, pickling and copies of an accumulator: host-side locking",
     "test_sparse_estimators.py": "SciPy sparse X against scikit-learn (NumPy)",
+    "test_sparse_gram.py": "SciPy sparse X by its Gram matrix: NumPy and SciPy only",
     "test_ridge_cv_scoring.py": "scikit-learn's scorers: callables on host arrays, parity with RidgeCV",
     "test_diagnostics_models.py": "statsmodels parity on edge designs: CPU CI covers it",
     "test_estimator_tol.py": "scikit-learn's tol mapped to LSQR's: covered by test_lsqr.py on the GPU",

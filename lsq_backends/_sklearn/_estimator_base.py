@@ -85,8 +85,9 @@ except ImportError:  # absent, or older than 1.6 (no validate_data, no __sklearn
         _estimator_type = "regressor"
 
 
-# The estimator methods that fit a sparse X (by LSMR for "auto": ``Record.matrix_free``).
-SPARSE_METHODS = tuple(r.name for r in RECORDS if r.matrix_free is not None)
+# The estimator methods that fit a sparse X: from its Gram matrix (``Record.sparse_gram``: "normal", and "auto" up to
+# ``_operator_fit.GRAM_COLUMNS`` columns) or by its products (``Record.matrix_free``: LSMR for "auto" beyond).
+SPARSE_METHODS = tuple(r.name for r in RECORDS if r.matrix_free is not None or r.sparse_gram is not None)
 # SciPy sparse formats fitted as they are (others are converted to the first).
 SPARSE_FORMATS = ("csr", "csc", "coo")
 
@@ -114,10 +115,9 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
         return tags
 
     def _accepts_sparse(self):
-        """Whether ``fit`` takes a SciPy sparse X: where the fit is iterative (``method`` "auto",
-        "lsmr" or "lsqr": LSMR or LSQR on the products), or held-out folds of ``RidgeCV``
-        (``cv=k``: each fold by LSMR); not the non-negative fits, not leave-one-out or GCV
-        (they factorize X)."""
+        """Whether ``fit`` takes a SciPy sparse X: where the fit forms X's Gram matrix (``method`` "normal" or
+        "auto") or is iterative ("lsmr", "lsqr", and "auto" past the Gram route's columns), or held-out folds of
+        ``RidgeCV`` (``cv=k``: each fold by LSMR); not the non-negative fits, not leave-one-out or GCV."""
         if getattr(self, "positive", False) is True:
             return False
         if hasattr(self, "cv"):
@@ -159,7 +159,8 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
         if sparse and not self._accepts_sparse():
             msg = (
                 f"X is a SciPy sparse {type(X).__name__}: {self!r} factorizes a dense X; sparse X is fitted with "
-                "method='auto' (LSMR), 'lsmr' or 'lsqr' (RidgeCV: with cv=k folds), or pass X.toarray()"
+                "method='auto', 'normal' (X's Gram matrix), 'lsmr' or 'lsqr' (RidgeCV: with cv=k folds), or pass "
+                "X.toarray()"
             )
             raise TypeError(msg)
         for name, a in (("X", X), ("y", y), ("sample_weight", sample_weight)):

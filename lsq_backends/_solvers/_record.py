@@ -81,6 +81,8 @@ class Record(NamedTuple):
     - ``options``: the keyword options it takes beyond ``rcond`` (``atol``, ...).
     - ``matrix_free``: the method that fits a sparse or operator X in its stead (itself for the
       iterative ones), None where such an X is refused.
+    - ``sparse_gram``: the direct method that fits a sparse X from its Gram matrix, formed by a sparse product into
+      a dense n x n array (``normal`` for ``normal`` and ``auto``), None where the method factorizes X itself.
     - ``error_bound``: the first-order bound on coef's relative error it is held to (the
       self-check, ``lsq_backends.check``): ``"cond"`` eps (kappa + kappa**2 eta) (backward
       stable), ``"cond**2"`` eps kappa**2 (the normal equations), ``"either"`` the larger of
@@ -98,6 +100,7 @@ class Record(NamedTuple):
     path_route: str | None = None
     options: tuple[str, ...] = ()
     matrix_free: str | None = None
+    sparse_gram: str | None = None
     error_bound: str = "cond"
     capabilities: Mapping[str, Any] = {}
     notes: Mapping[str, str] = {}

@@ -22,6 +22,7 @@ from __future__ import annotations
 from .._backend import _compat
 from ._record import DIRECT_FEATURES, NOTHING, SVD_SYNC, Record
 from .linalg import gram, pinv
+from .linalg._operator import LinearMap
 from .linalg._shared import all_true
 
 
@@ -29,12 +30,14 @@ def solve(xp, X, Y, alpha, given=NOTHING, *, factor=False):
     """Normal-equation solution, refined once (tall X), falling back to the SVD path (JAX: the
     Gram matrix's eigendecomposition) on a singular Gram matrix: a ``Solution`` with rss.
     ``given.check(A)`` validates the Gram matrix before it is factorized; ``given.data``, a ``TallGram`` of tall X
-    (uncentered X and Y with their shifts, for a fit with an intercept); ``factor``: see ``gram.Factored.solve_or``."""
+    (uncentered X and Y with their shifts, for a fit with an intercept), or the ``_operator_gram.MapGram`` of a sparse
+    X (a ``LinearMap``: the eigendecomposition is then the fallback); ``factor``: see ``gram.Factored.solve_or``."""
     rcond, offset_sq, check, data, _ = given
     fac = gram.Factored(xp, X, Y, alpha, check, data)
     offset_sq = gram.centered_offsets(fac, offset_sq)
     ok = gram.full_rank_test(xp, fac, X, rcond, offset_sq)
-    fallback = None if _compat.traits(xp).branches_share_memory else pinv.minimum_norm
+    # X known by its products and Gram matrix (a sparse X) has no QR: the Gram's eigendecomposition
+    fallback = None if _compat.traits(xp).branches_share_memory or isinstance(X, LinearMap) else pinv.minimum_norm
     return fac.solve_or(xp, X, Y, all_true(xp, ok), fallback, rcond, offset_sq, factor)
 
 
@@ -43,6 +46,7 @@ RECORD = Record(
     solve,
     forms_gram=True,
     path_route="gram",
+    sparse_gram="normal",
     error_bound="cond**2",
     capabilities={
         **DIRECT_FEATURES,

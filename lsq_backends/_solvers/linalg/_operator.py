@@ -44,6 +44,7 @@ __all__ = [
     "entry_magnitude",
     "finite_entries",
     "has_entries",
+    "has_gram",
     "home_of",
     "is_operator_input",
     "linear_map",
@@ -53,7 +54,8 @@ __all__ = [
 
 
 class LinearMap:
-    """X (..., m, n) known only through block products, ``products = (matvec, rmatvec)``: ``matvec(V)`` = X @ V
+    """X (..., m, n) known only through block products, ``products = (matvec, rmatvec)`` or ``(matvec, rmatvec,
+    gram)``: ``matvec(V)`` = X @ V
     for V (..., n, k) and ``rmatvec(U)`` = X^T @ U for U (..., m, k), both arrays of the solving namespace ``xp``
     on ``device``. ``shape``, ``dtype`` and ``device`` stand in for an array's.
 
@@ -62,7 +64,9 @@ class LinearMap:
     in each column, so that no square overflows or underflows), the column sums of squares of
     a row-weighted X; None for an operator. ``norms()`` returns X's column norms (1, n) (None where unknown).
     ``fresh``: the products return new arrays, which the caller may write into (a sparse
-    matrix's; not a user's callables, whose results may be held elsewhere)."""
+    matrix's; not a user's callables, whose results may be held elsewhere). ``gram()``, where X's entries are known
+    (a SciPy sparse matrix), returns ``X^T X`` as a dense (n, n) array, formed by a sparse product (None: unknown);
+    ``gram(w)`` the weighted ``X^T diag(w) X`` (w (m, 1))."""
 
     ndim = 2
 
@@ -71,7 +75,8 @@ class LinearMap:
         self.shape = tuple(shape)
         self.dtype = dtype
         self.device = device
-        self._matvec, self._rmatvec = products
+        self._matvec, self._rmatvec = products[:2]
+        self.gram = products[2] if len(products) > 2 else None
         self.squares = squares
         self._norms = norms
         self.fresh = fresh
@@ -168,6 +173,12 @@ def is_operator_input(X):
 def has_entries(X):
     """True for a sparse matrix (its entries give its column norms), False for an operator."""
     return not (isinstance(X, Operator) or _scipy_operator(X))
+
+
+def has_gram(X):
+    """True where :func:`linear_map` gives X a Gram product (``LinearMap.gram``): SciPy's sparse matrices (the
+    sparse kinds of PyTorch, JAX and CuPy are fitted by their products only)."""
+    return _scipy_sparse(X)
 
 
 def describe(X):
@@ -311,7 +322,17 @@ def linear_map(X, xp, dtype, device):
         S, c = _squared(X)  # built when asked (preconditioning): nnz more entries
         return S.T @ U, c
 
-    return LinearMap(xp, (m, n), dtype, device, (lambda V: X @ V, lambda U: Xt @ U), squares, fresh=True)
+    gram = None
+    if _scipy_sparse(X):
+
+        def gram(w=None):
+            import scipy.sparse
+
+            Xw = X if w is None else scipy.sparse.diags_array(w[:, 0]) @ X  # rows weighted: O(nnz)
+            return (Xt @ Xw).toarray()  # sparse times sparse: O(nnz + n**2) memory, never O(m n)
+
+    products = (lambda V: X @ V, lambda U: Xt @ U, gram)
+    return LinearMap(xp, (m, n), dtype, device, products, squares, fresh=True)
 
 
 def _squared(X):
@@ -416,4 +437,16 @@ def centered(xp, A, root, x_mean):
     def norms():
         return column_norms_of(xp, A, root, x_mean)
 
-    return LinearMap(xp, A.shape, A.dtype, A.device, (matvec, rmatvec), norms=norms, fresh=A.fresh)
+    gram = None
+    if A.gram is not None:
+
+        def gram(w=None):
+            # (X - 1 mu)^T W (X - 1 mu) = X^T W X - (sum w) mu^T mu, mu the weighted means: a rank-one correction
+            weights = None if root is None else root * root
+            G = A.gram(weights)
+            if x_mean is None:
+                return G
+            total = xp.sum(weights) if root is not None else A.shape[0]
+            return G - total * (xp.linalg.matrix_transpose(x_mean) * x_mean)
+
+    return LinearMap(xp, A.shape, A.dtype, A.device, (matvec, rmatvec, gram), norms=norms, fresh=A.fresh)

@@ -73,7 +73,7 @@ class Factored:
 
     def __init__(self, xp, X, Y, alpha, check=None, data=None):
         self.m, self.n = X.shape[-2:]
-        self.wide = self.m < self.n
+        self.wide = self.m < self.n and data is None  # ``data`` gives the n x n products whatever X's shape
         self.alpha = alpha
         self.data = None
         if self.wide:

@@ -1,0 +1,134 @@
+"""A SciPy sparse X where the normal equations are asked for (``normal``, and ``auto`` up to
+``_operator_fit.GRAM_COLUMNS`` columns): ``X^T W X`` by a sparse product into a dense n x n array,
+the intercept a rank-one correction, then ``normal``'s Cholesky, certificate, refinement and
+eigendecomposition fallback. Against the dense fit of the same data by the SVD, within the
+normal equations' bound eps cond**2 (cond of the centered, weighted X); rank-deficient and wide X
+get the minimum-norm solution; memory O(nnz + n**2 + m k), never O(m n); inputs unchanged."""
+
+from __future__ import annotations
+
+import gc
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import lsq_backends as lsq
+
+sp = pytest.importorskip("scipy.sparse")
+pytestmark = pytest.mark.usefixtures("numpy_reference")
+EPS = np.finfo(np.float64).eps
+
+
+def _problem(m=300, n=25, k=2, seed=0, grade=0.0, fmt="csr"):
+    """Sparse X of full column rank, its columns graded over ``grade`` decades (cond ~ 10**grade)."""
+    rng = np.random.default_rng(seed)
+    A = sp.random(m, n, density=0.15, random_state=seed) + sp.eye(m, n)
+    A = sp.csr_array(A @ sp.diags_array(np.logspace(0, -grade, n))).asformat(fmt)
+    Y = rng.standard_normal((m, k)) + 3.0
+    return A, Y, rng.uniform(0.5, 2.0, m)
+
+
+def _cond(A, sw, fit_intercept):
+    X = A.toarray()
+    w = np.ones(X.shape[0]) if sw is None else sw
+    if fit_intercept:
+        X = X - np.average(X, axis=0, weights=w)
+    s = np.linalg.svd(np.sqrt(w)[:, None] * X, compute_uv=False)
+    return s[0] / s[-1]
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc", "coo"])
+@pytest.mark.parametrize("method", ["auto", "normal"])
+@pytest.mark.parametrize("grade", [0.0, 3.0])
+def test_same_as_dense(method, grade, fmt):
+    A, Y, sw = _problem(grade=grade, fmt=fmt)
+    for fit_intercept in (False, True):
+        for weights in (None, sw):
+            kappa = _cond(A, weights, fit_intercept)
+            kw = dict(method=method, fit_intercept=fit_intercept, sample_weight=weights)
+            fits = [
+                (lsq.lstsq(A, Y, **kw), lsq.lstsq(A.toarray(), Y, **{**kw, "method": "svd"})),
+                (lsq.ridge(A, Y, 0.3, **kw), lsq.ridge(A.toarray(), Y, 0.3, **{**kw, "method": "svd"})),
+                (
+                    lsq.ridge(A, Y, np.array([0.1, 10.0]), per_target=True, **kw),
+                    lsq.ridge(A.toarray(), Y, np.array([0.1, 10.0]), per_target=True, **{**kw, "method": "svd"}),
+                ),
+            ]
+            for got, want in fits:
+                bound = 50 * EPS * kappa**2
+                assert got.n_iter is None and got.istop is None
+                assert np.abs(got.coef - want.coef).max() <= bound * np.abs(want.coef).max()
+                assert np.abs(got.intercept - want.intercept).max() <= bound * (np.abs(Y).max() + 1)
+                np.testing.assert_allclose(got.rss, want.rss, rtol=bound)
+                np.testing.assert_array_equal(got.rank, want.rank)
+
+
+@pytest.mark.parametrize("method", ["auto", "normal"])
+def test_rank_deficient_and_wide_are_minimum_norm(method):
+    """Duplicated and zero columns (the Cholesky factor certifies no full rank: the Gram matrix's
+    eigendecomposition decides), and a wide X (n x n Gram matrix, singular): NumPy's minimum-norm
+    solution and rank, within eps cond**2 of the kept part (cond ~ 10 here)."""
+    rng = np.random.default_rng(1)
+    B = sp.random(200, 8, density=0.3, random_state=1).toarray() + np.eye(200, 8)
+    cases = [np.hstack([B, B[:, :2], np.zeros((200, 1))]), sp.random(20, 50, density=0.3, random_state=2).toarray()]
+    for X in cases:
+        y = rng.standard_normal(X.shape[0])
+        for fit_intercept in (False, True):
+            got = lsq.lstsq(sp.csr_array(X), y, method=method, fit_intercept=fit_intercept)
+            want = lsq.lstsq(X, y, method="svd", fit_intercept=fit_intercept)
+            assert int(got.rank) == int(want.rank)
+            np.testing.assert_allclose(got.coef, want.coef, rtol=0, atol=1e-12 * np.abs(want.coef).max())
+            np.testing.assert_allclose(got.intercept, want.intercept, rtol=0, atol=1e-12)
+            ridge = lsq.ridge(sp.csr_array(X), y, 0.5, method=method, fit_intercept=fit_intercept)
+            ref = lsq.ridge(X, y, 0.5, method="svd", fit_intercept=fit_intercept)
+            np.testing.assert_allclose(ridge.coef, ref.coef, rtol=0, atol=1e-12 * np.abs(ref.coef).max())
+            assert int(ridge.rank) == X.shape[1]
+
+
+def test_rcond_is_honoured():
+    """rcond cuts the Gram route's directions as the dense methods' (a cutoff on singular values)."""
+    A, Y, _ = _problem(grade=3.0, k=1)
+    got = lsq.lstsq(A, Y[:, 0], method="normal", rcond=1e-2)
+    want = lsq.lstsq(A.toarray(), Y[:, 0], method="svd", rcond=1e-2)
+    assert int(got.rank) == int(want.rank) < 25
+    np.testing.assert_allclose(got.coef, want.coef, rtol=0, atol=1e-10 * np.abs(want.coef).max())
+
+
+def test_memory_is_nnz_and_n_squared():
+    """200000 x 60 with 2 non-zeros a row: the fit's peak is a few times nnz + n**2 + m k, never m n
+    (a dense X would be 96 MB alone); the inputs are left as they were."""
+    rng = np.random.default_rng(3)
+    m, n, k = 200000, 60, 2
+    rows = np.repeat(np.arange(m), 2)
+    cols = rng.integers(0, n, 2 * m)
+    A = sp.csr_array((rng.standard_normal(2 * m), (rows, cols)), shape=(m, n))
+    Y = rng.standard_normal((m, k))
+    sw = rng.uniform(0.5, 2.0, m)
+    kept = A.data.copy(), A.indices.copy(), A.indptr.copy(), Y.copy(), sw.copy()
+    lsq.lstsq(A, Y, fit_intercept=True, sample_weight=sw)
+    gc.collect()
+    tracemalloc.start()
+    res = lsq.lstsq(A, Y, fit_intercept=True, sample_weight=sw)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    nnz_bytes = A.data.nbytes + A.indices.nbytes + A.indptr.nbytes
+    budget = 4 * nnz_bytes + 4 * 8 * n * n + 4 * 8 * m * (k + 1)  # X's copies (weighted, transposed), vectors
+    assert peak <= budget and peak < 0.3 * 8 * m * n, (peak, budget)
+    assert res.n_iter is None
+    for before, after in zip(kept, (A.data, A.indices, A.indptr, Y, sw), strict=True):
+        np.testing.assert_array_equal(before, after)
+
+
+def test_estimators():
+    """LinearRegression and Ridge take a sparse X by the Gram route by default and with
+    ``method="normal"``: the dense fit's coefficients, no ``n_iter_``; ``tol`` has nothing to stop."""
+    A, Y, sw = _problem(k=1)
+    y = Y[:, 0]
+    for make in (lambda **kw: lsq.LinearRegression(**kw), lambda **kw: lsq.Ridge(2.0, **kw)):
+        want = make(method="svd").fit(A.toarray(), y, sample_weight=sw)
+        for method in ("auto", "normal"):
+            got = make(method=method, tol=1e-2).fit(A, y, sample_weight=sw)
+            assert not hasattr(got, "n_iter_")
+            np.testing.assert_allclose(got.coef_, want.coef_, rtol=0, atol=1e-12 * np.abs(want.coef_).max())
+            np.testing.assert_allclose(got.intercept_, want.intercept_, rtol=1e-12)
