@@ -31,7 +31,7 @@ from ._problem._input import as_array, check_bool, check_dtype, check_finite_val
 from ._problem._kinds import check_kind
 from ._problem._scaling import exponent, log2_abs, penalty_times, powers, times
 from ._result import LstsqResult
-from ._solvers import Given, check_options, record
+from ._solvers import Given, Solution, check_options, record
 from ._solvers import solve as solve_by_method
 from ._solvers.linalg._operator import (
     LinearMap,
@@ -49,8 +49,9 @@ from ._solvers.linalg._operator import (
 )
 from ._solvers.linalg._operator_gram import MapGram
 from ._solvers.linalg._shared import full_int
+from ._solvers.nnls import solve as nnls_solve
 
-__all__ = ["caller_of", "fit", "fit_lstsq", "fit_ridge", "method_for", "operator_route"]
+__all__ = ["caller_of", "fit", "fit_lstsq", "fit_nnls", "fit_ridge", "method_for", "operator_route"]
 
 
 def operator_route(target):
@@ -76,6 +77,16 @@ def operator_route(target):
         return entry
 
     return decorate
+
+
+def fit_nnls(X, y, alpha, *, fit_intercept, sample_weight, check_finite, per_target):
+    """Non-negative (ridge) least squares of a SciPy sparse X from its Gram matrix (``_solvers.nnls``, default
+    iterations and tolerance): ``(coef, intercept, rss, n_iter, converged)``, the fields of ``nnls``'s result."""
+    r = fit(
+        X, y, alpha, method="normal", fit_intercept=fit_intercept, sample_weight=sample_weight, check_finite=check_finite,
+        atol=None, btol=None, max_iter=None, conlim=None, x0=None, per_target=per_target, ridge=True, positive=True,
+    )  # fmt: skip
+    return r.coef, r.intercept, r.rss, r.n_iter, r.istop
 
 
 def fit_lstsq(X, y, **kwargs):
@@ -159,10 +170,14 @@ def _to_caller(xp, dev, a, same):
 
 
 def fit(X, y, alpha=None, *, method, fit_intercept, sample_weight, check_finite, atol, btol, max_iter, conlim, x0,
-        precondition=None, rcond=None, refine=0, per_target=False, ridge=False):  # fmt: skip
-    """The fit of ``lstsq`` or (``ridge``) ``ridge`` with a sparse or operator X."""
+        precondition=None, rcond=None, refine=0, per_target=False, ridge=False, positive=False):  # fmt: skip
+    """The fit of ``lstsq`` or (``ridge``) ``ridge`` with a sparse or operator X; ``positive``: non-negative
+    coefficients (:func:`fit_nnls`), its ``converged`` in the result's ``istop``."""
     given = {"atol": atol, "btol": btol, "max_iter": max_iter, "conlim": conlim, "x0": x0, "precondition": precondition}
-    method = _method(method, X, **given)
+    if positive and not has_gram(X):
+        msg = f"positive=True forms X's Gram matrix from a SciPy sparse X only; X is a {describe(X)}"
+        raise TypeError(msg)
+    method = "normal" if positive else _method(method, X, **given)
     check_options(method, atol, btol, max_iter, conlim, x0, precondition)
     if precondition is not None and not has_entries(X):
         msg = (
@@ -245,7 +260,7 @@ def fit(X, y, alpha=None, *, method, fit_intercept, sample_weight, check_finite,
     options = solver_options(method, atol, btol, max_iter, conlim, x0, precondition)
     if big is not None:  # in the products' library: NumPy for SciPy's, the backend's own else
         big = xp.astype(xp.asarray(big), dtype)
-    result = _solve(xp, A, Y, w, alpha, fit_intercept, (method, options, rcond), big)
+    result = _solve(xp, A, Y, w, alpha, fit_intercept, (method, options, rcond, positive), big)
     if y_was_vector:
         result = LstsqResult(*(a if a is None or a.ndim == 0 else a[..., 0] for a in result))
     fields = [_to_caller(caller_xp, caller_dev, a, same) for a in result]
@@ -253,10 +268,10 @@ def fit(X, y, alpha=None, *, method, fit_intercept, sample_weight, check_finite,
 
 
 def _solve(xp, A, Y, w, alpha, fit_intercept, solver, big=None):
-    """The fit of the prepared problem by ``solver``, ``(method, options, rcond)`` (``rcond``: the Gram route's): (coef
-    (n, k), intercept (k,), rank, rss (k,), None, n_iter (k,), istop (k,) or None). ``big``: X's largest stored
-    magnitude (None: unknown, an operator), for the scale (:func:`_scaled`)."""
-    method, options, rcond = solver
+    """The fit of the prepared problem by ``solver``, ``(method, options, rcond, positive)`` (``rcond``: the Gram
+    route's; ``positive``: ``_solvers.nnls``, its ``converged`` as istop): (coef (n, k), intercept (k,), rank, rss (k,),
+    None, n_iter (k,), istop (k,) or None). ``big``: X's largest stored magnitude (None: an operator), :func:`_scaled`."""
+    method, options, rcond, positive = solver
     m, n = A.shape
     k = Y.shape[-1]
     dev = _compat.device(Y)
@@ -282,12 +297,15 @@ def _solve(xp, A, Y, w, alpha, fit_intercept, solver, big=None):
     if min(m, n) == 0 or k == 0:
         coef = xp.zeros((n, k), dtype=Y.dtype, device=dev)
         n_iter = full_int(xp, (k,), 0, Y)
-        istop = n_iter if record(method).stops else None
+        istop = n_iter == 0 if positive else (n_iter if record(method).stops else None)
         rank = full_int(xp, (), 0, Y)
         rss = xp.sum(Y * Y, axis=0)
     else:
         As, Ys, alpha_s, options, (back, square, fa) = _scaled(xp, Ac, Y, alpha, options, big, root)
-        if record(method).iterative:
+        if positive:  # the active-set method on the map's Gram matrix, refined with its products
+            coef_s, n_iter, istop = nnls_solve(xp, As, Ys, alpha_s)
+            sol = Solution(coef_s, None, n_iter=n_iter, rss=_compat.sum_of_squares(xp, Ys - As.matvec(coef_s), axis=0))
+        elif record(method).iterative:
             if alpha_s is not None:  # (1, k) or (1, 1) against Y (m, k), as the dense route's penalty
                 alpha_s = _compat.as_rank(xp, alpha_s, 2)
             sol = solve_by_method(xp, As, Ys, alpha_s, method, Given(options=options))
@@ -297,8 +315,8 @@ def _solve(xp, A, Y, w, alpha, fit_intercept, solver, big=None):
             offset_sq = None if x_mean is None else times(xp, (total * x_mean * x_mean)[0, :], fa)
             sol = record(method).solve(xp, As, Ys, alpha_s, Given(rcond, offset_sq, None, MapGram(xp, As)))
             rss = sol.rss
-        rank, n_iter, istop = sol.rank, sol.n_iter, sol.istop
-        rss = times(xp, rss, square)
+        rank, n_iter, istop = sol.rank, sol.n_iter, istop if positive else sol.istop
+        rss = times(xp, sol.rss if positive else rss, square)
         coef = times(xp, sol.coef, back)
     if fw is not None:
         rss = times(xp, rss, fw)

@@ -13,14 +13,15 @@ import warnings
 
 from ._api import lstsq, ridge
 from ._backend import _compat
-from ._nnls import nnls
-from ._operator_fit import method_for
+from ._nnls import NNLSResult, nnls
+from ._operator_fit import fit_nnls, method_for
 from ._problem._alpha import check_alpha_type
 from ._problem._input import check_bool, check_method
 from ._ridge._cv import ridge_cv
 from ._ridge._scoring import sklearn_callable
 from ._sklearn._estimator_base import LinearModelBase
 from ._solvers import DEFAULT, record
+from ._solvers.linalg._operator import is_operator_input
 
 __all__ = ["LinearRegression", "Ridge", "RidgeCV"]
 
@@ -46,7 +47,8 @@ class LinearRegression(LinearModelBase):
         Refuse NaN and infinity in ``X``, ``y`` and ``sample_weight`` (eager arrays only).
     positive : bool, default False
         Constrain the coefficients to be non-negative (the intercept stays free): solved by
-        :func:`lsq_backends.nnls`; ``method`` must then be ``"auto"`` and ``rcond`` None.
+        :func:`lsq_backends.nnls` (a SciPy sparse X by its active-set method on X's Gram matrix);
+        ``method`` must then be ``"auto"`` and ``rcond`` None.
 
     Attributes
     ----------
@@ -127,7 +129,8 @@ class Ridge(LinearModelBase):
         Refuse NaN and infinity in the inputs (eager arrays only).
     positive : bool, default False
         Constrain the coefficients to be non-negative (the intercept stays free): solved by
-        :func:`lsq_backends.nnls` with the penalty; ``method`` must then be ``"auto"``.
+        :func:`lsq_backends.nnls` with the penalty (a SciPy sparse X by its active-set method on
+        X's Gram matrix); ``method`` must then be ``"auto"``.
 
     Attributes
     ----------
@@ -225,10 +228,16 @@ def _check_positive(positive, method, rcond=None):
 def _positive_fit(est, X, y, sample_weight, alpha, check_finite, single_target_1d=False):
     """The fitted attributes of a non-negative fit (:func:`nnls`); warns where a target ran
     out of iterations (eager arrays: one host read)."""
-    r = nnls(
-        X, y, alpha=alpha, fit_intercept=bool(est.fit_intercept), sample_weight=sample_weight,
-        check_finite=check_finite,
-    )  # fmt: skip
+    if is_operator_input(X):  # a SciPy sparse X: the active-set method on its Gram matrix
+        per_target = getattr(alpha, "ndim", 0) == 1
+        fit = fit_nnls(X, y, alpha, fit_intercept=bool(est.fit_intercept), sample_weight=sample_weight,
+                       check_finite=check_finite, per_target=per_target)  # fmt: skip
+        r = NNLSResult(*fit)
+    else:
+        r = nnls(
+            X, y, alpha=alpha, fit_intercept=bool(est.fit_intercept), sample_weight=sample_weight,
+            check_finite=check_finite,
+        )  # fmt: skip
     if not _compat.is_lazy(r.converged):
         xp = _compat.array_namespace(r.coef)
         if not bool(xp.all(r.converged)):

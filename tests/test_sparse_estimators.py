@@ -80,8 +80,11 @@ def test_ridge_cv_in_ys_library():
 
 def test_tags_and_refusals():
     A, y, _ = _data(seed=4)
-    sparse_ok = [lsq.LinearRegression(), lsq.Ridge(method="normal"), lsq.Ridge(method="lsqr"), lsq.RidgeCV(cv=3)]
-    dense_only = [lsq.LinearRegression(method="qr"), lsq.Ridge(positive=True), lsq.RidgeCV(), lsq.RidgeCV(cv="gcv")]
+    sparse_ok = [
+        lsq.LinearRegression(), lsq.Ridge(method="normal"), lsq.Ridge(method="lsqr"), lsq.RidgeCV(cv=3),
+        lsq.Ridge(positive=True),
+    ]  # fmt: skip
+    dense_only = [lsq.LinearRegression(method="qr"), lsq.RidgeCV(), lsq.RidgeCV(cv="gcv")]
     assert all(e.__sklearn_tags__().input_tags.sparse for e in sparse_ok)
     for est in dense_only:
         assert not est.__sklearn_tags__().input_tags.sparse

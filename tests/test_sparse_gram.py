@@ -132,3 +132,20 @@ def test_estimators():
             assert not hasattr(got, "n_iter_")
             np.testing.assert_allclose(got.coef_, want.coef_, rtol=0, atol=1e-12 * np.abs(want.coef_).max())
             np.testing.assert_allclose(got.intercept_, want.intercept_, rtol=1e-12)
+
+
+@pytest.mark.parametrize("make", [lambda: lsq.LinearRegression(positive=True), lambda: lsq.Ridge(3.0, positive=True)])
+def test_positive_estimators(make):
+    """``positive=True`` on a sparse X: the active-set method on its Gram matrix (the intercept a
+    rank-one correction), refined with X's products: the dense fit's coefficients, iterations and
+    intercept, for one and two targets, with and without weights; memory as the Gram route's."""
+    A, Y, sw = _problem(k=2, seed=4)
+    Y = Y + A @ np.linspace(-1.0, 1.0, A.shape[1])[:, None]  # some coefficients want to be negative
+    for y in (Y[:, 0], Y):
+        for weights in (None, sw):
+            got = make().fit(A, y, sample_weight=weights)
+            want = make().fit(A.toarray(), y, sample_weight=weights)
+            assert np.all(got.coef_ >= 0) and np.any(got.coef_ == 0)
+            np.testing.assert_allclose(got.coef_, want.coef_, rtol=0, atol=1e-12 * np.abs(want.coef_).max())
+            np.testing.assert_allclose(got.intercept_, want.intercept_, rtol=1e-12, atol=1e-12)
+            np.testing.assert_array_equal(got.n_iter_, want.n_iter_)

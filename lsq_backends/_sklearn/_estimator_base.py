@@ -116,10 +116,10 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
 
     def _accepts_sparse(self):
         """Whether ``fit`` takes a SciPy sparse X: where the fit forms X's Gram matrix (``method`` "normal" or
-        "auto") or is iterative ("lsmr", "lsqr", and "auto" past the Gram route's columns), or held-out folds of
-        ``RidgeCV`` (``cv=k``: each fold by LSMR); not the non-negative fits, not leave-one-out or GCV."""
+        "auto", and the non-negative fits) or is iterative ("lsmr", "lsqr", and "auto" past the Gram route's
+        columns), or held-out folds of ``RidgeCV`` (``cv=k``: each fold by LSMR); not leave-one-out or GCV."""
         if getattr(self, "positive", False) is True:
-            return False
+            return getattr(self, "method", "auto") == "auto"  # the active-set method on X's Gram matrix
         if hasattr(self, "cv"):
             return self.cv is not None and not (isinstance(self.cv, str) and self.cv == "gcv")
         return getattr(self, "method", "auto") in SPARSE_METHODS

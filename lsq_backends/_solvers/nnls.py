@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 
 from .._backend import _compat
 from .._backend._compat import matmul, mT
+from .linalg._operator import LinearMap
 
 
 def default_max_iter(n):
@@ -64,7 +65,8 @@ def _masked_solve(xp, A, alpha, b, passive):
 
 
 def solve(xp, X, Y, alpha, *, max_iter=None, tol=None):
-    """Non-negative solution of X W = Y (penalized by ``alpha``, shape (1,) or (k,), for ridge).
+    """Non-negative solution of X W = Y (penalized by ``alpha``, shape (1,) or (k,), for ridge). X: an array, or a
+    ``_operator.LinearMap`` with a Gram product (a sparse X: its ``gram()`` and products, never X densely).
 
     Returns ``(coef (..., n, k), n_iter (..., k), converged (..., k))``; ``converged`` is False
     for a column that ran out of ``max_iter`` iterations (its coefficients are then feasible,
@@ -73,9 +75,19 @@ def solve(xp, X, Y, alpha, *, max_iter=None, tol=None):
     m, n = X.shape[-2:]
     max_iter = default_max_iter(n) if max_iter is None else max_iter
     tol = default_tol(xp, X.dtype, m, n) if tol is None else tol
-    Xt = mT(xp, X)
-    A = matmul(xp, Xt, X)  # (..., n, n)
-    b = mT(xp, matmul(xp, Xt, Y))  # (..., k, n)
+    if isinstance(X, LinearMap):  # X known by its products and its Gram matrix (a sparse X)
+        A, times, times_t = X.gram(), X.matvec, X.rmatvec
+    else:
+        Xt = mT(xp, X)
+        A = matmul(xp, Xt, X)  # (..., n, n)
+
+        def times(V):
+            return matmul(xp, X, V)
+
+        def times_t(U):
+            return matmul(xp, Xt, U)
+
+    b = mT(xp, times_t(Y))  # (..., k, n)
     alpha = xp.zeros((1,), dtype=X.dtype, device=_compat.device(X)) if alpha is None else alpha
     # The optimality test, scale-free: w_j <= tol ||x_j|| ||y|| (x_j a column of X).
     col = xp.sqrt(xp.linalg.diagonal(A)[..., None, :] + _compat.as_rank(xp, alpha[:, None], A.ndim))  # (..., k or 1, n)
@@ -125,8 +137,8 @@ def solve(xp, X, Y, alpha, *, max_iter=None, tol=None):
     w = b - matmul(xp, x, A) - alpha_col * x
     converged = state.done | (~state.inner & ~xp.any(~passive & (w > thresh), axis=-1))
     # One step of refinement on P, the residual taken from X (its rounding ~ eps ||X|| ||r||).
-    r = Y - matmul(xp, X, mT(xp, x))  # (..., m, k)
-    g = mT(xp, matmul(xp, Xt, r)) - alpha_col * x
+    r = Y - times(mT(xp, x))  # (..., m, k)
+    g = mT(xp, times_t(r)) - alpha_col * x
     d = _masked_solve(xp, A, alpha, g, passive)
     refined = x + d
     x = xp.where(passive & (refined > 0), refined, x)
