@@ -86,13 +86,13 @@ KIND_CASES = [
         r"method='qr' factorizes X itself; X is a SciPy sparse csr_matrix of shape \(\d+, \d+\): use method='lsmr'",
     ),
     C(
-        "X_sparse_array",
+        "X_sparse_svd_mode",
         lambda d: (
             d.only("numpy"),
-            lambda: lsq.ridge_cv(d.keep(pytest.importorskip("scipy.sparse").csr_array(X0)), d.y, 1.0),
+            lambda: lsq.ridge_cv(d.keep(pytest.importorskip("scipy.sparse").csr_array(X0)), d.y, 1.0, mode="svd"),
         )[1],
-        TypeError,
-        "X is a SciPy sparse csr_array",
+        ValueError,
+        "target_batch and mode apply to dense X",
     ),
     C(
         "X_meta_tensor",

@@ -82,9 +82,9 @@ def test_tags_and_refusals():
     A, y, _ = _data(seed=4)
     sparse_ok = [
         lsq.LinearRegression(), lsq.Ridge(method="normal"), lsq.Ridge(method="lsqr"), lsq.RidgeCV(cv=3),
-        lsq.Ridge(positive=True),
+        lsq.Ridge(positive=True), lsq.RidgeCV(), lsq.RidgeCV(cv="gcv"),
     ]  # fmt: skip
-    dense_only = [lsq.LinearRegression(method="qr"), lsq.RidgeCV(), lsq.RidgeCV(cv="gcv")]
+    dense_only = [lsq.LinearRegression(method="qr"), lsq.RidgeCV(gcv_mode="svd"), lsq.RidgeCV(cv="gcv", gcv_mode="svd")]
     assert all(e.__sklearn_tags__().input_tags.sparse for e in sparse_ok)
     for est in dense_only:
         assert not est.__sklearn_tags__().input_tags.sparse
@@ -92,8 +92,8 @@ def test_tags_and_refusals():
             TypeError, match="X is a SciPy sparse csr_array: .* factorizes a dense X; sparse X is fitted"
         ):
             est.fit(A, y)
-    with pytest.raises(TypeError, match="a SciPy sparse X is cross-validated with cv=k"):
-        lsq.ridge_cv(A, y, ALPHAS)
+    with pytest.raises(ValueError, match="target_batch and mode apply to dense X"):
+        lsq.ridge_cv(A, y, ALPHAS, mode="svd")
     with pytest.raises(ValueError, match="target_batch and mode apply to dense X"):
         lsq.ridge_cv(A, y, ALPHAS, cv=3, mode="svd")
     with pytest.raises(ValueError, match="alphas must be a non-empty 1-D array of positive"):

@@ -149,3 +149,59 @@ def test_positive_estimators(make):
             np.testing.assert_allclose(got.coef_, want.coef_, rtol=0, atol=1e-12 * np.abs(want.coef_).max())
             np.testing.assert_allclose(got.intercept_, want.intercept_, rtol=1e-12, atol=1e-12)
             np.testing.assert_array_equal(got.n_iter_, want.n_iter_)
+
+
+ALPHAS = np.logspace(-3, 3, 9)
+
+
+@pytest.mark.parametrize("cv", [None, "gcv"])
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_ridge_cv_leave_one_out_and_gcv(cv, fit_intercept):
+    """Leave-one-out and GCV of a sparse X from the eigendecomposition of its Gram matrix: the
+    dense route's errors, scores, choice and refit (``mode="svd"``, the exact reference) within
+    eps times the regularized Gram matrix's condition number at the smallest penalty, with and
+    without weights, one or several targets, one penalty or one per target, and a scoring."""
+    A, Y, sw = _problem(m=150, n=12, seed=6)
+    lam = np.linalg.eigvalsh(A.toarray().T @ A.toarray())
+    bound = 1e3 * EPS * (lam[-1] + ALPHAS[0]) / (lam[0] + ALPHAS[0])
+    for y in (Y[:, 0], Y):
+        for weights in (None, sw):
+            for per_target in (False, True):
+                for scoring in (None, "r2") if cv is None else (None,):
+                    kw = dict(cv=cv, fit_intercept=fit_intercept, sample_weight=weights, alpha_per_target=per_target,
+                              scoring=scoring)  # fmt: skip
+                    got = lsq.ridge_cv(A, y, ALPHAS, **kw)
+                    want = lsq.ridge_cv(A.toarray(), y, ALPHAS, mode="svd", **kw)
+                    np.testing.assert_array_equal(got.best_index, want.best_index)
+                    for g, r in zip(got, want, strict=True):
+                        assert np.shape(g) == np.shape(r) and np.asarray(g).dtype == np.asarray(r).dtype
+                        np.testing.assert_allclose(g, r, rtol=bound, atol=bound * np.abs(r).max())
+
+
+def test_ridge_cv_memory_and_estimator():
+    """Leave-one-out of 200000 x 60 (2 non-zeros a row) with an intercept and weights: no m x n array
+    (the leverages by blocks of rows), memory the Gram route's plus the (a, m) errors it returns;
+    ``RidgeCV()`` takes the sparse X by the same route, as its dense fit."""
+    rng = np.random.default_rng(7)
+    m, n = 200000, 60
+    rows, cols = np.repeat(np.arange(m), 2), rng.integers(0, n, 2 * m)
+    A = sp.csr_array((rng.standard_normal(2 * m), (rows, cols)), shape=(m, n))
+    y = A @ rng.standard_normal(n) + rng.standard_normal(m)
+    sw = rng.uniform(0.5, 2.0, m)
+    alphas = np.logspace(-2, 2, 5)
+    lsq.ridge_cv(A, y, alphas, sample_weight=sw)
+    gc.collect()
+    tracemalloc.start()
+    res = lsq.ridge_cv(A, y, alphas, sample_weight=sw)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    nnz_bytes = A.data.nbytes + A.indices.nbytes + A.indptr.nbytes
+    budget = 2 * nnz_bytes + 4 * 8 * n * n + 3 * 8 * m * len(alphas) + 4 * 8 * m  # X's copies, (a, m) arrays
+    assert peak <= budget and peak < 0.35 * 8 * m * n, (peak, budget)
+    assert res.cv_values.shape == (5, m)
+    B, Y, w = _problem(m=150, n=12, seed=8, k=1)
+    got = lsq.RidgeCV(alphas=ALPHAS, store_cv_results=True).fit(B, Y[:, 0], sample_weight=w)
+    want = lsq.RidgeCV(alphas=ALPHAS, store_cv_results=True, gcv_mode="svd").fit(B.toarray(), Y[:, 0], sample_weight=w)
+    assert got.alpha_ == want.alpha_
+    np.testing.assert_allclose(got.coef_, want.coef_, rtol=1e-10)
+    np.testing.assert_allclose(got.cv_results_, want.cv_results_, rtol=1e-10)

@@ -116,12 +116,13 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
 
     def _accepts_sparse(self):
         """Whether ``fit`` takes a SciPy sparse X: where the fit forms X's Gram matrix (``method`` "normal" or
-        "auto", and the non-negative fits) or is iterative ("lsmr", "lsqr", and "auto" past the Gram route's
-        columns), or held-out folds of ``RidgeCV`` (``cv=k``: each fold by LSMR); not leave-one-out or GCV."""
+        "auto", the non-negative fits, ``RidgeCV``'s leave-one-out and GCV but with ``gcv_mode="svd"``) or is
+        iterative ("lsmr", "lsqr", and "auto" past the Gram route's columns, ``RidgeCV``'s held-out folds)."""
         if getattr(self, "positive", False) is True:
             return getattr(self, "method", "auto") == "auto"  # the active-set method on X's Gram matrix
-        if hasattr(self, "cv"):
-            return self.cv is not None and not (isinstance(self.cv, str) and self.cv == "gcv")
+        if hasattr(self, "cv"):  # leave-one-out and GCV by the Gram matrix's eigendecomposition, not gcv_mode="svd"
+            held_out = self.cv is not None and not (isinstance(self.cv, str) and self.cv == "gcv")
+            return held_out or getattr(self, "gcv_mode", "auto") in ("auto", "eigen")
         return getattr(self, "method", "auto") in SPARSE_METHODS
 
     def __sklearn_is_fitted__(self):
@@ -159,8 +160,8 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
         if sparse and not self._accepts_sparse():
             msg = (
                 f"X is a SciPy sparse {type(X).__name__}: {self!r} factorizes a dense X; sparse X is fitted with "
-                "method='auto', 'normal' (X's Gram matrix), 'lsmr' or 'lsqr' (RidgeCV: with cv=k folds), or pass "
-                "X.toarray()"
+                "method='auto', 'normal' (X's Gram matrix), 'lsmr' or 'lsqr' (RidgeCV: gcv_mode 'auto' or 'eigen'), "
+                "or pass X.toarray()"
             )
             raise TypeError(msg)
         for name, a in (("X", X), ("y", y), ("sample_weight", sample_weight)):

@@ -34,6 +34,7 @@ from typing import Any, NamedTuple
 from .._backend import _compat
 from .._backend._compat import matmul, mT
 from .linalg._factor import path_factor
+from .linalg._operator import LinearMap
 from .linalg._shared import count, default_cutoff, full_int, gram_noise
 
 
@@ -48,7 +49,7 @@ class Spectrum(NamedTuple):
     U: Any = None  # (..., m, m) wide X: left singular (eigen) vectors, X X^T = U diag(lam) U^T
 
 
-def _cut(xp, X, lam, offset_sq, gram):
+def _cut(xp, X, lam, offset_sq, gram, colsq=None):
     """Noise level (..., 1) of the eigenvalues: ``c**2`` times the largest, or with an intercept times the largest
     squared column norm before centering where larger; ``c``: ``lstsq``'s default cutoff on singular values
     (``_shared.default_cutoff``). On the ``gram`` route at least ``gram_noise * lam_max`` (``_shared.gram_noise``)."""
@@ -57,15 +58,24 @@ def _cut(xp, X, lam, offset_sq, gram):
     ref = xp.max(lam, axis=-1, keepdims=True)
     cut = c * c * ref
     if offset_sq is not None:
-        scale2 = xp.max(_compat.column_squares(xp, X) + offset_sq, axis=-1, keepdims=True)
+        colsq = _compat.column_squares(xp, X) if colsq is None else colsq
+        scale2 = xp.max(colsq + offset_sq, axis=-1, keepdims=True)
         cut = xp.maximum(cut, c * c * scale2)
     return xp.maximum(cut, gram_noise(xp, X, m, n) * ref) if gram else cut
 
 
 def gram(xp, X, Y, offset_sq=None, *, samples=False):
-    """The ``gram`` route; ``samples`` also computes ``F`` and ``L`` (for leave-one-out)."""
+    """The ``gram`` route; ``samples`` also computes ``F`` and ``L`` (for leave-one-out). X may be a
+    ``_operator.LinearMap`` with a Gram product (a sparse X, any shape: ``X^T X``; no ``samples``)."""
     m, n = X.shape[-2:]
     F = L = None
+    if isinstance(X, LinearMap):
+        G = X.gram()
+        lam, V = _compat.eigh(xp, G)
+        lam = xp.maximum(lam, xp.zeros_like(lam))
+        P = matmul(xp, mT(xp, V), X.rmatvec(Y))
+        colsq = _compat.diagonal(xp, G)
+        return Spectrum(lam, _cut(xp, X, lam, offset_sq, True, colsq), V, P, None, None, None)
     if m >= n:
         lam, V = _compat.eigh(xp, matmul(xp, mT(xp, X), X))
         # Rounding leaves null directions' eigenvalues at +-eps * lam_max.
