@@ -303,8 +303,9 @@ def _solve(xp, A, Y, w, alpha, fit_intercept, solver, big=None):
     else:
         As, Ys, alpha_s, options, (back, square, fa) = _scaled(xp, Ac, Y, alpha, options, big, root)
         if positive:  # the active-set method on the map's Gram matrix, refined with its products
-            coef_s, n_iter, istop = nnls_solve(xp, As, Ys, alpha_s)
-            sol = Solution(coef_s, None, n_iter=n_iter, rss=_compat.sum_of_squares(xp, Ys - As.matvec(coef_s), axis=0))
+            coef_s, n_iter, converged = nnls_solve(xp, As, Ys, alpha_s)
+            sol = Solution(coef_s, None, n_iter=n_iter, istop=converged)
+            rss = _compat.sum_of_squares(xp, Ys - As.matvec(coef_s), axis=0)
         elif record(method).iterative:
             if alpha_s is not None:  # (1, k) or (1, 1) against Y (m, k), as the dense route's penalty
                 alpha_s = _compat.as_rank(xp, alpha_s, 2)
@@ -315,8 +316,8 @@ def _solve(xp, A, Y, w, alpha, fit_intercept, solver, big=None):
             offset_sq = None if x_mean is None else times(xp, (total * x_mean * x_mean)[0, :], fa)
             sol = record(method).solve(xp, As, Ys, alpha_s, Given(rcond, offset_sq, None, MapGram(xp, As)))
             rss = sol.rss
-        rank, n_iter, istop = sol.rank, sol.n_iter, istop if positive else sol.istop
-        rss = times(xp, sol.rss if positive else rss, square)
+        rank, n_iter, istop = sol.rank, sol.n_iter, sol.istop
+        rss = times(xp, rss, square)
         coef = times(xp, sol.coef, back)
     if fw is not None:
         rss = times(xp, rss, fw)
