@@ -12,10 +12,9 @@ Error ~ eps times the condition number of the regularized Gram matrix at the sma
 
 Held-out folds only need the fit of each penalty on the training rows. LSMR damps every column
 of its right-hand side on its own, so one call per fold fits all ``a`` penalties: y's k columns
-repeated a times, column
-``i k + j`` damped by ``sqrt(alphas[i])``; X's products are shared by all a k columns. The
-chosen penalty is then refitted on all samples. The fold's rows are a row slice of X
-(SciPy's CSR and CSC slice without densifying; a ``LinearOperator`` cannot be sliced).
+repeated a times, column ``i k + j`` damped by ``sqrt(alphas[i])``; X's products are shared by
+all a k columns. The chosen penalty is then refitted on all samples. The fold's rows are a row
+slice of X (SciPy's CSR and CSC slice without densifying; a ``LinearOperator`` cannot be sliced).
 """
 
 from __future__ import annotations
