@@ -30,7 +30,7 @@ from .._backend import _compat
 from .._problem import _input
 from .._problem._kinds import check_kind
 from .._problem._scaling import exponent, log2_abs, powers, times
-from .._solvers import RECORDS
+from .._solvers import DEFAULT, RECORDS
 
 try:
     from sklearn.base import BaseEstimator, RegressorMixin
@@ -119,7 +119,7 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
         "auto", the non-negative fits, ``RidgeCV``'s leave-one-out and GCV but with ``gcv_mode="svd"``) or is
         iterative ("lsmr", "lsqr", and "auto" past the Gram route's columns, ``RidgeCV``'s held-out folds)."""
         if getattr(self, "positive", False) is True:
-            return getattr(self, "method", "auto") == "auto"  # the active-set method on X's Gram matrix
+            return getattr(self, "method", DEFAULT) == DEFAULT  # the active-set method on X's Gram matrix
         if hasattr(self, "cv"):  # leave-one-out and GCV by the Gram matrix's eigendecomposition, not gcv_mode="svd"
             held_out = self.cv is not None and not (isinstance(self.cv, str) and self.cv == "gcv")
             return held_out or getattr(self, "gcv_mode", "auto") in ("auto", "eigen")
