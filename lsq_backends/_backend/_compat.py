@@ -72,10 +72,32 @@ import numpy as _np
 from ._control import Checks, branch, deferred, flush_checks, is_lazy, jit, kept, loop, one_task, over_columns, read_now
 from ._dask_blocks import numpy_arg_best
 from ._devices import constants, device_scope, exact_powers, eye_like, on_input_device, powers_of_two, to_numpy
-from ._factorizations import checked_cholesky, cholesky, eigh, one_pass_qr, qr, qr_apply, qr_implicit, qr_r, svd
+from ._factorizations import (
+    checked_cholesky,
+    cholesky,
+    cholesky_ex,
+    eigh,
+    one_pass_qr,
+    qr,
+    qr_apply,
+    qr_implicit,
+    qr_r,
+    svd,
+)
 from ._products import cross, matmul
-from ._triangular import SMALL_STACK, batch_last, cho_solve, solve_triangular, triangular_inverse
-from ._vectors import clip, column_norms, known_ones, multiply_add, nonzero_or_one, plain_namespace, select, sign
+from ._triangular import SMALL_STACK, batch_last, cho_solve, inverse_diagonal, solve_triangular, triangular_inverse
+from ._vectors import (
+    clip,
+    column_norms,
+    dots,
+    known_ones,
+    multiply_add,
+    nonzero_or_one,
+    plain_namespace,
+    select,
+    sign,
+    within,
+)
 
 # An array of any array-API library, and the namespace of one: the standard has no common
 # static type for them, so both are Any to a type checker; docstrings give the shapes.
@@ -96,6 +118,10 @@ __all__ = [
     "checked_cholesky",
     "SMALL_STACK",
     "cholesky",
+    "cholesky_ex",
+    "dots",
+    "inverse_diagonal",
+    "within",
     "sign",
     "clip",
     "branch",
@@ -564,6 +590,8 @@ def sum_of_squares(xp, a, axis):
     the small-fit route)."""
     if _aac.is_numpy_namespace(xp) and getattr(a, "flags", None) is not None and a.flags.writeable:
         return _np.multiply(a, a, out=a).sum(axis=axis)
+    if axis == -2 and a.ndim >= 2:
+        return dots(xp, a, a)  # PyTorch: one operator
     return reduce_sum(xp, a * a, axis=axis)
 
 

@@ -173,3 +173,28 @@ def sign(xp, a):
 
         return torch.where(torch.isnan(a), a, torch.sign(a))
     return xp.sign(a)
+
+
+# Targets up to which a column's dot product is a matrix product on PyTorch (one operator, k**2 dots).
+DOT_TARGETS = 16
+
+
+def dots(xp, a, b):
+    """``sum(a * b, axis=-2)`` (..., k) for ``a``, ``b`` (..., m, k): each column's dot product. PyTorch,
+    with few columns: the diagonal of ``a^T b``, one operator where the product and the sum took two (each a
+    kernel launch on a GPU)."""
+    if _aac.is_torch_namespace(xp) and a.shape[-1] <= DOT_TARGETS:
+        import torch
+
+        return torch.linalg.diagonal(torch.matmul(a.mT, b))
+    return xp.sum(a * b, axis=-2)
+
+
+def within(xp, q, lo, hi):
+    """0-d boolean: every entry of ``q`` within ``[lo, hi]`` (arrays of its shape); NaN is not. PyTorch: one
+    ``clamp`` and its comparison, where the two comparisons and their conjunction took three."""
+    if _aac.is_torch_namespace(xp):
+        import torch
+
+        return torch.all(torch.clamp(q, lo, hi) == q)
+    return xp.all((q >= lo) & (q <= hi))

@@ -69,6 +69,7 @@ RECORD = Record(
     forms_gram=True,
     path_route="auto",
     matrix_free="lsmr",
+    lean="angle",
     error_bound="either",
     capabilities={
         **DIRECT_FEATURES,

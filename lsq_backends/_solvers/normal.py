@@ -43,6 +43,7 @@ RECORD = Record(
     solve,
     forms_gram=True,
     path_route="gram",
+    lean="plain",
     error_bound="cond**2",
     capabilities={
         **DIRECT_FEATURES,

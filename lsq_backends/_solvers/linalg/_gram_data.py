@@ -65,7 +65,8 @@ class TallGram:
         self.centered = centered
         self.root = root
         self.x_shift = self.y_shift = None  # near the means (centered): module docstring
-        self.s = self.t = self.total = self.offset_sq = None
+        self.s = self.t = self.total = None
+        self._offset_sq = None
         self.kept = None  # (Z, V): the one shifted copy, made by ``products`` (whole arrays)
         m, n = X.shape[-2:]
         rows = max(BLOCK_ELEMENTS // max(n, 1), MIN_ROWS)  # row blocks where X is 2-D and long
@@ -137,10 +138,21 @@ class TallGram:
         # pass, where they keep X^T r free of the offsets' rounding.
         self.x_mean = self.x_shift + s_mean
         self.y_mean = self.y_shift + t_mean
-        self.offset_sq = (self.total * self.x_mean * self.x_mean)[..., 0, :]
         if self.kept is None:  # the blocks are shifted again, by the exact means
             self.x_shift, self.y_shift = self.x_mean, self.y_mean
         return A, B
+
+    @property
+    def offset_sq(self):
+        """What centering removed from X's squared column norms, ``total * mean**2`` (..., n), once the means are
+        known (:meth:`products`), for the rank tests; None before, and without an intercept."""
+        if self._offset_sq is None and self.s is not None:  # centered, the products made: the means known
+            self._offset_sq = (self.total * self.x_mean * self.x_mean)[..., 0, :]
+        return self._offset_sq
+
+    @offset_sq.setter
+    def offset_sq(self, value):
+        self._offset_sq = value
 
     def residual(self, X, Y, W, cross=True):
         """``(h, rss)`` for the residual r = Y - X W of the (centered) problem: h = X^T r
