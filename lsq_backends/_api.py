@@ -87,18 +87,20 @@ def _lean(X, y, sample_weight, alpha, spec):
     batch, k = tuple(X.shape[:-2]), Y.shape[-1]
     # Not tried: JAX (every JAX fit goes through the derivative rule: a ``lax.cond`` with the lean route differentiated
     # through would lose its derivative at zero weights and on rank changes), PyTorch tensors that require grad
-    # (the same), Dask (lazy: its fits are bound by passes, and a lazy branch would build both routes), float32.
+    # (the same), Dask (lazy: its fits are bound by passes, and a lazy branch would build both routes), and ``auto``
+    # in float32, whose refinement limit (cond 12.6) the bound cannot prove past a handful of columns.
+    angle = record(spec.method).lean == "angle"
+    choose = X.dtype == xp.float32 and not angle  # ``normal``: the refined or the plain solution, on the device
     if (
-        X.dtype != xp.float64 or not m - int(spec.fit_intercept) >= n >= 1 or k == 0 or 0 in batch
+        not (X.dtype == xp.float64 or choose) or not m - int(spec.fit_intercept) >= n >= 1 or k == 0 or 0 in batch
         or _compat.is_lazy(X) or _derivatives.differentiable(X, y, sample_weight, alpha)
     ):  # fmt: skip
         return None
-    angle = record(spec.method).lean == "angle"
     with uncertified(X):  # a negative weight's root is NaN, and fails the gate
         root = None
         if v.sample_weight is not None:
             root = _compat.as_rank(xp, _compat.align_rows(xp, xp.sqrt(v.sample_weight[..., None]), X), X.ndim)
-        W, intercept, rss, ok = lean.fit(xp, X, Y, root, v.alpha, spec.fit_intercept, angle)
+        W, intercept, rss, ok = lean.fit(xp, X, Y, root, v.alpha, spec.fit_intercept, angle, choose)
     intercept = intercept[..., 0, :] if intercept is not None else _compat.full(xp, (*batch, k), 0, X.dtype, X)
     rank = full_int(xp, batch, n, X)
     if v.y_was_vector:

@@ -233,3 +233,31 @@ def test_each_route_answers_the_same_problem_on_every_backend(be, singular):
     assert int(be.to_numpy(res.rank)) == rank - 1
     np.testing.assert_allclose(be.to_numpy(res.coef), ref[1:], rtol=0, atol=1e-10 * np.abs(ref).max())
     np.testing.assert_allclose(float(be.to_numpy(res.intercept)), ref[0], rtol=0, atol=1e-10 * np.abs(ref).max())
+
+
+EPS32 = float(np.finfo(np.float32).eps)
+
+
+@pytest.mark.parametrize("cond", [1.0, 10.0, 100.0])
+def test_float32_normal_refines_where_the_bound_proves_it_contracts(be, full_fits, cond):
+    """float32 ``normal`` takes the lean route and keeps the refined solution where eps cond(As) <= 1/16 is
+    proved (the plain one elsewhere): error ~ eps cond (1 + cond tan) + (eps cond**2)**2 with C = 20, where the
+    plain normal equations' eps cond**2 (1.2e-3 at cond 100) fails it. ``auto`` in float32 keeps the full route."""
+    X, y = _problem(2000, 20, cond, noise=1e-4)
+    ref, *_ = np.linalg.lstsq(X, y, rcond=None)
+    res = lsq.lstsq(be.asarray(X, np.float32), be.asarray(y, np.float32), method="normal")
+    assert full_fits == []
+    tan = np.linalg.norm(y - X @ ref) / np.linalg.norm(X @ ref)
+    err = np.linalg.norm(be.to_numpy(res.coef).astype(np.float64) - ref) / np.linalg.norm(ref)
+    bound = C * EPS32 * cond * (1 + cond * tan) + (C * EPS32 * cond**2) ** 2 + C * EPS32
+    assert err <= bound, (err, bound)
+    lsq.lstsq(be.asarray(X, np.float32), be.asarray(y, np.float32), method="auto")
+    assert full_fits == ["auto"]
+
+
+def test_float32_rank_deficiency_takes_the_full_route(be, full_fits):
+    X, y = _problem(2000, 20, 10.0)
+    X[:, 3] = X[:, 2]
+    res = lsq.lstsq(be.asarray(X, np.float32), be.asarray(y, np.float32), method="normal")
+    assert full_fits == ["normal"]
+    assert int(be.to_numpy(res.rank)) == 19

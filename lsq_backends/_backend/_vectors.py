@@ -38,6 +38,8 @@ from __future__ import annotations
 
 import array_api_compat as _aac
 
+from ._products import matmul
+
 __all__ = ["clip", "column_norms", "known_ones", "multiply_add", "nonzero_or_one", "plain_namespace", "select", "sign"]
 
 
@@ -186,7 +188,7 @@ def dots(xp, a, b):
     if _aac.is_torch_namespace(xp) and a.shape[-1] <= DOT_TARGETS:
         import torch
 
-        return torch.linalg.diagonal(torch.matmul(a.mT, b))
+        return torch.linalg.diagonal(matmul(xp, a.mT, b))  # float32 at full precision (TF32: a user's setting)
     return xp.sum(a * b, axis=-2)
 
 

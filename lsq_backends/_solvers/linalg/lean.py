@@ -47,16 +47,21 @@ from ..._backend import _compat
 from ..._backend._compat import diagonal, eps, matmul
 from ._gram_data import TallGram
 from ._shared import add_penalty, default_cutoff, gram_noise, merge_targets, split_targets
+from .gram import refined_limit
 from .rank import CLEAR
 
+CONTRACTION = 1 / 16  # eps cond(As) up to which ``choose`` keeps the refined solution (module docstring)
 RESIDUAL_LIMIT = 1e4  # auto's: cond**2 * tan(theta) up to which the refined error stays QR-level
 
 
-def fit(xp, X, Y, root, alpha, centered, auto):
+def fit(xp, X, Y, root, alpha, centered, auto, choose=False):
     """The lean route's device part: ``(W, intercept, rss, ok)``. ``W`` (..., n, k) the refined solution,
     ``intercept`` (..., 1, k) (None without ``centered``), ``rss`` (..., k) and ``ok`` the gate, a 0-d boolean
     (every quantity within its bounds, :func:`bounds`; NaN fails). ``root``: sqrt of the weights (..., m, 1), or None; ``alpha``:
-    None, (1,) or (k,) per target; ``auto``: add ``auto``'s residual-angle test. Module docstring."""
+    None, (1,) or (k,) per target; ``auto``: add ``auto``'s residual-angle test. ``choose`` (``normal`` in
+    float32, whose refinement limit the bound rarely proves): the refined solution where the bound proves the
+    step converged, else the plain one (the full route's rule, on an upper bound), instead of the gate asking
+    for it. Module docstring."""
     if root is not None and not centered:
         X, Y = root * X, root * Y
     data = TallGram(xp, X, Y, root, centered=centered)
@@ -70,15 +75,25 @@ def fit(xp, X, Y, root, alpha, centered, auto):
     W2 = W + dW
     # rss falls by dW^T (2h - g) + alpha ||dW||^2 (``gram.Factored.solve``) = dW^T (h + alpha W2), as 2h - g = h + alpha W
     corr = _compat.dots(xp, dW, h if alpha is None else h + _compat.as_rank(xp, alpha, W.ndim) * W2)
-    rss, W = rss - corr, W2
+    W1, rss1, W, rss = W, rss, W2, rss - corr
     # The certificate: s = trace(As^-1), As = D^-1 A D^-1 the unit-diagonal matrix; ks >= cond(As)
     d = diagonal(xp, A)
-    s = _compat.dots(xp, d[..., None], _compat.inverse_diagonal(xp, L)[..., None])[..., 0]  # (...,) or (..., k)
+    inv = _compat.inverse_diagonal(xp, L)
+    s = _compat.dots(xp, d[..., None], inv[..., None])[..., 0]  # (...,) or (..., k)
     root_d = d**-0.5  # lambda_max(As) <= ||As||_inf, the largest row of |A| scaled on both sides
     ks = s * _compat.reduce_max(xp, root_d * matmul(xp, xp.abs(A), root_d[..., None])[..., 0], axis=-1)
     top = _compat.reduce_max(xp, d, axis=-1)  # X's scale (with the penalty's)
     low = _compat.reduce_min(xp, diagonal(xp, L), axis=-1)
-    parts = [top, s, ks, low * low / top, rss]
+    parts = [top, s, low * low / top, rss]
+    if choose:  # NumPy's rank rule too (trace(A) trace(A^-1) c**2 < 1), where CLEAR's is narrower
+        c = default_cutoff(xp, X, *X.shape[-2:], None)
+        t = _compat.reduce_sum(xp, d, axis=-1) * _compat.reduce_sum(xp, inv, axis=-1)
+        parts.append(xp.minimum(t * (4 * c * c), s * (4 * X.shape[-1] * (CLEAR * c) ** 2)))  # at most 1
+        conv = ks * eps(xp, X) <= CONTRACTION
+        conv = conv if conv.ndim == rss.ndim else conv[..., None]
+        W, rss = xp.where(conv[..., None, :], W, W1), xp.where(conv, rss, rss1)
+    else:
+        parts.append(ks)
     if auto:  # the signal ||X w||^2 stands for y's scale too (module docstring)
         signal = _compat.dots(xp, W, B)
         ks_r = ks if ks.ndim == rss.ndim else ks[..., None]
@@ -94,27 +109,29 @@ def fit(xp, X, Y, root, alpha, centered, auto):
     q = xp.concat([xp.reshape(p, (-1,)) for p in parts])
     m, n = X.shape[-2:]
     per_target = alpha is not None and alpha.shape[0] > 1
-    lo, hi = bounds(xp, X, (tuple(X.shape[:-2]), m, n, Y.shape[-1], per_target, auto, info is not None, centered))
+    shape = (tuple(X.shape[:-2]), m, n, Y.shape[-1], per_target, auto, choose, info is not None, centered)
+    lo, hi = bounds(xp, X, shape)
     return W, intercept, rss, _compat.within(xp, q, lo, hi)
 
 
 def bounds(xp, like, shape):
     """``(lo, hi)``: the bounds of :func:`fit`'s ``q`` for a fit of ``shape`` = (batch, m, n, k, per_target, auto,
-    info, centered), arrays on ``like``'s device, made once per shape (module docstring)."""
+    choose, info, centered), arrays on ``like``'s device, made once per shape (module docstring)."""
     key = ("lean bounds", xp, like.dtype, repr(_compat.device(like)), shape)
     return _compat.memo(key, lambda: _bounds(xp, like, shape))
 
 
 def _bounds(xp, like, shape):
-    batch, m, n, k, per_target, auto, info, centered = shape
+    batch, m, n, k, per_target, auto, choose, info, centered = shape
     size = math.prod(batch)
     big = float(_compat.finfo(xp, like.dtype).max)
     safe = round(math.log2(big)) // 4
-    r = eps(xp, like) ** (-1 / 3) / 16  # gram.refined_limit
+    r = refined_limit(xp, like)
     c = default_cutoff(xp, like, m, n, None)
     gn = gram_noise(xp, like, m, n)
-    # resolution and the CLEAR rule (``||Ls^-1||_F ||Ls||_F CLEAR c < 1``, ||Ls||_F**2 = n) on s; convergence on ks
-    s_max = min(1 / (4 * gn), 1 / (4 * n * (CLEAR * c) ** 2))
+    # resolution and the CLEAR rule (``||Ls^-1||_F ||Ls||_F CLEAR c < 1``, ||Ls||_F**2 = n) on s (with ``choose``
+    # the CLEAR rule or NumPy's, a part of its own); convergence on ks
+    s_max = 1 / (4 * gn) if choose else min(1 / (4 * gn), 1 / (4 * n * (CLEAR * c) ** 2))
     lo, hi = [], []
 
     def part(count, low, high):
@@ -125,9 +142,12 @@ def _bounds(xp, like, shape):
     scale = (m * 2.0 ** (-2 * safe), 2.0 ** (2 * safe))  # the scaling's safe range for a sum of squares
     part(size * per, *scale)  # top: max diag(A)
     part(size * per, 0.0, s_max)  # s
-    part(size * per, 0.0, r * r / 4)  # ks: cond(X D^-1) <= r / 2
     part(size * per, max(c * c, gn), big)  # the smallest pivot, squared, against the largest column
     part(size * k, 0.0, big)  # rss
+    if choose:
+        part(size * per, 0.0, 1.0)  # the rank: NumPy's rule or CLEAR's
+    else:
+        part(size * per, 0.0, r * r / 4)  # ks: cond(X D^-1) <= r / 2
     part(size * k, *scale)  # auto: the signal; normal: ||y||**2
     if auto:
         part(size * k, 0.0, RESIDUAL_LIMIT**2)
