@@ -38,7 +38,7 @@ def _problem(m, n, cond, noise=1e-6, seed=0):
 @pytest.fixture
 def full_fits(be, monkeypatch):
     """The number of fits that reached the full route, on a backend where one route runs."""
-    if be.lazy or be.name in ("jax", "dask"):
+    if be.library in ("jax", "dask"):
         pytest.skip("JAX compiles both routes into one program, Dask keeps the full route: routing is eager")
     calls = []
     full = _api._full_fit
@@ -261,3 +261,21 @@ def test_float32_rank_deficiency_takes_the_full_route(be, full_fits):
     res = lsq.lstsq(be.asarray(X, np.float32), be.asarray(y, np.float32), method="normal")
     assert full_fits == ["normal"]
     assert int(be.to_numpy(res.rank)) == 19
+
+
+@pytest.mark.filterwarnings("ignore:Dynamo detected a call to a `functools.lru_cache`")
+def test_the_device_part_traces_as_one_graph(be):
+    """The lean route's device part is a plain function of arrays (no read, no context variable, no closure
+    state): ``torch.compile(fullgraph=True)`` can take it whole, and a CUDA graph could capture it."""
+    if be.library != "torch":
+        pytest.skip("traced by PyTorch's compiler: runs in the torch backend's session")
+    import torch
+
+    from lsq_backends._solvers.linalg import lean
+
+    X, y = _problem(500, 8, 10.0)
+    X, Y = be.asarray(X, np.float64), be.asarray(y[:, None], np.float64)
+    xp = be.xp
+    for centered, auto in [(False, True), (True, False)]:
+        explained = torch._dynamo.explain(lambda X, Y: lean.fit(xp, X, Y, None, None, centered, auto))(X, Y)
+        assert (explained.graph_count, explained.graph_break_count) == (1, 0), explained.break_reasons

@@ -23,6 +23,7 @@ TESTS_S = 198  # the tests stage: what the budget leaves
 # Run on CuPy and on torch-cuda, most telling first (a run cut short by its limit still gives
 # the first files, and ``-v`` names every test that finished).
 GPU_TESTS = (
+    "test_lean.py",
     "test_lstsq.py",
     "test_precision_guards.py",
     "test_host_reads.py",

@@ -8,21 +8,25 @@ every operator is a kernel launch. The lean route computes the refined answer fi
 proves from arrays it already has that the common case holds (Higham, *Accuracy and Stability
 of Numerical Algorithms*, 2nd ed., ch. 10 and 20):
 
-- **Scale** (:func:`fit`'s ``maxd``, ``yy``): ``max diag(G)`` (G the Gram matrix, centered with
-  an intercept) and each target's ``||y||^2`` within ``[m 2**(-2 safe), 2**(2 safe)]``, the scaling's
+- **Scale** (``top``): ``max diag(A)`` (A the Gram matrix, centered with an intercept, with the
+  penalty) and each target's ``||y||^2`` (``auto``: ``||X w||^2``, which it has) within
+  ``[m 2**(-2 safe), 2**(2 safe)]``, the scaling's
   safe range (``_scaling.limits``): no square can overflow or lose bits to the subnormal range,
   so the full route would not have scaled. NaN or infinity in X, y or the weights (a negative
   weight's square root) fails it, and so does a zero total weight.
-- **Rank and convergence** (``s``): with ``L`` the Cholesky factor of the matrix factorized
-  (``G + alpha I`` for ridge) and ``d`` its diagonal, ``s = sum_j d_j ||(L^-1)[:, j]||^2`` is
-  ``trace(As^-1)``, ``As`` the unit-diagonal (column-equilibrated) matrix, so that
-  ``cond2(X D^-1) <= sqrt(n s)``: an *upper* bound, which can accept (the pivot ratio and
-  power iteration are lower bounds and can only reject). ``s <= r**2 / (4 n)``, r the
-  refinement limit (``gram.refined_limit``), proves that the refinement step converged;
-  ``s <= 1 / (4 gram_noise)`` that the factor is clear of the Gram matrix's rounding; and
-  NumPy's rank rule or the library's ``CLEAR`` rule (``rank.certified``) that no direction lies
-  below the cutoff. The factor 4 is ``rank.bounded``'s margin for the rounding of the inverse.
-  A failed factorization (NaN, or a nonzero ``info``) fails it.
+- **Rank and convergence** (``s``, ``ks``): with ``L`` the Cholesky factor of the matrix factorized
+  (``G + alpha I`` for ridge), ``d`` its diagonal and ``As = D^-1 A D^-1`` (unit diagonal),
+  ``s = sum_j d_j ||(L^-1)[:, j]||^2 = trace(As^-1)`` and ``ks = ||As||_inf s >= cond(As) =
+  cond2(X D^-1)**2``: an *upper* bound, which can accept (the pivot ratio and power iteration are
+  lower bounds and can only reject). ``ks <= r**2 / 4``, r the refinement limit
+  (``gram.refined_limit``), proves that the refinement step converged; ``s <= 1 / (4 gram_noise)``
+  that the factor is clear of the Gram matrix's rounding; ``s <= 1 / (4 n (CLEAR c)**2)`` the
+  library's rank rule (``rank.certified``: no direction near the cutoff c), which in float64 is
+  implied by convergence. The factor 4 is ``rank.bounded``'s margin for the rounding of the
+  inverse. A failed factorization (NaN, or a nonzero ``info``) fails it. float32 ``normal``
+  (``choose``): its refinement limit (cond 12.6) is below what ``ks >= n`` can prove, so the step
+  is kept on the device where ``eps ks <= 1/16`` (it shrinks the error 16-fold) and the plain
+  solution elsewhere, and the rank is NumPy's rule (``trace(A) trace(A^-1) c**2 < 1``) or CLEAR's.
 - **Pivots** (``piv``): no Cholesky pivot below the cutoff, nor the Gram matrix's rounding,
   against the largest column (a negligible column is NumPy's rank deficiency).
 - **Residual** (``rss``): finite and non-negative; ``auto`` also asks its residual-angle test
@@ -55,13 +59,10 @@ RESIDUAL_LIMIT = 1e4  # auto's: cond**2 * tan(theta) up to which the refined err
 
 
 def fit(xp, X, Y, root, alpha, centered, auto, choose=False):
-    """The lean route's device part: ``(W, intercept, rss, ok)``. ``W`` (..., n, k) the refined solution,
-    ``intercept`` (..., 1, k) (None without ``centered``), ``rss`` (..., k) and ``ok`` the gate, a 0-d boolean
-    (every quantity within its bounds, :func:`bounds`; NaN fails). ``root``: sqrt of the weights (..., m, 1), or None; ``alpha``:
-    None, (1,) or (k,) per target; ``auto``: add ``auto``'s residual-angle test. ``choose`` (``normal`` in
-    float32, whose refinement limit the bound rarely proves): the refined solution where the bound proves the
-    step converged, else the plain one (the full route's rule, on an upper bound), instead of the gate asking
-    for it. Module docstring."""
+    """``(W (..., n, k), intercept (..., 1, k) or None, rss (..., k), ok)``: the refined solution and the gate, a 0-d
+    boolean (NaN fails). ``root``: sqrt of the weights (..., m, 1) or None; ``alpha``: None, (1,) or (k,);
+    ``auto``: its residual-angle test too; ``choose`` (float32 ``normal``): the refined or the plain solution,
+    chosen on the device, instead of the gate asking for convergence. Module docstring."""
     if root is not None and not centered:
         X, Y = root * X, root * Y
     data = TallGram(xp, X, Y, root, centered=centered)
@@ -117,7 +118,7 @@ def fit(xp, X, Y, root, alpha, centered, auto, choose=False):
 def bounds(xp, like, shape):
     """``(lo, hi)``: the bounds of :func:`fit`'s ``q`` for a fit of ``shape`` = (batch, m, n, k, per_target, auto,
     choose, info, centered), arrays on ``like``'s device, made once per shape (module docstring)."""
-    key = ("lean bounds", xp, like.dtype, repr(_compat.device(like)), shape)
+    key = ("lean bounds", xp.__name__, like.dtype, repr(_compat.device(like)), shape)
     return _compat.memo(key, lambda: _bounds(xp, like, shape))
 
 
