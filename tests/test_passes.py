@@ -34,13 +34,13 @@ M, N = 4000, 32  # tall: every X-sized array is far larger than anything else of
 # squares is one product)
 CEILING = {
     ("normal", False): (4, 33),
-    ("normal", True): (6, 59),
+    ("normal", True): (6, 56),
     ("auto", False): (4, 36),
-    ("auto", True): (6, 62),
+    ("auto", True): (6, 59),
     ("qr", False): (6, 288),
-    ("qr", True): (8, 330),
+    ("qr", True): (8, 327),
     ("svd", False): (6, 304),
-    ("svd", True): (8, 350),
+    ("svd", True): (8, 347),
 }
 BUDGET = {"normal": 4, "auto": 4, "qr": 7, "svd": 7}
 INTERCEPT_EXTRA = 2
