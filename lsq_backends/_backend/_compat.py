@@ -87,6 +87,7 @@ from ._factorizations import (
 from ._products import cross, matmul
 from ._triangular import SMALL_STACK, batch_last, cho_solve, inverse_diagonal, solve_triangular, triangular_inverse
 from ._vectors import (
+    add_to_diagonal,
     clip,
     column_norms,
     dots,
@@ -105,7 +106,7 @@ Array = Any
 Namespace = Any
 
 __all__ = [
-    "align_rows", "arg_best", "Array", "array_namespace", "as_rank", "batch_last", "branch", "checked_cholesky",
+    "add_to_diagonal", "align_rows", "arg_best", "Array", "array_namespace", "as_rank", "batch_last", "branch", "checked_cholesky",
     "Checks", "cho_solve", "choice_is_free", "cholesky", "cholesky_ex", "clip", "column_norms", "compiled",
     "constants", "cross", "default_dtypes", "deferred", "device", "device_scope", "diagonal", "dots", "eager_jax",
     "eigh", "eps", "exact_powers", "eye_like", "finfo", "finite_test", "float64_for", "flush_checks", "full",

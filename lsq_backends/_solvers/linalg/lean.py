@@ -67,7 +67,10 @@ def fit(xp, X, Y, root, alpha, centered, auto, choose=False):
         X, Y = root * X, root * Y
     data = TallGram(xp, X, Y, root, centered=centered)
     G, B = data.products(X, Y)
-    A = G if alpha is None else add_penalty(xp, G, alpha)
+    if alpha is None:
+        A = G
+    else:  # G is the products' own (one penalty: in place)
+        A = add_penalty(xp, G, alpha) if alpha.shape[0] > 1 else _compat.add_to_diagonal(xp, G, alpha[0])
     L, info = _compat.cholesky_ex(xp, A)
     W = merge_targets(xp, _compat.cho_solve(xp, L, split_targets(xp, B, alpha)), alpha)
     h, rss = data.residual(X, Y, W)
