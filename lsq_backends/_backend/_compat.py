@@ -91,6 +91,7 @@ from ._vectors import (
     clip,
     column_norms,
     dots,
+    flat_concat,
     known_ones,
     multiply_add,
     nonzero_or_one,
@@ -106,17 +107,17 @@ Array = Any
 Namespace = Any
 
 __all__ = [
-    "add_to_diagonal", "align_rows", "arg_best", "Array", "array_namespace", "as_rank", "batch_last", "branch", "checked_cholesky",
-    "Checks", "cho_solve", "choice_is_free", "cholesky", "cholesky_ex", "clip", "column_norms", "compiled",
-    "constants", "cross", "default_dtypes", "deferred", "device", "device_scope", "diagonal", "dots", "eager_jax",
-    "eigh", "eps", "exact_powers", "eye_like", "finfo", "finite_test", "float64_for", "flush_checks", "full",
-    "inverse_diagonal", "is_array", "is_host_array", "is_lazy", "is_readable", "is_torch_sparse", "isdtype", "jit",
-    "kept", "known_ones", "loop", "matmul", "memo", "minus_fresh", "mT", "multiply_add", "Namespace",
-    "nonzero_or_one", "normal_products", "on_input_device", "one_pass_qr", "one_task", "over_columns",
-    "plain_namespace", "plain_numpy", "positive_or_one", "positive_or_zero", "powers_of_two", "qr", "qr_apply",
-    "qr_implicit", "qr_r", "read_now", "reduce_all", "reduce_max", "reduce_mean", "reduce_min", "reduce_sum",
-    "select", "sign", "SMALL_STACK", "solve_triangular", "sum_of_squares", "svd", "take_rows", "to_numpy", "Traits",
-    "traits", "triangular_inverse", "update_fresh", "within", "zero_first_row",
+    "add_to_diagonal", "align_rows", "arg_best", "Array", "array_namespace", "as_rank", "batch_last", "branch",
+    "checked_cholesky", "Checks", "cho_solve", "choice_is_free", "cholesky", "cholesky_ex", "clip", "column_norms",
+    "compiled", "constants", "cross", "default_dtypes", "deferred", "device", "device_scope", "diagonal", "dots",
+    "eager_jax", "eigh", "eps", "exact_powers", "eye_like", "finfo", "finite_test", "flat_concat", "float64_for",
+    "flush_checks", "full", "inverse_diagonal", "is_array", "is_host_array", "is_lazy", "is_readable",
+    "is_torch_sparse", "isdtype", "jit", "kept", "known_ones", "loop", "matmul", "memo", "minus_fresh", "mT",
+    "multiply_add", "Namespace", "nonzero_or_one", "normal_products", "on_input_device", "one_pass_qr", "one_task",
+    "over_columns", "plain_namespace", "plain_numpy", "positive_or_one", "positive_or_zero", "powers_of_two", "qr",
+    "qr_apply", "qr_implicit", "qr_r", "read_now", "reduce_all", "reduce_max", "reduce_mean", "reduce_min",
+    "reduce_sum", "select", "sign", "SMALL_STACK", "solve_triangular", "sum_of_squares", "svd", "take_rows",
+    "to_numpy", "traits", "Traits", "triangular_inverse", "update_fresh", "within", "zero_first_row",
 ]  # fmt: skip
 
 

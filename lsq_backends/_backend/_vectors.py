@@ -37,6 +37,7 @@ wrappers cost more than the operation (design notes).
 from __future__ import annotations
 
 import array_api_compat as _aac
+import numpy as _numpy
 
 from ._products import matmul
 
@@ -189,6 +190,8 @@ def dots(xp, a, b):
         import torch
 
         return torch.linalg.diagonal(matmul(xp, a.mT, b))  # float32 at full precision (TF32: a user's setting)
+    if _aac.is_numpy_namespace(xp):
+        return _numpy.einsum("...ij,...ij->...j", a, b)  # no product temporary, no wrapper
     return xp.sum(a * b, axis=-2)
 
 
@@ -200,6 +203,14 @@ def within(xp, q, lo, hi):
 
         return torch.all(torch.clamp(q, lo, hi) == q)
     return xp.all((q >= lo) & (q <= hi))
+
+
+def flat_concat(xp, arrays):
+    """The arrays' entries in one 1-D array (NumPy: ``ravel`` and ``concatenate``, without the wrappers)."""
+    if _aac.is_numpy_namespace(xp):
+        return _numpy.concatenate([a.ravel() for a in arrays])
+    return xp.concat([xp.reshape(a, (-1,)) for a in arrays])
+
 
 
 def add_to_diagonal(xp, a, value):

@@ -110,7 +110,7 @@ def fit(xp, X, Y, root, alpha, centered, auto, choose=False):
     if centered:
         intercept = data.y_mean - matmul(xp, data.x_mean, W)
         parts.append(intercept)
-    q = xp.concat([xp.reshape(p, (-1,)) for p in parts])
+    q = _compat.flat_concat(xp, parts)
     m, n = X.shape[-2:]
     per_target = alpha is not None and alpha.shape[0] > 1
     shape = (tuple(X.shape[:-2]), m, n, Y.shape[-1], per_target, auto, choose, info is not None, centered)
