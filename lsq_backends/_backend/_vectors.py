@@ -212,7 +212,6 @@ def flat_concat(xp, arrays):
     return xp.concat([xp.reshape(a, (-1,)) for a in arrays])
 
 
-
 def add_to_diagonal(xp, a, value):
     """``a + value I`` for a stack ``a`` (..., p, p) that the caller made and holds no other reference to, and a
     0-d ``value``: added in place on the diagonal's view where the library writes views (PyTorch, NumPy), one
