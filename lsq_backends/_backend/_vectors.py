@@ -205,11 +205,12 @@ def within(xp, q, lo, hi):
     return xp.all((q >= lo) & (q <= hi))
 
 
-def flat_concat(xp, arrays):
-    """The arrays' entries in one 1-D array (NumPy: ``ravel`` and ``concatenate``, without the wrappers)."""
+def flat_concat(xp, arrays, batch=()):
+    """The arrays' entries per problem of a stack of shape ``batch``, side by side: (*batch, total) (NumPy: its own
+    ``reshape`` and ``concatenate``, without the wrappers)."""
     if _aac.is_numpy_namespace(xp):
-        return _numpy.concatenate([a.ravel() for a in arrays])
-    return xp.concat([xp.reshape(a, (-1,)) for a in arrays])
+        return _numpy.concatenate([a.reshape(*batch, -1) for a in arrays], axis=-1)
+    return xp.concat([xp.reshape(a, (*batch, -1)) for a in arrays], axis=-1)
 
 
 def add_to_diagonal(xp, a, value):

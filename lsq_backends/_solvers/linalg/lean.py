@@ -110,24 +110,23 @@ def fit(xp, X, Y, root, alpha, centered, auto, choose=False):
     if centered:
         intercept = data.y_mean - matmul(xp, data.x_mean, W)
         parts.append(intercept)
-    q = _compat.flat_concat(xp, parts)
+    q = _compat.flat_concat(xp, parts, tuple(X.shape[:-2]))  # (..., parts): the bounds are one problem's
     m, n = X.shape[-2:]
     per_target = alpha is not None and alpha.shape[0] > 1
-    shape = (tuple(X.shape[:-2]), m, n, Y.shape[-1], per_target, auto, choose, info is not None, centered)
+    shape = (m, n, Y.shape[-1], per_target, auto, choose, info is not None, centered)
     lo, hi = bounds(xp, X, shape)
     return W, intercept, rss, _compat.within(xp, q, lo, hi)
 
 
 def bounds(xp, like, shape):
-    """``(lo, hi)``: the bounds of :func:`fit`'s ``q`` for a fit of ``shape`` = (batch, m, n, k, per_target, auto,
+    """``(lo, hi)``: the bounds of :func:`fit`'s ``q`` for one problem of ``shape`` = (m, n, k, per_target, auto,
     choose, info, centered), arrays on ``like``'s device, made once per shape (module docstring)."""
     key = ("lean bounds", xp.__name__, like.dtype, repr(_compat.device(like)), shape)
     return _compat.memo(key, lambda: _bounds(xp, like, shape))
 
 
 def _bounds(xp, like, shape):
-    batch, m, n, k, per_target, auto, choose, info, centered = shape
-    size = math.prod(batch)
+    m, n, k, per_target, auto, choose, info, centered = shape
     big = float(_compat.finfo(xp, like.dtype).max)
     safe = round(math.log2(big)) // 4
     r = refined_limit(xp, like)
@@ -144,19 +143,19 @@ def _bounds(xp, like, shape):
 
     per = k if per_target else 1
     scale = (m * 2.0 ** (-2 * safe), 2.0 ** (2 * safe))  # the scaling's safe range for a sum of squares
-    part(size * per, *scale)  # top: max diag(A)
-    part(size * per, 0.0, s_max)  # s
-    part(size * per, max(c * c, gn), big)  # the smallest pivot, squared, against the largest column
-    part(size * k, 0.0, big)  # rss
+    part(per, *scale)  # top: max diag(A)
+    part(per, 0.0, s_max)  # s
+    part(per, max(c * c, gn), big)  # the smallest pivot, squared, against the largest column
+    part(k, 0.0, big)  # rss
     if choose:
-        part(size * per, 0.0, 1.0)  # the rank: NumPy's rule or CLEAR's
+        part(per, 0.0, 1.0)  # the rank: NumPy's rule or CLEAR's
     else:
-        part(size * per, 0.0, r * r / 4)  # ks: cond(X D^-1) <= r / 2
-    part(size * k, *scale)  # auto: the signal; normal: ||y||**2
+        part(per, 0.0, r * r / 4)  # ks: cond(X D^-1) <= r / 2
+    part(k, *scale)  # auto: the signal; normal: ||y||**2
     if auto:
-        part(size * k, 0.0, RESIDUAL_LIMIT**2)
+        part(k, 0.0, RESIDUAL_LIMIT**2)
     if info:
-        part(size * per, 0.0, 0.0)
+        part(per, 0.0, 0.0)
     if centered:
-        part(size * k, -big, big)
+        part(k, -big, big)
     return (_compat.constants(xp, lo, like.dtype, like), _compat.constants(xp, hi, like.dtype, like))
