@@ -85,6 +85,7 @@ from ._factorizations import (
     svd,
 )
 from ._products import cross, matmul
+from ._segments import segment_sum
 from ._triangular import SMALL_STACK, batch_last, cho_solve, inverse_diagonal, solve_triangular, triangular_inverse
 from ._vectors import (
     clip,
@@ -114,7 +115,7 @@ __all__ = [
     "nonzero_or_one", "normal_products", "on_input_device", "one_pass_qr", "one_task", "over_columns",
     "plain_namespace", "plain_numpy", "positive_or_one", "positive_or_zero", "powers_of_two", "qr", "qr_apply",
     "qr_implicit", "qr_r", "read_now", "reduce_all", "reduce_max", "reduce_mean", "reduce_min", "reduce_sum",
-    "select", "sign", "SMALL_STACK", "solve_triangular", "sum_of_squares", "svd", "take_rows", "to_numpy", "Traits",
+    "segment_sum", "select", "sign", "SMALL_STACK", "solve_triangular", "sum_of_squares", "svd", "take_rows", "to_numpy", "Traits",
     "traits", "triangular_inverse", "update_fresh", "within", "zero_first_row",
 ]  # fmt: skip
 
