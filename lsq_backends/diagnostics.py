@@ -33,13 +33,15 @@ from typing import Any, NamedTuple
 from ._api import check_refine, refined_solution
 from ._backend import _compat
 from ._backend._compat import eps, matmul, mT
+from ._problem._cov_options import cov_options
 from ._problem._input import check_bool, intercept_of, prepare, validate
 from ._problem._scaling import powers, times
 from ._solvers.linalg._shared import all_true, default_cutoff, full_int
 from ._solvers.linalg.pinv import filtered_solve, uncentered_scale
+from ._solvers.linalg.sandwich import ROBUST_COV_TYPES, robust_cov
 from ._types import Array, CovType
 
-COV_TYPES = ("nonrobust", "HC0", "HC1", "HC2", "HC3")
+COV_TYPES = ("nonrobust", "HC0", "HC1", "HC2", "HC3", *ROBUST_COV_TYPES)
 
 
 class _Fields(NamedTuple):
@@ -305,6 +307,12 @@ def diagnostics(
     cov_type: CovType = "nonrobust",
     check_finite: bool = True,
     refine: int = 0,
+    groups: Array | None = None,
+    time: Array | None = None,
+    n_groups: int | tuple[int, int] | None = None,
+    maxlags: int | None = None,
+    kernel: str | None = None,
+    use_correction: bool | str | None = None,
 ) -> Diagnostics:
     """Standard errors, t statistics, R² and robust covariances of a least-squares fit.
 
@@ -378,6 +386,8 @@ def diagnostics(
     fit_intercept = check_bool(fit_intercept, "fit_intercept")
     check_finite = check_bool(check_finite, "check_finite")
     v = validate(X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite)
+    kwds = {"groups": groups, "time": time, "n_groups": n_groups, "maxlags": maxlags, "kernel": kernel}
+    options = cov_options(v.xp, v.X, cov_type, {**kwds, "use_correction": use_correction}, v.checks)
     problem = prepare(v, keep_original=True, scale="per_target")
     _check_shapes(problem, fit_intercept)
     xp = problem.xp
@@ -437,17 +447,22 @@ def diagnostics(
         if fit_intercept:
             q0 = xp.broadcast_to((w if root is None else root) / sqrt_s, (*Q.shape[:-1], 1))
             Q = xp.concat([q0, Q], axis=-1)
-        scale = xp.abs(resid)
-        if cov_type in ("HC2", "HC3"):
-            h = xp.sum(Q * Q, axis=-1)  # leverages, diag of the hat matrix
-            scale = scale / (xp.sqrt(1 - h) if cov_type == "HC2" else 1 - h)
-        elif cov_type == "HC1":
-            scale = scale * xp.sqrt(m / df)[..., None]
-        # cov = C^T C with C = diag(scale) A (A^T A)^{-1} = diag(scale) Q R_a^{-T}: a sum of
-        # squares, so its diagonal cannot come out negative.
-        C = matmul(xp, scale[..., None] * Q, mT(xp, Rinv_a))
-        cov = xp.where(has_df[..., None, None], matmul(xp, mT(xp, C), C), nan[..., None, None])
-        se = xp.where(has_df[..., None], xp.linalg.vector_norm(C, axis=-2), nan[..., None])
+        if options is not None:  # cluster, HAC, Driscoll-Kraay: from the scores Q diag(e)
+            cov = robust_cov(xp, Q * resid[..., None], Rinv_a, options)
+            cov = xp.where(has_df[..., None, None], cov, nan[..., None, None])
+            se = xp.sqrt(_compat.diagonal(xp, cov))
+        else:
+            scale = xp.abs(resid)
+            if cov_type in ("HC2", "HC3"):
+                h = xp.sum(Q * Q, axis=-1)  # leverages, diag of the hat matrix
+                scale = scale / (xp.sqrt(1 - h) if cov_type == "HC2" else 1 - h)
+            elif cov_type == "HC1":
+                scale = scale * xp.sqrt(m / df)[..., None]
+            # cov = C^T C with C = diag(scale) A (A^T A)^{-1} = diag(scale) Q R_a^{-T}: a sum of
+            # squares, so its diagonal cannot come out negative.
+            C = matmul(xp, scale[..., None] * Q, mT(xp, Rinv_a))
+            cov = xp.where(has_df[..., None, None], matmul(xp, mT(xp, C), C), nan[..., None, None])
+            se = xp.where(has_df[..., None], xp.linalg.vector_norm(C, axis=-2), nan[..., None])
 
     factors = None if problem.scale is None else _factors(xp, problem.scale, n, fit_intercept)
     if factors is not None and fit_intercept:

@@ -1,0 +1,121 @@
+"""Cluster- and autocorrelation-robust (sandwich) covariances of a least-squares fit, as statsmodels'
+``get_robustcov_results`` computes them: ``cov_type="cluster"`` (one- and two-way), ``"HAC"``
+(Newey-West) and ``"hac-groupsum"`` (Driscoll-Kraay).
+
+Every estimator here is ``B M B^T``: the bread ``B = (A^T A)^{-1} A^T`` applied to the scores. With
+``A = Q R_a`` (``Q`` orthonormal, ``R_a`` the R factor :func:`lsq_backends.diagnostics` already has),
+an observation's score ``a_i e_i`` is ``R_a^T (q_i e_i)``, so ``cov = R_a^{-1} M R_a^{-T}`` with the
+meat ``M`` built from the rows ``u_i = q_i e_i`` of ``U = Q diag(e)`` (``e`` the weighted
+residuals; statsmodels' ``wexog * wresid``). Working in ``Q``'s coordinates keeps the meat as
+well conditioned as the problem allows (no ``A^T A``).
+
+- ``cluster``, one-way: ``M = c sum_g t_g t_g^T``, ``t_g`` the sum of ``u_i`` over cluster ``g``
+  (:func:`lsq_backends._backend._compat.segment_sum`: O(m p + G p) memory, no m x G matrix),
+  ``c = G / (G - 1) (m - 1) / (m - p)`` with ``use_correction`` (CR1, statsmodels' default), ``G``
+  the number of clusters that have observations (statsmodels' ``len(np.unique(groups))``), ``p``
+  the number of columns of the design (intercept included, as statsmodels' ``k_params``).
+- ``cluster``, two-way (Cameron, Gelbach and Miller): ``M_1 + M_2 - M_12``, each one-way meat
+  with its own correction; the intersection clusters are the distinct pairs of codes, numbered in
+  sorted order (a stable ``argsort`` by the second code, then the first: no product of the two
+  counts is formed, so no overflow and at most m segments).
+- ``HAC``: ``M = w_0 U^T U + sum_{l=1..L} w_l (U_l^T U_0 + U_0^T U_l)``, the rows in the order
+  given, lag ``l`` pairing rows ``i`` and ``i - l``; Bartlett ``w_l = 1 - l / (L + 1)`` or uniform
+  ``w_l = 1``; ``use_correction`` multiplies by ``m / (m - p)``. A uniform kernel can give a meat
+  that is not positive semidefinite (as in statsmodels).
+- ``hac-groupsum``: the scores summed per period (``time`` codes), then the HAC meat over the
+  periods in the order of their codes (an empty period is a zero row, lags count codes);
+  ``use_correction="cluster"`` (default) is the one-way cluster factor with ``G`` the number of
+  periods present, ``"hac"`` is ``m / (m - p)``.
+
+The number of segments (``n_groups``) is a Python int: static under ``jax.jit``. Given, nothing is
+read; not given, it is ``max(codes) + 1``, one host read of the concrete codes (refused for traced
+or lazy codes). The codes' range is a value check read with the fit's other checks.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from ..._backend import _compat
+from ..._backend._compat import matmul, mT
+
+ROBUST_COV_TYPES = ("cluster", "HAC", "hac-groupsum")
+KERNELS = ("bartlett", "uniform")
+
+
+class CovOptions(NamedTuple):
+    """A robust covariance's validated options: codes (m,) or (m, 2) or None, one static segment count per
+    column of codes, the lags, the kernel and the correction (``True``/``False``, ``"hac"``, ``"cluster"``)."""
+
+    cov_type: str
+    codes: Any
+    n_groups: tuple
+    maxlags: int
+    kernel: str
+    correction: Any
+
+
+def _gram(xp, T):
+    return matmul(xp, mT(xp, T), T)
+
+
+def _present(xp, codes, n_groups, U):
+    """The number of segments of ``codes`` (m,) that hold a row: 0-d, in U's dtype (statsmodels' ``len(unique)``)."""
+    ones = xp.ones((codes.shape[0], 1), dtype=U.dtype, device=_compat.device(U))
+    return xp.sum(xp.astype(_compat.segment_sum(xp, ones, codes, n_groups) > 0, U.dtype))
+
+
+def _pairs(xp, codes):
+    """The intersection clusters of two-way codes (m, 2): the rows' order sorted by (first, second) code
+    and each sorted row's pair number (0, 1, ...; (m,))."""
+    order = xp.argsort(codes[:, 1], stable=True)
+    order = xp.take(order, xp.argsort(xp.take(codes[:, 0], order), stable=True))
+    a, b = xp.take(codes[:, 0], order), xp.take(codes[:, 1], order)
+    new = (a[1:] != a[:-1]) | (b[1:] != b[:-1])
+    first = xp.zeros((1,), dtype=new.dtype, device=_compat.device(new))
+    ids = xp.cumulative_sum(xp.astype(xp.concat([first, new]), codes.dtype))
+    return order, ids
+
+
+def _hac_meat(xp, U, maxlags, kernel):
+    """``w_0 U^T U + sum_l w_l (U_l^T U_0 + U_0^T U_l)`` for U (..., m, p), the weights of ``kernel``."""
+    meat = _gram(xp, U)
+    m = U.shape[-2]
+    for lag in range(1, min(maxlags, m - 1) + 1):
+        w = 1 - lag / (maxlags + 1) if kernel == "bartlett" else 1.0
+        s = matmul(xp, mT(xp, U[..., lag:, :]), U[..., : m - lag, :])
+        meat = meat + w * (s + mT(xp, s))
+    return meat
+
+
+def _cluster_factor(G, m, p):
+    return G / (G - 1) * ((m - 1) / (m - p))
+
+
+def robust_cov(xp, U, Rinv, options):
+    """The covariance ``Rinv M Rinv^T`` (..., p, p) of ``options`` (:class:`CovOptions`) from the scores in
+    Q's coordinates U (..., m, p) and R_a's inverse (..., p, p), corrections included (module docstring)."""
+    m, p = U.shape[-2:]
+    kind, codes, n_groups = options.cov_type, options.codes, options.n_groups
+    if kind == "cluster":
+        # One-way: one meat; two-way: V_1 + V_2 - V_12, each with its own correction.
+        pairs = [(codes, n_groups[0])] if codes.ndim == 1 else [(codes[:, 0], n_groups[0]), (codes[:, 1], n_groups[1])]
+        terms = [(_gram(xp, _compat.segment_sum(xp, U, c, g)), c, g) for c, g in pairs]
+        if codes.ndim == 2:
+            order, ids = _pairs(xp, codes)
+            terms.append((_gram(xp, _compat.segment_sum(xp, xp.take(U, order, axis=-2), ids, m)), ids, m))
+        if options.correction:
+            terms = [(M * _cluster_factor(_present(xp, c, g, U), m, p), c, g) for M, c, g in terms]
+        meat = terms[0][0] if len(terms) == 1 else terms[0][0] + terms[1][0] - terms[2][0]
+    elif kind == "HAC":
+        meat = _hac_meat(xp, U, options.maxlags, options.kernel)
+        meat = meat * (m / (m - p)) if options.correction else meat
+    else:  # Driscoll-Kraay: the HAC meat of the per-period sums
+        V = _compat.segment_sum(xp, U, codes, n_groups[0])
+        meat = _hac_meat(xp, V, options.maxlags, options.kernel)
+        if options.correction == "hac":
+            meat = meat * (m / (m - p))
+        elif options.correction == "cluster":
+            meat = meat * _cluster_factor(_present(xp, codes, n_groups[0], U), m, p)
+    cov = matmul(xp, matmul(xp, Rinv, meat), mT(xp, Rinv))
+    return (cov + mT(xp, cov)) / 2
