@@ -39,7 +39,7 @@ def _as_codes(xp, X, a, name, cols):
     return a
 
 
-def _counts(xp, codes, n_groups, checks):
+def _counts(xp, codes, name, n_groups, checks):
     """The static segment count of each column of ``codes`` (given, else ``max + 1``, one read of concrete
     codes); the check that every code lies in ``[0, count)`` recorded in ``checks``."""
     ncol = 1 if codes.ndim == 1 else codes.shape[1]
@@ -62,7 +62,7 @@ def _counts(xp, codes, n_groups, checks):
             raise ValueError(msg)
     for c, g in zip(columns, n_groups, strict=True):
         ok = xp.all((c >= 0) & (c < g))
-        msg = f"the codes must lie in [0, n_groups) = [0, {g}): integers from 0 (e.g. from pandas.factorize)"
+        msg = f"{name} must hold codes in [0, n_groups) = [0, {g}) (e.g. from pandas.factorize); some lie outside"
         checks.add(ok, failure(ValueError, msg))
     return n_groups
 
@@ -86,7 +86,7 @@ def cov_options(xp, X, cov_type, kwds, checks):
             msg = f"cov_type={cov_type!r} needs {key}= (integer codes of shape (m,){' or (m, 2)' * (key == 'groups')})"
             raise ValueError(msg)
         codes = _as_codes(xp, X, kwds[key], key, 2 if key == "groups" else 1)
-        n_groups = _counts(xp, codes, kwds["n_groups"], checks)
+        n_groups = _counts(xp, codes, key, kwds["n_groups"], checks)
     maxlags, kernel = 0, "bartlett"
     if "maxlags" in takes:
         maxlags = kwds["maxlags"]
