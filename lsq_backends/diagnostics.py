@@ -23,6 +23,12 @@ constant column next to an intercept) counts as dependent. At full rank it takes
 inverse, accurate on graded R such as Filip's powers. Otherwise it takes the pseudo-inverse of
 R as :func:`lsq_backends.lstsq` does (its SVD with lstsq's cutoff). That gives the minimum-norm
 coefficients of lstsq, scikit-learn and ``numpy.linalg.pinv``, and the rank lstsq reports.
+
+``robust`` (cluster, HAC, Driscoll-Kraay): their meat is built from the scores of the centered
+design, ``Z = [sqrt(w) e, Xc diag(e)]`` (e the weighted residuals), which are the scores of
+``Q_a`` times ``blockdiag(sqrt(S), R)``. So ``cov = F M(Z) F^T`` with
+``F = R_a^{-1} blockdiag(1/sqrt(S), R^{-T})``: the m x n basis ``Xc R^{-1}`` of the HC types is
+never formed, and the sums over clusters run on Z (:mod:`._solvers.linalg.sandwich`).
 """
 
 from __future__ import annotations
@@ -332,11 +338,31 @@ def diagnostics(
         uncentered without it.
     sample_weight : array, shape (m,) or (..., m), optional
         Weights of weighted least squares (statsmodels' ``WLS(weights=...)``).
-    cov_type : {"nonrobust", "HC0", "HC1", "HC2", "HC3"}
+    cov_type : {"nonrobust", "HC0", "HC1", "HC2", "HC3", "cluster", "HAC", "hac-groupsum"}
         Covariance estimator: ``sigma**2 (A^T A)^{-1}``, or White's sandwich
         ``(A^T A)^{-1} A^T diag(u) A (A^T A)^{-1}`` with ``u = e**2`` (HC0), times
         ``m / df_resid`` (HC1), over ``1 - h`` (HC2) or ``(1 - h)**2`` (HC3), ``e`` the weighted
-        residuals and ``h`` the leverages. Static under ``jax.jit``.
+        residuals and ``h`` the leverages. Or statsmodels' ``get_robustcov_results`` types, whose
+        ``cov_kwds`` are the keywords below: ``"cluster"`` (one-way, or two-way by
+        Cameron-Gelbach-Miller), ``"HAC"`` (Newey-West) and ``"hac-groupsum"`` (Driscoll-Kraay:
+        HAC over the per-period sums of the scores). Static under ``jax.jit``.
+    groups : integer array, shape (m,) or (m, 2), optional
+        Cluster codes in ``[0, n_groups)`` for ``"cluster"`` (e.g. ``pandas.factorize``), shared
+        by a stack; two columns: two-way clustering.
+    time : integer array, shape (m,), optional
+        Period codes in ``[0, n_groups)`` for ``"hac-groupsum"``; lags count codes.
+    n_groups : int or (int, int), optional
+        The number of codes (one per column of ``groups``), static under ``jax.jit``; required
+        there and on Dask. Default ``max(codes) + 1``, one host read of the codes.
+    maxlags : int, optional
+        Lags of ``"HAC"`` and ``"hac-groupsum"`` (required there).
+    kernel : {"bartlett", "uniform"}, optional
+        Their lag weights ``1 - l / (maxlags + 1)`` (default) or 1.
+    use_correction : bool or {"hac", "cluster"}, optional
+        statsmodels' small-sample correction and default: ``"cluster"``, ``True`` (CR1:
+        ``G / (G - 1) (m - 1) / (m - p)``, G the clusters present, p the columns of the design);
+        ``"HAC"``, ``False`` (``True``: ``m / (m - p)``); ``"hac-groupsum"``, ``"cluster"`` (CR1
+        over periods; ``"hac"``: ``m / (m - p)``; ``False``). Two-way: each term its own CR1.
     check_finite : bool
         As in :func:`lsq_backends.lstsq`.
     refine : int
@@ -355,7 +381,9 @@ def diagnostics(
     Cost: one Householder QR of the centered (m - 1) x n data and O(n**3) on its factor (an
     SVD for the rank, a triangular inverse), plus O(m n) for the residual. The HC types also
     form ``Xc R^{-1}`` (m x n; the leverages h_ii are its squared row norms) and the m x p
-    sandwich factor: temporaries of about 4 m p elements. ``refine`` adds lstsq's ~13 m n.
+    sandwich factor: temporaries of about 4 m p elements. The cluster and HAC types sum the
+    m x p scores per cluster (O(m p + G p) memory, never m x G) or form ``maxlags`` lagged
+    products (O(maxlags m p**2)). ``refine`` adds lstsq's ~13 m n.
 
     Conventions (as statsmodels): ``df_resid = m - rank`` counts zero-weight rows; an exact fit
     (``sigma == 0``) has infinite t statistics; a constant ``y`` with an intercept has
@@ -442,27 +470,31 @@ def diagnostics(
     if cov_type == "nonrobust":
         cov = sigma2[..., None, None] * matmul(xp, Rinv_a, mT(xp, Rinv_a))
         se = xp.sqrt(sigma2)[..., None] * xp.linalg.vector_norm(Rinv_a, axis=-1)  # row norms
+    elif options is not None:  # cluster, HAC, Driscoll-Kraay (module docstring: ``robust``)
+        Z = Xc * resid[..., None]  # the scores of the centered design
+        F = matmul(xp, Rinv_a[..., int(fit_intercept) :], mT(xp, Rinv))
+        if fit_intercept:
+            z0 = resid[..., None] if root is None else resid[..., None] * root
+            Z = xp.concat([xp.broadcast_to(z0, (*Z.shape[:-1], 1)), Z], axis=-1)
+            F = xp.concat([Rinv_a[..., :1] / sqrt_s, F], axis=-1)
+        cov = xp.where(has_df[..., None, None], robust_cov(xp, Z, F, options), nan[..., None, None])
+        se = xp.sqrt(_compat.diagonal(xp, cov))
     else:
         Q = matmul(xp, Xc, Rinv)  # (..., m, n): orthonormal basis of the centered design
         if fit_intercept:
             q0 = xp.broadcast_to((w if root is None else root) / sqrt_s, (*Q.shape[:-1], 1))
             Q = xp.concat([q0, Q], axis=-1)
-        if options is not None:  # cluster, HAC, Driscoll-Kraay: from the scores Q diag(e)
-            cov = robust_cov(xp, Q * resid[..., None], Rinv_a, options)
-            cov = xp.where(has_df[..., None, None], cov, nan[..., None, None])
-            se = xp.sqrt(_compat.diagonal(xp, cov))
-        else:
-            scale = xp.abs(resid)
-            if cov_type in ("HC2", "HC3"):
-                h = xp.sum(Q * Q, axis=-1)  # leverages, diag of the hat matrix
-                scale = scale / (xp.sqrt(1 - h) if cov_type == "HC2" else 1 - h)
-            elif cov_type == "HC1":
-                scale = scale * xp.sqrt(m / df)[..., None]
-            # cov = C^T C with C = diag(scale) A (A^T A)^{-1} = diag(scale) Q R_a^{-T}: a sum of
-            # squares, so its diagonal cannot come out negative.
-            C = matmul(xp, scale[..., None] * Q, mT(xp, Rinv_a))
-            cov = xp.where(has_df[..., None, None], matmul(xp, mT(xp, C), C), nan[..., None, None])
-            se = xp.where(has_df[..., None], xp.linalg.vector_norm(C, axis=-2), nan[..., None])
+        scale = xp.abs(resid)
+        if cov_type in ("HC2", "HC3"):
+            h = xp.sum(Q * Q, axis=-1)  # leverages, diag of the hat matrix
+            scale = scale / (xp.sqrt(1 - h) if cov_type == "HC2" else 1 - h)
+        elif cov_type == "HC1":
+            scale = scale * xp.sqrt(m / df)[..., None]
+        # cov = C^T C with C = diag(scale) A (A^T A)^{-1} = diag(scale) Q R_a^{-T}: a sum of
+        # squares, so its diagonal cannot come out negative.
+        C = matmul(xp, scale[..., None] * Q, mT(xp, Rinv_a))
+        cov = xp.where(has_df[..., None, None], matmul(xp, mT(xp, C), C), nan[..., None, None])
+        se = xp.where(has_df[..., None], xp.linalg.vector_norm(C, axis=-2), nan[..., None])
 
     factors = None if problem.scale is None else _factors(xp, problem.scale, n, fit_intercept)
     if factors is not None and fit_intercept:

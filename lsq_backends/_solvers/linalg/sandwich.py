@@ -2,14 +2,13 @@
 ``get_robustcov_results`` computes them: ``cov_type="cluster"`` (one- and two-way), ``"HAC"``
 (Newey-West) and ``"hac-groupsum"`` (Driscoll-Kraay).
 
-Every estimator here is ``B M B^T``: the bread ``B = (A^T A)^{-1} A^T`` applied to the scores. With
-``A = Q R_a`` (``Q`` orthonormal, ``R_a`` the R factor :func:`lsq_backends.diagnostics` already has),
-an observation's score ``a_i e_i`` is ``R_a^T (q_i e_i)``, so ``cov = R_a^{-1} M R_a^{-T}`` with the
-meat ``M`` built from the rows ``u_i = q_i e_i`` of ``U = Q diag(e)`` (``e`` the weighted
-residuals; statsmodels' ``wexog * wresid``). Working in ``Q``'s coordinates keeps the meat as
-well conditioned as the problem allows (no ``A^T A``).
+Every estimator here is ``(A^T A)^{-1} M (A^T A)^{-1}``, ``M`` the meat built from the scores (the rows
+of ``A diag(e)``, statsmodels' ``wexog * wresid``). Each meat is linear in the outer products of
+the scores, so it may be built from the scores in any coordinates ``Z = A diag(e) B^{-1}``: then
+``cov = F M(Z) F^T`` with ``F = (A^T A)^{-1} B^T``. :func:`lsq_backends.diagnostics` passes the
+centered design's scores and the F of its QR factors (no ``A^T A``, no m x p basis formed).
 
-- ``cluster``, one-way: ``M = c sum_g t_g t_g^T``, ``t_g`` the sum of ``u_i`` over cluster ``g``
+- ``cluster``, one-way: ``M = c sum_g t_g t_g^T``, ``t_g`` the sum of the scores over cluster ``g``
   (:func:`lsq_backends._backend._compat.segment_sum`: O(m p + G p) memory, no m x G matrix),
   ``c = G / (G - 1) (m - 1) / (m - p)`` with ``use_correction`` (CR1, statsmodels' default), ``G``
   the number of clusters that have observations (statsmodels' ``len(np.unique(groups))``), ``p``
@@ -18,7 +17,7 @@ well conditioned as the problem allows (no ``A^T A``).
   with its own correction; the intersection clusters are the distinct pairs of codes, numbered in
   sorted order (a stable ``argsort`` by the second code, then the first: no product of the two
   counts is formed, so no overflow and at most m segments).
-- ``HAC``: ``M = w_0 U^T U + sum_{l=1..L} w_l (U_l^T U_0 + U_0^T U_l)``, the rows in the order
+- ``HAC``: ``M = w_0 Z^T Z + sum_{l=1..L} w_l (Z_l^T Z_0 + Z_0^T Z_l)``, the rows in the order
   given, lag ``l`` pairing rows ``i`` and ``i - l``; Bartlett ``w_l = 1 - l / (L + 1)`` or uniform
   ``w_l = 1``; ``use_correction`` multiplies by ``m / (m - p)``. A uniform kernel can give a meat
   that is not positive semidefinite (as in statsmodels).
@@ -92,9 +91,9 @@ def _cluster_factor(G, m, p):
     return G / (G - 1) * ((m - 1) / (m - p))
 
 
-def robust_cov(xp, U, Rinv, options):
-    """The covariance ``Rinv M Rinv^T`` (..., p, p) of ``options`` (:class:`CovOptions`) from the scores in
-    Q's coordinates U (..., m, p) and R_a's inverse (..., p, p), corrections included (module docstring)."""
+def robust_cov(xp, U, F, options):
+    """The covariance ``F M F^T`` (..., p, p) of ``options`` (:class:`CovOptions`), M its meat from the scores
+    U (..., m, p) in the coordinates F maps back (module docstring), corrections included."""
     m, p = U.shape[-2:]
     kind, codes, n_groups = options.cov_type, options.codes, options.n_groups
     if kind == "cluster":
@@ -117,5 +116,5 @@ def robust_cov(xp, U, Rinv, options):
             meat = meat * (m / (m - p))
         elif options.correction == "cluster":
             meat = meat * _cluster_factor(_present(xp, codes, n_groups[0], U), m, p)
-    cov = matmul(xp, matmul(xp, Rinv, meat), mT(xp, Rinv))
+    cov = matmul(xp, matmul(xp, F, meat), mT(xp, F))
     return (cov + mT(xp, cov)) / 2
