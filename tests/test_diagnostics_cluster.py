@@ -4,6 +4,7 @@ covariances: against statsmodels' get_robustcov_results (NumPy), every backend a
 
 from __future__ import annotations
 
+import cupy_standin
 import numpy as np
 import pytest
 
@@ -177,6 +178,17 @@ def test_segment_sum(be):
         np.testing.assert_allclose(be.to_numpy(got), want, rtol=tol, atol=tol * 10)
     got = _compat.segment_sum(be.xp, be.asarray(values[0]), be.asarray(codes), 7)
     np.testing.assert_allclose(be.to_numpy(got), want[0], rtol=1e-14, atol=1e-14)
+
+
+def test_segment_sum_cupy_branch(monkeypatch, numpy_reference):
+    """CuPy's branch (``cupyx.scatter_add`` into zeros, rows moved first) on the NumPy stand-in."""
+    cupy = cupy_standin.install(monkeypatch)
+    rng = np.random.default_rng(1)
+    values, codes = rng.standard_normal((2, 30, 3)), rng.integers(0, 4, 30)
+    want = _compat.segment_sum(np, values, codes, 6)
+    got = _compat.segment_sum(cupy.xp, values, codes, 6)
+    assert got.shape == (2, 6, 3)
+    np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-14)
 
 
 def test_jit_needs_n_groups(be):
