@@ -99,13 +99,15 @@ def robust_cov(xp, U, F, options):
     if kind == "cluster":
         # One-way: one meat; two-way: V_1 + V_2 - V_12, each with its own correction.
         pairs = [(codes, n_groups[0])] if codes.ndim == 1 else [(codes[:, 0], n_groups[0]), (codes[:, 1], n_groups[1])]
-        terms = [(_gram(xp, _compat.segment_sum(xp, U, c, g)), c, g) for c, g in pairs]
+        meats = [_gram(xp, _compat.segment_sum(xp, U, c, g)) for c, g in pairs]
+        counts = [_present(xp, c, g, U) for c, g in pairs] if options.correction else []
         if codes.ndim == 2:
             order, ids = _pairs(xp, codes)
-            terms.append((_gram(xp, _compat.segment_sum(xp, xp.take(U, order, axis=-2), ids, m)), ids, m))
+            meats.append(_gram(xp, _compat.segment_sum(xp, xp.take(U, order, axis=-2), ids, m)))
+            counts += [xp.astype(ids[-1] + 1, U.dtype)] if options.correction else []
         if options.correction:
-            terms = [(M * _cluster_factor(_present(xp, c, g, U), m, p), c, g) for M, c, g in terms]
-        meat = terms[0][0] if len(terms) == 1 else terms[0][0] + terms[1][0] - terms[2][0]
+            meats = [M * _cluster_factor(G, m, p) for M, G in zip(meats, counts, strict=True)]
+        meat = meats[0] if len(meats) == 1 else meats[0] + meats[1] - meats[2]
     elif kind == "HAC":
         meat = _hac_meat(xp, U, options.maxlags, options.kernel)
         meat = meat * (m / (m - p)) if options.correction else meat
