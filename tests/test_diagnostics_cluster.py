@@ -122,6 +122,19 @@ def test_codes_not_all_used_and_unsorted_periods(numpy_reference):
     np.testing.assert_allclose(d.cov, ref.cov_params(), rtol=1e-12, atol=1e-12 * np.abs(ref.cov_params()).max())
 
 
+def test_rank_deficient_matches_statsmodels(numpy_reference):
+    """A duplicated column: the pseudo-inverse's sandwich, as statsmodels' pinv; p counts every column."""
+    sm = pytest.importorskip("statsmodels.api")
+    X, y, _, codes = _data(seed=23)
+    X = np.hstack([X, X[:, :1]])
+    for fit_intercept in (True, False):
+        A = sm.add_constant(X) if fit_intercept else X
+        ref = sm.OLS(y, A).fit(cov_type="cluster", cov_kwds={"groups": codes["groups"]}).cov_params()
+        with pytest.warns(RuntimeWarning, match="rank-deficient"):
+            d = lsq.diagnostics(X, y, fit_intercept=fit_intercept, cov_type="cluster", groups=codes["groups"])
+        np.testing.assert_allclose(d.cov, ref, rtol=0, atol=1e-12 * np.abs(ref).max())
+
+
 def _fit(be):
     """lsq.diagnostics, under jax.jit on JAX (n_groups, maxlags, kernel and use_correction static)."""
     if be.library != "jax":

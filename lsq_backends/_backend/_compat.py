@@ -21,6 +21,7 @@ Private helpers belong to this layer and are reached through it:
   settings, reached through :mod:`._products`;
 - :mod:`._devices`: constants made on the device, the input's device entered on CuPy;
 - :mod:`._vectors`: the Krylov solvers' column norms and masked updates; ``sign`` and ``clip``.
+- :mod:`._segments`: ``segment_sum``, sums of rows over integer codes (cluster covariances).
 
 The quirks of the functions below (the figures behind them are in the design notes):
 
