@@ -359,10 +359,10 @@ def diagnostics(
     kernel : {"bartlett", "uniform"}, optional
         Their lag weights ``1 - l / (maxlags + 1)`` (default) or 1.
     use_correction : bool or {"hac", "cluster"}, optional
-        statsmodels' small-sample correction and default: ``"cluster"``, ``True`` (CR1:
-        ``G / (G - 1) (m - 1) / (m - p)``, G the clusters present, p the columns of the design);
-        ``"HAC"``, ``False`` (``True``: ``m / (m - p)``); ``"hac-groupsum"``, ``"cluster"`` (CR1
-        over periods; ``"hac"``: ``m / (m - p)``; ``False``). Two-way: each term its own CR1.
+        Small-sample correction; default statsmodels' for the type. ``"cluster"``: True (CR1,
+        ``G / (G - 1) (m - 1) / (m - p)``, G the clusters present, p the columns of the design;
+        two-way: each term its own) or False (CR0). ``"HAC"``: False, or True for ``m / (m - p)``.
+        ``"hac-groupsum"``: ``"cluster"`` (CR1 over the periods), ``"hac"`` or False.
     check_finite : bool
         As in :func:`lsq_backends.lstsq`.
     refine : int

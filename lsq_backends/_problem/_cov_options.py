@@ -89,9 +89,13 @@ def cov_options(xp, X, cov_type, kwds, checks):
         n_groups = _counts(xp, codes, key, kwds["n_groups"], checks)
     maxlags, kernel = 0, "bartlett"
     if "maxlags" in takes:
-        maxlags = kwds["maxlags"]
-        if maxlags is None or isinstance(maxlags, bool) or not isinstance(maxlags, int) or maxlags < 0:
-            msg = f"cov_type={cov_type!r} needs maxlags=, a non-negative int; got {maxlags!r}"
+        given = kwds["maxlags"]
+        try:
+            maxlags = -1 if given is None or isinstance(given, bool) else operator.index(given)
+        except TypeError:
+            maxlags = -1
+        if maxlags < 0:
+            msg = f"cov_type={cov_type!r} needs maxlags=, a non-negative int; got {given!r}"
             raise ValueError(msg)
         kernel = "bartlett" if kwds["kernel"] is None else kwds["kernel"]
         if not isinstance(kernel, str) or kernel.lower() not in KERNELS:
