@@ -177,6 +177,20 @@ def test_backend_matches_numpy(be, case):
         np.testing.assert_allclose(np.asarray(ref.cov)[1], one.cov, rtol=1e-12, atol=1e-12 * np.abs(one.cov).max())
 
 
+@pytest.mark.parametrize("case", ["cluster", "two-way", "hac-groupsum"])
+def test_float32(be, case):
+    """float32 stays float32, to the float32 error bound against the float64 fit."""
+    X, y, sw, codes = _data(seed=6)
+    kwargs = _kwargs(case, codes, with_counts=True)
+    ref = lsq.diagnostics(X, y, sample_weight=sw, **kwargs)
+    on = {k: be.asarray(v) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()}
+    d = _fit(be)(be.asarray(X, "float32"), be.asarray(y, "float32"), sample_weight=be.asarray(sw, "float32"), **on)
+    assert d.cov.dtype == be.xp.float32
+    tol = 10 * (N + 1) * np.finfo(np.float32).eps * _kappa(X, True, sw) ** 2
+    got = _host(be, d)
+    np.testing.assert_allclose(got.cov, ref.cov, rtol=tol, atol=tol * np.abs(ref.cov).max())
+
+
 def test_segment_sum(be):
     """The backend layer's segment sums: a stack, empty segments, float32 kept."""
     rng = np.random.default_rng(0)
