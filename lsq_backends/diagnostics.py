@@ -338,19 +338,22 @@ def diagnostics(
         uncentered without it.
     sample_weight : array, shape (m,) or (..., m), optional
         Weights of weighted least squares (statsmodels' ``WLS(weights=...)``).
-    cov_type : {"nonrobust", "HC0", "HC1", "HC2", "HC3", "cluster", "HAC", "hac-groupsum"}
+    cov_type : {"nonrobust", "HC0", "HC1", "HC2", "HC3", "cluster", "HAC", "hac-groupsum", "hac-panel"}
         Covariance estimator: ``sigma**2 (A^T A)^{-1}``, or White's sandwich
         ``(A^T A)^{-1} A^T diag(u) A (A^T A)^{-1}`` with ``u = e**2`` (HC0), times
         ``m / df_resid`` (HC1), over ``1 - h`` (HC2) or ``(1 - h)**2`` (HC3), ``e`` the weighted
         residuals and ``h`` the leverages. Or statsmodels' ``get_robustcov_results`` types, whose
         ``cov_kwds`` are the keywords below: ``"cluster"`` (one-way, or two-way by
-        Cameron-Gelbach-Miller), ``"HAC"`` (Newey-West) and ``"hac-groupsum"`` (Driscoll-Kraay:
-        HAC over the per-period sums of the scores). Static under ``jax.jit``.
+        Cameron-Gelbach-Miller), ``"HAC"`` (Newey-West), ``"hac-groupsum"`` (Driscoll-Kraay:
+        HAC over the per-period sums of the scores) and ``"hac-panel"`` (HAC within panels).
+        Static under ``jax.jit``.
     groups : integer array, shape (m,) or (m, 2), optional
         Cluster codes in ``[0, n_groups)`` for ``"cluster"`` (e.g. ``pandas.factorize``), shared
-        by a stack; two columns: two-way clustering.
+        by a stack; two columns: two-way clustering. ``"hac-panel"``: panel codes, rows sorted
+        by panel (a panel is a run of equal codes).
     time : integer array, shape (m,), optional
         Period codes in ``[0, n_groups)`` for ``"hac-groupsum"``; lags count codes.
+        ``"hac-panel"`` (instead of ``groups``): a new panel where the period decreases.
     n_groups : int or (int, int), optional
         The number of codes (one per column of ``groups``), static under ``jax.jit``; required
         there and on Dask. Default ``max(codes) + 1``, one host read of the codes.
@@ -363,6 +366,7 @@ def diagnostics(
         ``G / (G - 1) (m - 1) / (m - p)``, G the clusters present, p the columns of the design;
         two-way: each term its own) or False (CR0). ``"HAC"``: False, or True for ``m / (m - p)``.
         ``"hac-groupsum"``: ``"cluster"`` (CR1 over the periods), ``"hac"`` or False.
+        ``"hac-panel"``: ``"hac"``, ``"cluster"`` (CR1 over the panels) or False.
     check_finite : bool
         As in :func:`lsq_backends.lstsq`.
     refine : int

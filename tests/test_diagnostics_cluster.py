@@ -25,7 +25,9 @@ def _data(seed, m=M, n=N, batch=()):
     effect = rng.standard_normal(G)[groups] * 2 + rng.standard_normal(G2)[second] * 2
     noise = np.cumsum(rng.standard_normal(batch + (m,)), axis=-1) * 0.3 + (1 + np.abs(X[..., 0])) * effect
     y = X @ rng.standard_normal(n) + 1.5 + noise
-    codes = {"groups": groups, "second": second, "time": rng.integers(0, T, m)}
+    panel = np.sort(rng.integers(0, G, m))  # rows sorted by panel, and each panel's periods 0, 1, ...
+    ptime = np.concatenate([np.arange(np.sum(panel == k)) for k in np.unique(panel)])
+    codes = {"groups": groups, "second": second, "time": rng.integers(0, T, m), "panel": panel, "ptime": ptime}
     return X, y, rng.uniform(0.2, 3.0, m), codes
 
 
@@ -40,6 +42,8 @@ CASES = {
     "hac-groupsum": ("hac-groupsum", {"time": "time", "maxlags": 3}, {}),
     "hac-groupsum-hac": ("hac-groupsum", {"time": "time", "maxlags": 3, "use_correction": "hac"}, {}),
     "hac-groupsum-none": ("hac-groupsum", {"time": "time", "maxlags": 3, "use_correction": False}, {}),
+    "hac-panel": ("hac-panel", {"groups": "panel", "maxlags": 3}, {}),
+    "hac-panel-time": ("hac-panel", {"time": "ptime", "maxlags": 2, "use_correction": "cluster"}, {}),
 }
 
 
@@ -51,6 +55,8 @@ def _kwargs(case, codes, with_counts=False):
         if key in kw:
             name = kw[key]
             out[key] = np.column_stack([codes["groups"], codes["second"]]) if name == "two" else codes[name]
+    if cov_type == "hac-panel":  # no segments: the panels are runs of rows
+        return out
     if with_counts and "groups" in out:
         out["n_groups"] = (G, G2) if out["groups"].ndim == 2 else G
     if with_counts and "time" in out:
@@ -152,7 +158,7 @@ def _host(be, d):
     return type(d)(*(be.to_numpy(f) for f in d))
 
 
-@pytest.mark.parametrize("case", ["cluster", "two-way", "HAC-uniform", "hac-groupsum"])
+@pytest.mark.parametrize("case", ["cluster", "two-way", "HAC-uniform", "hac-groupsum", "hac-panel-time"])
 def test_backend_matches_numpy(be, case):
     """Every backend (JAX under jax.jit) against NumPy: weighted, a stack of three problems sharing the
     codes, and one without an intercept; the namespace and float dtype kept."""
@@ -249,6 +255,8 @@ BAD = [
     ({"cov_type": "HAC", "maxlags": 2, "kernel": "parzen"}, ValueError, "kernel must be one of"),
     ({"cov_type": "hac-groupsum", "maxlags": 2}, ValueError, "needs time="),
     ({"cov_type": "hac-groupsum", "time": "time", "maxlags": 2, "use_correction": True}, ValueError, "must be False, 'hac' or"),
+    ({"cov_type": "hac-panel", "groups": "groups", "time": "time", "maxlags": 1}, ValueError, "needs one of groups= or time="),
+    ({"cov_type": "hac-panel", "groups": "groups", "n_groups": 11, "maxlags": 1}, ValueError, "n_groups is used only"),
     ({"cov_type": "Cluster", "groups": "groups"}, ValueError, "cov_type must be one of"),
 ]  # fmt: skip
 
@@ -263,7 +271,8 @@ def test_bad_options(be, kwargs, error, match):
     }  # fmt: skip
     kwargs = {k: made[v] if isinstance(v, str) and v in made else v for k, v in kwargs.items()}
     codes_given = kwargs.get("groups", kwargs.get("time"))
-    if be.lazy and "n_groups" not in kwargs and getattr(codes_given, "ndim", 0):  # Dask: the count is static
+    counted = kwargs["cov_type"] in ("cluster", "hac-groupsum")
+    if be.lazy and counted and "n_groups" not in kwargs and getattr(codes_given, "ndim", 0):  # Dask: static count
         kwargs["n_groups"] = (G, G2) if codes_given.ndim == 2 else max(G, T)
     kept = {k: v.copy() for k, v in kwargs.items() if isinstance(v, np.ndarray)}
     on = {k: be.asarray(v) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import operator
 
 from .._backend import _compat
-from .._solvers.linalg.sandwich import KERNELS, CovOptions
+from .._solvers.linalg.sandwich import KERNELS, CovOptions, panel_runs
 from ._alpha import failure
 
 COV_KEYWORDS = ("groups", "time", "n_groups", "maxlags", "kernel", "use_correction")
@@ -19,6 +19,7 @@ _TAKES = {
     "cluster": ("groups", "n_groups", "use_correction"),
     "HAC": ("maxlags", "kernel", "use_correction"),
     "hac-groupsum": ("time", "n_groups", "maxlags", "kernel", "use_correction"),
+    "hac-panel": ("groups", "time", "maxlags", "kernel", "use_correction"),
 }
 
 
@@ -79,9 +80,15 @@ def cov_options(xp, X, cov_type, kwds, checks):
             raise ValueError(msg)
     if not takes:
         return None
-    key = "groups" if cov_type == "cluster" else "time"
     codes, n_groups = None, ()
-    if key in takes:
+    if cov_type == "hac-panel":  # the panels: runs of equal groups, or of increasing time
+        if (kwds["groups"] is None) == (kwds["time"] is None):
+            msg = "cov_type='hac-panel' needs one of groups= or time= (integer codes (m,), rows sorted by panel)"
+            raise ValueError(msg)
+        key = "time" if kwds["groups"] is None else "groups"
+        codes = panel_runs(xp, _as_codes(xp, X, kwds[key], key, 1), key == "time")
+    elif cov_type != "HAC":
+        key = "groups" if cov_type == "cluster" else "time"
         if kwds[key] is None:
             msg = f"cov_type={cov_type!r} needs {key}= (integer codes of shape (m,){' or (m, 2)' * (key == 'groups')})"
             raise ValueError(msg)
@@ -103,10 +110,10 @@ def cov_options(xp, X, cov_type, kwds, checks):
             raise ValueError(msg)
         kernel = kernel.lower()
     correction = kwds["use_correction"]
-    if cov_type == "hac-groupsum":
-        correction = "cluster" if correction is None else correction
+    if cov_type in ("hac-groupsum", "hac-panel"):
+        correction = ("cluster" if cov_type == "hac-groupsum" else "hac") if correction is None else correction
         if correction not in (False, "hac", "cluster") or correction is True:  # True == 1 is not False
-            msg = f"use_correction must be False, 'hac' or 'cluster' with cov_type='hac-groupsum'; got {correction!r}"
+            msg = f"use_correction must be False, 'hac' or 'cluster' with cov_type={cov_type!r}; got {correction!r}"
             raise ValueError(msg)
     else:
         correction = (cov_type == "cluster") if correction is None else correction

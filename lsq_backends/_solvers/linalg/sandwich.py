@@ -1,6 +1,6 @@
 """Cluster- and autocorrelation-robust (sandwich) covariances of a least-squares fit, as statsmodels'
 ``get_robustcov_results`` computes them: ``cov_type="cluster"`` (one- and two-way), ``"HAC"``
-(Newey-West) and ``"hac-groupsum"`` (Driscoll-Kraay).
+(Newey-West), ``"hac-groupsum"`` (Driscoll-Kraay) and ``"hac-panel"`` (Newey-West within panels).
 
 Every estimator here is ``(A^T A)^{-1} M (A^T A)^{-1}``, ``M`` the meat built from the scores (the rows
 of ``A diag(e)``, statsmodels' ``wexog * wresid``). Each meat is linear in the outer products of
@@ -25,6 +25,10 @@ centered design's scores and the F of its QR factors (no ``A^T A``, no m x p bas
   periods in the order of their codes (an empty period is a zero row, lags count codes);
   ``use_correction="cluster"`` (default) is the one-way cluster factor with ``G`` the number of
   periods present, ``"hac"`` is ``m / (m - p)``.
+- ``hac-panel``: the HAC meat with lag products only between rows of the same panel: a panel is a
+  run of consecutive rows (``groups`` codes equal, or ``time`` codes increasing: the data sorted
+  by panel, as statsmodels requires), :func:`panel_runs` numbers them. Default correction
+  ``"hac"`` (``m / (m - p)``); ``"cluster"`` is CR1 with G the number of runs.
 
 The number of segments (``n_groups``) is a Python int: static under ``jax.jit``. Given, nothing is
 read; not given, it is ``max(codes) + 1``, one host read of the concrete codes (refused for traced
@@ -38,7 +42,7 @@ from typing import Any, NamedTuple
 from ..._backend import _compat
 from ..._backend._compat import matmul, mT
 
-ROBUST_COV_TYPES = ("cluster", "HAC", "hac-groupsum")
+ROBUST_COV_TYPES = ("cluster", "HAC", "hac-groupsum", "hac-panel")
 KERNELS = ("bartlett", "uniform")
 
 
@@ -76,13 +80,25 @@ def _pairs(xp, codes):
     return order, ids
 
 
-def _hac_meat(xp, U, maxlags, kernel):
-    """``w_0 U^T U + sum_l w_l (U_l^T U_0 + U_0^T U_l)`` for U (..., m, p), the weights of ``kernel``."""
-    meat = _gram(xp, U)
+def panel_runs(xp, codes, by_time):
+    """Each row's panel number (m,) from ``codes`` (m,): a new panel where the code changes (groups) or
+    decreases (``by_time``); statsmodels' ``hac-panel`` panels."""
+    new = codes[1:] < codes[:-1] if by_time else codes[1:] != codes[:-1]
+    first = xp.zeros((1,), dtype=new.dtype, device=_compat.device(new))
+    return xp.cumulative_sum(xp.astype(xp.concat([first, new]), codes.dtype))
+
+
+def _hac_meat(xp, U, options, runs=None):
+    """``w_0 U^T U + sum_l w_l (U_l^T U_0 + U_0^T U_l)`` for U (..., m, p), the weights of ``options.kernel``;
+    with ``runs`` (m,), only the pairs of rows in the same panel."""
+    meat, maxlags = _gram(xp, U), options.maxlags
     m = U.shape[-2]
     for lag in range(1, min(maxlags, m - 1) + 1):
-        w = 1 - lag / (maxlags + 1) if kernel == "bartlett" else 1.0
-        s = matmul(xp, mT(xp, U[..., lag:, :]), U[..., : m - lag, :])
+        w = 1 - lag / (maxlags + 1) if options.kernel == "bartlett" else 1.0
+        later = U[..., lag:, :]
+        if runs is not None:
+            later = later * _compat.as_rank(xp, xp.astype(runs[lag:] == runs[: m - lag], U.dtype)[:, None], U.ndim)
+        s = matmul(xp, mT(xp, later), U[..., : m - lag, :])
         meat = meat + w * (s + mT(xp, s))
     return meat
 
@@ -109,14 +125,16 @@ def robust_cov(xp, U, F, options):
             meats = [M * _cluster_factor(G, m, p) for M, G in zip(meats, counts, strict=True)]
         meat = meats[0] if len(meats) == 1 else meats[0] + meats[1] - meats[2]
     elif kind == "HAC":
-        meat = _hac_meat(xp, U, options.maxlags, options.kernel)
+        meat = _hac_meat(xp, U, options)
         meat = meat * (m / (m - p)) if options.correction else meat
-    else:  # Driscoll-Kraay: the HAC meat of the per-period sums
-        V = _compat.segment_sum(xp, U, codes, n_groups[0])
-        meat = _hac_meat(xp, V, options.maxlags, options.kernel)
+    else:  # Driscoll-Kraay: the HAC meat of the per-period sums; panel HAC: within panels (codes: runs)
+        panel = kind == "hac-panel"
+        sums = U if panel else _compat.segment_sum(xp, U, codes, n_groups[0])
+        meat = _hac_meat(xp, sums, options, codes if panel else None)
         if options.correction == "hac":
             meat = meat * (m / (m - p))
         elif options.correction == "cluster":
-            meat = meat * _cluster_factor(_present(xp, codes, n_groups[0], U), m, p)
+            G = xp.astype(codes[-1] + 1, U.dtype) if panel else _present(xp, codes, n_groups[0], U)
+            meat = meat * _cluster_factor(G, m, p)
     cov = matmul(xp, matmul(xp, F, meat), mT(xp, F))
     return (cov + mT(xp, cov)) / 2
