@@ -47,8 +47,9 @@ KERNELS = ("bartlett", "uniform")
 
 
 class CovOptions(NamedTuple):
-    """A robust covariance's validated options: codes (m,) or (m, 2) or None, one static segment count per
-    column of codes, the lags, the kernel and the correction (``True``/``False``, ``"hac"``, ``"cluster"``)."""
+    """A robust covariance's validated options: codes (m,) or (m, 2) (``hac-panel``: panel numbers) or None,
+    one static segment count per column of codes, the lags, the kernel and the correction (``True``/``False``,
+    ``"hac"``, ``"cluster"``)."""
 
     cov_type: str
     codes: Any
@@ -68,24 +69,25 @@ def _present(xp, codes, n_groups, U):
     return xp.sum(xp.astype(_compat.segment_sum(xp, ones, codes, n_groups) > 0, U.dtype))
 
 
+def _runs(xp, new, dtype):
+    """Run numbers 0, 1, ... (m,) of ``dtype``, a new run at each row after the first where ``new`` (m - 1,)."""
+    first = xp.zeros((1,), dtype=new.dtype, device=_compat.device(new))
+    return xp.cumulative_sum(xp.astype(xp.concat([first, new]), dtype))
+
+
 def _pairs(xp, codes):
     """The intersection clusters of two-way codes (m, 2): the rows' order sorted by (first, second) code
     and each sorted row's pair number (0, 1, ...; (m,))."""
     order = xp.argsort(codes[:, 1], stable=True)
     order = xp.take(order, xp.argsort(xp.take(codes[:, 0], order), stable=True))
     a, b = xp.take(codes[:, 0], order), xp.take(codes[:, 1], order)
-    new = (a[1:] != a[:-1]) | (b[1:] != b[:-1])
-    first = xp.zeros((1,), dtype=new.dtype, device=_compat.device(new))
-    ids = xp.cumulative_sum(xp.astype(xp.concat([first, new]), codes.dtype))
-    return order, ids
+    return order, _runs(xp, (a[1:] != a[:-1]) | (b[1:] != b[:-1]), codes.dtype)
 
 
 def panel_runs(xp, codes, by_time):
     """Each row's panel number (m,) from ``codes`` (m,): a new panel where the code changes (groups) or
     decreases (``by_time``); statsmodels' ``hac-panel`` panels."""
-    new = codes[1:] < codes[:-1] if by_time else codes[1:] != codes[:-1]
-    first = xp.zeros((1,), dtype=new.dtype, device=_compat.device(new))
-    return xp.cumulative_sum(xp.astype(xp.concat([first, new]), codes.dtype))
+    return _runs(xp, codes[1:] < codes[:-1] if by_time else codes[1:] != codes[:-1], codes.dtype)
 
 
 def _hac_meat(xp, U, options, runs=None):
