@@ -224,6 +224,25 @@ def test_segment_sum_cupy_branch(monkeypatch, numpy_reference):
     np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-14)
 
 
+@pytest.mark.parametrize("case", ["two-way", "HAC", "hac-groupsum", "hac-panel"])
+def test_dask_builds_only_a_graph(be, case):
+    """On Dask the fit computes nothing (a scheduler that refuses), and its graph computes NumPy's answer."""
+    if not be.lazy:
+        pytest.skip("Dask only")
+    import dask
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("computed before compute()")
+
+    X, y, sw, codes = _data(seed=12)
+    kwargs = _kwargs(case, codes, with_counts=True)
+    on = {k: be.asarray(v) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()}
+    with dask.config.set(scheduler=refuse):
+        d = lsq.diagnostics(be.asarray(X), be.asarray(y), sample_weight=be.asarray(sw), **on)
+    ref = lsq.diagnostics(X, y, sample_weight=sw, **kwargs)
+    np.testing.assert_allclose(_host(be, d).cov, ref.cov, rtol=1e-12, atol=1e-12 * np.abs(ref.cov).max())
+
+
 def test_jit_needs_n_groups(be):
     if be.library != "jax":
         pytest.skip("jax.jit only")
