@@ -17,6 +17,7 @@ starts again, with the ``max |X|`` passes.
 from __future__ import annotations
 
 import contextlib
+import logging
 from typing import Any, NamedTuple
 
 from ._autodiff import _derivatives, rule_of
@@ -30,12 +31,15 @@ from ._problem._scaling import Rescale, uncertified, unscale
 from ._refine import refine as _refine
 from ._result import LstsqResult
 from ._ridge._path import fit_path
-from ._solvers import Given, check_options, record
+from ._solvers import Given, check_options, lean, record
 from ._solvers import solve as solve_by_method
 from ._solvers.linalg._gram_data import TallGram
 from ._solvers.linalg._shared import check_count, full_int
 from ._solvers.lsqr import drop_centering_noise
 from ._types import Array, Method
+
+# Says at DEBUG level where a fit's lean route fell back to the full route (the docs' lean-route page).
+LOG = logging.getLogger("lsq_backends")
 
 # Arguments that are static under ``jax.jit`` (eager JAX calls run compiled, see ``_compat.compiled``).
 LSTSQ_STATIC = (
@@ -61,6 +65,54 @@ class Spec(NamedTuple):
 
 
 def _fit(X, y, sample_weight, alpha, spec, by_gram=True):
+    """The lean route where the method has one (:func:`_lean`), else, or where its gate fails, the full route
+    (:func:`_full_fit`)."""
+    if record(spec.method).lean is not None and spec.rcond is None and not spec.refine and not spec.path:
+        result = _lean(X, y, sample_weight, alpha, spec)
+        if result is not None:
+            return result
+    return _full_fit(X, y, sample_weight, alpha, spec, by_gram)
+
+
+def _lean(X, y, sample_weight, alpha, spec):
+    """The lean route (``_solvers.lean``): the refined normal equations and their certificate, read once with the
+    penalty's pending checks; its ``LstsqResult``, or None where it does not apply or its gate fails (the full route
+    then fits, validated again)."""
+    v = validate(
+        X, y, sample_weight, fit_intercept=spec.fit_intercept, check_finite=spec.check_finite,
+        penalty=Penalty(alpha, spec.per_target) if spec.ridge else None, values=False,
+    )  # fmt: skip
+    xp, X, Y = v.xp, v.X, v.Y
+    m, n = X.shape[-2:]
+    batch, k = tuple(X.shape[:-2]), Y.shape[-1]
+    # Not tried: JAX (every JAX fit goes through the derivative rule: a ``lax.cond`` with the lean route differentiated
+    # through would lose its derivative at zero weights and on rank changes), PyTorch tensors that require grad
+    # (the same), Dask (lazy: its fits are bound by passes, and a lazy branch would build both routes), and ``auto``
+    # in float32, whose refinement limit (cond 12.6) the bound cannot prove past a handful of columns.
+    angle = record(spec.method).lean == "angle"
+    choose = X.dtype == xp.float32 and not angle  # ``normal``: the refined or the plain solution, on the device
+    if (
+        not (X.dtype == xp.float64 or choose) or not m - int(spec.fit_intercept) >= n >= 1 or k == 0 or 0 in batch
+        or _compat.is_lazy(X) or _derivatives.differentiable(X, y, sample_weight, alpha)
+    ):  # fmt: skip
+        return None
+    with uncertified(X):  # a negative weight's root is NaN, and fails the gate
+        root = None
+        if v.sample_weight is not None:
+            root = _compat.as_rank(xp, _compat.align_rows(xp, xp.sqrt(v.sample_weight[..., None]), X), X.ndim)
+        W, intercept, rss, ok = lean.fit(xp, X, Y, root, v.alpha, spec.fit_intercept, angle, choose)
+    intercept = intercept[..., 0, :] if intercept is not None else _compat.full(xp, (*batch, k), 0, X.dtype, X)
+    rank = full_int(xp, batch, n, X)
+    if v.y_was_vector:
+        W, intercept, rss = W[..., 0], intercept[..., 0], rss[..., 0]
+    if not v.checks.read(xp, ok):
+        if LOG.isEnabledFor(logging.DEBUG):
+            LOG.debug("method=%r: the lean route's certificate failed; the full route fits", spec.method)
+        return None
+    return LstsqResult(W, intercept, rank, rss, None, None, None)
+
+
+def _full_fit(X, y, sample_weight, alpha, spec, by_gram=True):
     """One dense fit of ``lstsq`` or ``ridge``: prepare, solve (:func:`_solve` or ``_path.fit_path``), finish
     (module docstring: ``_fit``). ``by_gram``: X's scale is left to the Gram matrix's certificate; where that
     fails (``Rescale``) the fit starts again here, with the ``max |X|`` passes."""
@@ -102,7 +154,7 @@ def _fit(X, y, sample_weight, alpha, spec, by_gram=True):
         # raise before any arithmetic meets it, which would print NumPy's RuntimeWarnings)
         if not by_gram:
             raise
-        return _fit(X, y, sample_weight, alpha, spec, by_gram=False)
+        return _full_fit(X, y, sample_weight, alpha, spec, by_gram=False)
     result = _no_targets(result) if no_targets else result
     return result if cut is None else LstsqResult(*(cut(field, int(spec.path)) for field in result))
 

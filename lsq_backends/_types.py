@@ -13,4 +13,4 @@ from ._backend._compat import Array as Array
 from ._solvers import Method as Method  # the registry's names
 
 CVMode = Literal["auto", "eigen", "svd"]
-CovType = Literal["nonrobust", "HC0", "HC1", "HC2", "HC3"]
+CovType = Literal["nonrobust", "HC0", "HC1", "HC2", "HC3", "cluster", "HAC", "hac-groupsum", "hac-panel"]

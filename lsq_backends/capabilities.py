@@ -17,7 +17,7 @@ Examples
 >>> supports("lstsq:lsqr", "dask_lazy")
 False
 >>> CAPABILITIES["lstsq:normal"]["host_reads"]
-'1 (2 on a rank fallback)'
+'1 (3 on a rank fallback)'
 """
 
 from __future__ import annotations

@@ -23,6 +23,12 @@ constant column next to an intercept) counts as dependent. At full rank it takes
 inverse, accurate on graded R such as Filip's powers. Otherwise it takes the pseudo-inverse of
 R as :func:`lsq_backends.lstsq` does (its SVD with lstsq's cutoff). That gives the minimum-norm
 coefficients of lstsq, scikit-learn and ``numpy.linalg.pinv``, and the rank lstsq reports.
+
+``robust`` (cluster, HAC, Driscoll-Kraay): their meat is built from the scores of the centered
+design, ``Z = [sqrt(w) e, Xc diag(e)]`` (e the weighted residuals), which are the scores of
+``Q_a`` times ``blockdiag(sqrt(S), R)``. So ``cov = F M(Z) F^T`` with
+``F = R_a^{-1} blockdiag(1/sqrt(S), R^{-T})``: the m x n basis ``Xc R^{-1}`` of the HC types is
+never formed, and the sums over clusters run on Z (:mod:`._solvers.linalg.sandwich`).
 """
 
 from __future__ import annotations
@@ -33,13 +39,15 @@ from typing import Any, NamedTuple
 from ._api import check_refine, refined_solution
 from ._backend import _compat
 from ._backend._compat import eps, matmul, mT
+from ._problem._cov_options import cov_options
 from ._problem._input import check_bool, intercept_of, prepare, validate
 from ._problem._scaling import powers, times
 from ._solvers.linalg._shared import all_true, default_cutoff, full_int
 from ._solvers.linalg.pinv import filtered_solve, uncentered_scale
+from ._solvers.linalg.sandwich import ROBUST_COV_TYPES, robust_cov
 from ._types import Array, CovType
 
-COV_TYPES = ("nonrobust", "HC0", "HC1", "HC2", "HC3")
+COV_TYPES = ("nonrobust", "HC0", "HC1", "HC2", "HC3", *ROBUST_COV_TYPES)
 
 
 class _Fields(NamedTuple):
@@ -305,6 +313,12 @@ def diagnostics(
     cov_type: CovType = "nonrobust",
     check_finite: bool = True,
     refine: int = 0,
+    groups: Array | None = None,
+    time: Array | None = None,
+    n_groups: int | tuple[int, int] | None = None,
+    maxlags: int | None = None,
+    kernel: str | None = None,
+    use_correction: bool | str | None = None,
 ) -> Diagnostics:
     """Standard errors, t statistics, R² and robust covariances of a least-squares fit.
 
@@ -324,11 +338,35 @@ def diagnostics(
         uncentered without it.
     sample_weight : array, shape (m,) or (..., m), optional
         Weights of weighted least squares (statsmodels' ``WLS(weights=...)``).
-    cov_type : {"nonrobust", "HC0", "HC1", "HC2", "HC3"}
+    cov_type : {"nonrobust", "HC0", "HC1", "HC2", "HC3", "cluster", "HAC", "hac-groupsum", "hac-panel"}
         Covariance estimator: ``sigma**2 (A^T A)^{-1}``, or White's sandwich
         ``(A^T A)^{-1} A^T diag(u) A (A^T A)^{-1}`` with ``u = e**2`` (HC0), times
         ``m / df_resid`` (HC1), over ``1 - h`` (HC2) or ``(1 - h)**2`` (HC3), ``e`` the weighted
-        residuals and ``h`` the leverages. Static under ``jax.jit``.
+        residuals and ``h`` the leverages. Or statsmodels' ``get_robustcov_results`` types, whose
+        ``cov_kwds`` are the keywords below: ``"cluster"`` (one-way, or two-way by
+        Cameron-Gelbach-Miller), ``"HAC"`` (Newey-West), ``"hac-groupsum"`` (Driscoll-Kraay:
+        HAC over the per-period sums of the scores) and ``"hac-panel"`` (HAC within panels).
+        Static under ``jax.jit``.
+    groups : integer array, shape (m,) or (m, 2), optional
+        Cluster codes in ``[0, n_groups)`` for ``"cluster"`` (e.g. ``pandas.factorize``), shared
+        by a stack; two columns: two-way clustering. ``"hac-panel"``: panel codes, rows sorted
+        by panel (a panel is a run of equal codes).
+    time : integer array, shape (m,), optional
+        Period codes in ``[0, n_groups)`` for ``"hac-groupsum"``; lags count codes.
+        ``"hac-panel"`` (instead of ``groups``): a new panel where the period decreases.
+    n_groups : int or (int, int), optional
+        The number of codes (one per column of ``groups``), static under ``jax.jit``; required
+        there and on Dask. Default ``max(codes) + 1``, one host read of the codes.
+    maxlags : int, optional
+        Lags of ``"HAC"`` and ``"hac-groupsum"`` (required there).
+    kernel : {"bartlett", "uniform"}, optional
+        Their lag weights ``1 - l / (maxlags + 1)`` (default) or 1.
+    use_correction : bool or {"hac", "cluster"}, optional
+        Small-sample correction; default statsmodels' for the type. ``"cluster"``: True (CR1,
+        ``G / (G - 1) (m - 1) / (m - p)``, G the clusters present, p the columns of the design;
+        two-way: each term its own) or False (CR0). ``"HAC"``: False, or True for ``m / (m - p)``.
+        ``"hac-groupsum"``: ``"cluster"`` (CR1 over the periods), ``"hac"`` or False.
+        ``"hac-panel"``: ``"hac"``, ``"cluster"`` (CR1 over the panels) or False.
     check_finite : bool
         As in :func:`lsq_backends.lstsq`.
     refine : int
@@ -347,7 +385,9 @@ def diagnostics(
     Cost: one Householder QR of the centered (m - 1) x n data and O(n**3) on its factor (an
     SVD for the rank, a triangular inverse), plus O(m n) for the residual. The HC types also
     form ``Xc R^{-1}`` (m x n; the leverages h_ii are its squared row norms) and the m x p
-    sandwich factor: temporaries of about 4 m p elements. ``refine`` adds lstsq's ~13 m n.
+    sandwich factor: temporaries of about 4 m p elements. The cluster and HAC types sum the
+    m x p scores per cluster (O(m p + G p) memory, never m x G) or form ``maxlags`` lagged
+    products (O(maxlags m p**2)). ``refine`` adds lstsq's ~13 m n.
 
     Conventions (as statsmodels): ``df_resid = m - rank`` counts zero-weight rows; an exact fit
     (``sigma == 0``) has infinite t statistics; a constant ``y`` with an intercept has
@@ -378,6 +418,8 @@ def diagnostics(
     fit_intercept = check_bool(fit_intercept, "fit_intercept")
     check_finite = check_bool(check_finite, "check_finite")
     v = validate(X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite)
+    kwds = {"groups": groups, "time": time, "n_groups": n_groups, "maxlags": maxlags, "kernel": kernel}
+    options = cov_options(v.xp, v.X, cov_type, {**kwds, "use_correction": use_correction}, v.checks)
     problem = prepare(v, keep_original=True, scale="per_target")
     _check_shapes(problem, fit_intercept)
     xp = problem.xp
@@ -432,6 +474,15 @@ def diagnostics(
     if cov_type == "nonrobust":
         cov = sigma2[..., None, None] * matmul(xp, Rinv_a, mT(xp, Rinv_a))
         se = xp.sqrt(sigma2)[..., None] * xp.linalg.vector_norm(Rinv_a, axis=-1)  # row norms
+    elif options is not None:  # cluster, HAC, Driscoll-Kraay (module docstring: ``robust``)
+        Z = Xc * resid[..., None]  # the scores of the centered design
+        F = matmul(xp, Rinv_a[..., int(fit_intercept) :], mT(xp, Rinv))
+        if fit_intercept:
+            z0 = resid[..., None] if root is None else resid[..., None] * root
+            Z = xp.concat([xp.broadcast_to(z0, (*Z.shape[:-1], 1)), Z], axis=-1)
+            F = xp.concat([Rinv_a[..., :1] / sqrt_s, F], axis=-1)
+        cov = xp.where(has_df[..., None, None], robust_cov(xp, Z, F, options), nan[..., None, None])
+        se = xp.sqrt(_compat.diagonal(xp, cov))
     else:
         Q = matmul(xp, Xc, Rinv)  # (..., m, n): orthonormal basis of the centered design
         if fit_intercept:

@@ -172,6 +172,24 @@ ARGUMENT_CASES = [
         "cov_type must be one of",
     ),
     C(
+        "diagnostics_groups_float",
+        lambda d: lambda: lsq.diagnostics(d.X, d.y, cov_type="cluster", groups=d.put(np.zeros(d.X.shape[0]))),
+        TypeError,
+        "groups must hold integer codes",
+    ),
+    C(
+        "diagnostics_groups_shape",
+        lambda d: lambda: lsq.diagnostics(d.X, d.y, cov_type="cluster", groups=d.put([0, 1]), n_groups=2),
+        ValueError,
+        "groups must have shape",
+    ),
+    C(
+        "diagnostics_maxlags_negative",
+        lambda d: lambda: lsq.diagnostics(d.X, d.y, cov_type="HAC", maxlags=-1),
+        ValueError,
+        "maxlags=, a non-negative int",
+    ),
+    C(
         "LinearRegression_method",
         lambda d: lambda: lsq.LinearRegression(method="lu").fit(d.X, d.y),
         ValueError,

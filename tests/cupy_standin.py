@@ -9,7 +9,7 @@ It reproduces what those branches depend on, from CuPy's and array-api-compat's 
 - ``array_api_compat.cupy``: the namespace ``array_namespace`` gives for CuPy arrays, made of
   array-api-compat's NumPy wrappers, which are the same generic code it runs on CuPy (its
   ``linalg.qr`` unpacks the library's result into ``QRResult(*...)``).
-- ``cupyx.errstate`` and ``cupyx.scipy.linalg``.
+- ``cupyx.errstate``, ``cupyx.scatter_add`` and ``cupyx.scipy.linalg``.
 - ``cupy._core._routines_linalg``: the private per-dtype compute type of matrix products
   (``COMPUTE_TYPE_*`` with CuPy's values, ``get_compute_type``/``set_compute_type``).
 - ``cupy.cuda.Device``: a context manager that records which device is current, and
@@ -175,6 +175,7 @@ def install(monkeypatch, *, compute_type="DEFAULT", compute_api=True, unscaled_s
 
     cupyx = types.ModuleType("cupyx")
     cupyx.errstate = errstate
+    cupyx.scatter_add = np.add.at  # cupyx.scatter_add(a, indices, values): NumPy's unbuffered add
     cupyx.scipy = types.ModuleType("cupyx.scipy")
     cupyx.scipy.linalg = scipy.linalg
 

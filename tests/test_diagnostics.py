@@ -70,7 +70,7 @@ def _full(d, fit_intercept, name):
     return np.concatenate([[float(getattr(d, head))], body])
 
 
-@pytest.mark.parametrize("cov_type", COV_TYPES)
+@pytest.mark.parametrize("cov_type", COV_TYPES[:5])  # those without options (the others: test_diagnostics_cluster.py)
 @pytest.mark.parametrize("fit_intercept", [True, False])
 @pytest.mark.parametrize("weighted", [False, True])
 def test_matches_statsmodels(numpy_reference, cov_type, fit_intercept, weighted):

@@ -23,6 +23,7 @@ TESTS_S = 198  # the tests stage: what the budget leaves
 # Run on CuPy and on torch-cuda, most telling first (a run cut short by its limit still gives
 # the first files, and ``-v`` names every test that finished).
 GPU_TESTS = (
+    "test_lean.py",
     "test_lstsq.py",
     "test_precision_guards.py",
     "test_host_reads.py",
@@ -52,6 +53,7 @@ GPU_TESTS = (
     "test_lsmr.py",
     "test_sparse.py",
     "test_diagnostics.py",
+    "test_diagnostics_cluster.py",  # segment_sum: CuPy's scatter_add and CUDA index_add run only here
     "test_estimators.py",
     "test_estimator_state.py",
     "test_nist.py",

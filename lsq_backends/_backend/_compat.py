@@ -21,6 +21,7 @@ Private helpers belong to this layer and are reached through it:
   settings, reached through :mod:`._products`;
 - :mod:`._devices`: constants made on the device, the input's device entered on CuPy;
 - :mod:`._vectors`: the Krylov solvers' column norms and masked updates; ``sign`` and ``clip``.
+- :mod:`._segments`: ``segment_sum``, sums of rows over integer codes (cluster covariances).
 
 The quirks of the functions below (the figures behind them are in the design notes):
 
@@ -72,19 +73,35 @@ import numpy as _np
 from ._control import Checks, branch, deferred, flush_checks, is_lazy, jit, kept, loop, one_task, over_columns, read_now
 from ._dask_blocks import numpy_arg_best
 from ._devices import constants, device_scope, exact_powers, eye_like, on_input_device, powers_of_two, to_numpy
-from ._factorizations import checked_cholesky, cholesky, eigh, one_pass_qr, qr, qr_apply, qr_implicit, qr_r, svd
+from ._factorizations import (
+    checked_cholesky,
+    cholesky,
+    cholesky_ex,
+    eigh,
+    one_pass_qr,
+    qr,
+    qr_apply,
+    qr_implicit,
+    qr_r,
+    svd,
+)
 from ._products import cross, matmul
-from ._triangular import SMALL_STACK, batch_last, cho_solve, solve_triangular, triangular_inverse
+from ._segments import segment_sum
+from ._triangular import SMALL_STACK, batch_last, cho_solve, inverse_diagonal, solve_triangular, triangular_inverse
 from ._vectors import (
+    add_to_diagonal,
     clip,
     column_norms,
     column_squares,
+    dots,
+    flat_concat,
     known_ones,
     multiply_add,
     nonzero_or_one,
     plain_namespace,
     select,
     sign,
+    within,
 )
 
 # An array of any array-API library, and the namespace of one: the standard has no common
@@ -93,97 +110,29 @@ Array = Any
 Namespace = Any
 
 __all__ = [
-    "Array",
-    "Checks",
-    "Namespace",
-    "align_rows",
-    "arg_best",
-    "array_namespace",
-    "as_rank",
-    "batch_last",
-    "cho_solve",
-    "column_norms",
-    "column_squares",
-    "checked_cholesky",
-    "SMALL_STACK",
-    "cholesky",
-    "sign",
-    "clip",
-    "branch",
-    "compiled",
-    "constants",
-    "cross",
-    "default_dtypes",
-    "deferred",
-    "read_now",
-    "eager_jax",
-    "finfo",
-    "isdtype",
-    "kept",
-    "flush_checks",
-    "float64_for",
-    "diagonal",
-    "normal_products",
-    "one_task",
-    "device",
-    "device_scope",
-    "eigh",
-    "is_lazy",
-    "is_array",
-    "Traits",
-    "traits",
-    "is_host_array",
-    "choice_is_free",
-    "is_torch_sparse",
-    "finite_test",
-    "eps",
-    "to_numpy",
-    "known_ones",
-    "is_readable",
-    "jit",
-    "loop",
-    "matmul",
-    "multiply_add",
-    "memo",
-    "one_pass_qr",
-    "over_columns",
-    "plain_namespace",
-    "plain_numpy",
-    "positive_or_one",
-    "positive_or_zero",
-    "full",
-    "eye_like",
-    "reduce_all",
-    "reduce_max",
-    "reduce_mean",
-    "mT",
-    "reduce_min",
-    "reduce_sum",
-    "select",
-    "qr",
-    "qr_apply",
-    "qr_implicit",
-    "qr_r",
-    "solve_triangular",
-    "triangular_inverse",
-    "svd",
-    "take_rows",
-    "update_fresh",
-    "minus_fresh",
-    "on_input_device",
-    "powers_of_two",
-    "exact_powers",
-    "nonzero_or_one",
-    "sum_of_squares",
-    "zero_first_row",
-]
+    "add_to_diagonal", "align_rows", "arg_best", "Array", "array_namespace", "as_rank", "batch_last", "branch",
+    "checked_cholesky", "Checks", "cho_solve", "choice_is_free", "cholesky", "cholesky_ex", "clip", "column_norms", "column_squares",
+    "compiled", "constants", "cross", "default_dtypes", "deferred", "device", "device_scope", "diagonal", "dots",
+    "eager_jax", "eigh", "eps", "exact_powers", "eye_like", "finfo", "finite_test", "flat_concat", "float64_for",
+    "flush_checks", "full", "inverse_diagonal", "is_array", "is_host_array", "is_lazy", "is_readable",
+    "is_torch_sparse", "isdtype", "jit", "kept", "known_ones", "loop", "matmul", "memo", "minus_fresh", "mT",
+    "multiply_add", "Namespace", "nonzero_or_one", "normal_products", "on_input_device", "one_pass_qr", "one_task",
+    "over_columns", "plain_namespace", "plain_numpy", "positive_or_one", "positive_or_zero", "powers_of_two", "qr",
+    "qr_apply", "qr_implicit", "qr_r", "read_now", "reduce_all", "reduce_max", "reduce_mean", "reduce_min",
+    "reduce_sum", "segment_sum", "select", "sign", "SMALL_STACK", "solve_triangular", "sum_of_squares", "svd",
+    "take_rows", "to_numpy", "traits", "Traits", "triangular_inverse", "update_fresh", "within", "zero_first_row",
+]  # fmt: skip
 
 
 def device(x):
-    """``array_api_compat.device``; "cpu" at once for a plain NumPy array (the common case:
-    the general lookup tests for a dozen libraries' array types first)."""
-    if type(x) is _np.ndarray:
+    """``array_api_compat.device``; "cpu" at once for a plain NumPy array and a PyTorch tensor's own
+    device (the common cases: the general lookup tests for a dozen libraries' array types first, a few
+    microseconds a call, several calls a fit)."""
+    t = type(x)
+    if t is _np.ndarray:
         return "cpu"
+    if t.__name__ == "Tensor" and t.__module__ == "torch":
+        return x.device
     return _aac.device(x)
 
 
@@ -575,6 +524,8 @@ def sum_of_squares(xp, a, axis):
     the small-fit route)."""
     if _aac.is_numpy_namespace(xp) and getattr(a, "flags", None) is not None and a.flags.writeable:
         return _np.multiply(a, a, out=a).sum(axis=axis)
+    if axis == -2 and a.ndim >= 2:
+        return dots(xp, a, a)  # PyTorch: one operator
     return reduce_sum(xp, a * a, axis=axis)
 
 

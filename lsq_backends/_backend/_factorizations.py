@@ -76,6 +76,18 @@ def checked_cholesky(xp, L, a):
     return xp.where(good[..., None, None], L, _nan_like(xp, a))
 
 
+def cholesky_ex(xp, a):
+    """``(L, info)``: the lower Cholesky factor of the stack ``a`` and, where the library reports failures
+    per matrix without a synchronization (PyTorch's ``cholesky_ex``), its integer ``info`` (0: success),
+    else None, the failure then NaN in ``L`` (:func:`cholesky`). One operator on PyTorch, where
+    :func:`cholesky` adds the selection of a NaN factor."""
+    if _aac.is_torch_namespace(xp):
+        import torch
+
+        return torch.linalg.cholesky_ex(a)
+    return cholesky(xp, a), None
+
+
 def cholesky(xp, a):
     """Lower Cholesky factor of the stack ``a``; NaN instead of an exception where it fails (callers
     check the factor's diagonal; module docstring)."""

@@ -139,6 +139,12 @@ def cho_solve(xp, L, b, *, Lt=None):
     lapack = _numpy_lapack(xp, L, b, "potrs")
     if lapack is not None:  # both sweeps in one LAPACK call
         return lapack(L, b, lower=True)[0]
+    if _aac.is_torch_namespace(xp) and L.ndim == b.ndim:
+        # One operator where two triangular solves took two (each a kernel launch and a Python dispatch on a GPU).
+        import torch
+
+        with full_float32(xp, L, b):
+            return torch.cholesky_solve(b, L)
     if _substitutes(xp, L, b):
         if Lt is None and tuple(L.shape[:-2]) == tuple(b.shape[:-2]):
             Lt = batch_last(xp, L)  # one copy for both sweeps
@@ -191,6 +197,22 @@ def batch_last(xp, a):
 # Triangles up to this size are inverted by SciPy's LAPACK (trtri) on NumPy: a single-threaded
 # call at these sizes, cheaper than numpy.linalg.inv's dispatch (design notes).
 LAPACK_SMALL = 32
+
+
+def inverse_diagonal(xp, L):
+    """The diagonal of ``(L L^T)^-1`` (..., n) for lower Cholesky factors ``L`` (..., n, n): the squared
+    column norms of ``L^-1``. PyTorch: ``cholesky_inverse``, one operator where the triangular inverse,
+    its identity, the squares and their sum took five (NaN where its CPU kernel refuses a zero pivot, a
+    failed factor)."""
+    if _aac.is_torch_namespace(xp):
+        import torch
+
+        try:
+            return torch.linalg.diagonal(torch.cholesky_inverse(L))
+        except RuntimeError:  # a zero pivot (CPU): the factorization failed
+            return torch.full(L.shape[:-1], float("nan"), dtype=L.dtype, device=L.device)
+    Li = triangular_inverse(xp, L, lower=True)
+    return xp.sum(Li * Li, axis=-2)
 
 
 def triangular_inverse(xp, a, *, lower: bool):

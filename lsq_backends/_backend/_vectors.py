@@ -37,6 +37,9 @@ wrappers cost more than the operation (design notes).
 from __future__ import annotations
 
 import array_api_compat as _aac
+import numpy as _numpy
+
+from ._products import matmul
 
 __all__ = [
     "clip",
@@ -193,3 +196,55 @@ def sign(xp, a):
 
         return torch.where(torch.isnan(a), a, torch.sign(a))
     return xp.sign(a)
+
+
+# Targets up to which a column's dot product is a matrix product on PyTorch (one operator, k**2 dots).
+DOT_TARGETS = 16
+
+
+def dots(xp, a, b):
+    """``sum(a * b, axis=-2)`` (..., k) for ``a``, ``b`` (..., m, k): each column's dot product. PyTorch,
+    with few columns: the diagonal of ``a^T b``, one operator where the product and the sum took two (each a
+    kernel launch on a GPU)."""
+    if _aac.is_torch_namespace(xp) and a.shape[-1] <= DOT_TARGETS:
+        import torch
+
+        return torch.linalg.diagonal(matmul(xp, a.mT, b))  # float32 at full precision (TF32: a user's setting)
+    if _aac.is_numpy_namespace(xp):
+        return _numpy.einsum("...ij,...ij->...j", a, b)  # no product temporary, no wrapper
+    return xp.sum(a * b, axis=-2)
+
+
+def within(xp, q, lo, hi):
+    """0-d boolean: every entry of ``q`` within ``[lo, hi]`` (arrays of its shape); NaN is not. PyTorch: one
+    ``clamp`` and its comparison, where the two comparisons and their conjunction took three."""
+    if _aac.is_torch_namespace(xp):
+        import torch
+
+        return torch.all(torch.clamp(q, lo, hi) == q)
+    return xp.all((q >= lo) & (q <= hi))
+
+
+def flat_concat(xp, arrays, batch=()):
+    """The arrays' entries per problem of a stack of shape ``batch``, side by side: (*batch, total) (NumPy: its own
+    ``reshape`` and ``concatenate``, without the wrappers)."""
+    if _aac.is_numpy_namespace(xp):
+        return _numpy.concatenate([a.reshape(*batch, -1) for a in arrays], axis=-1)
+    return xp.concat([xp.reshape(a, (*batch, -1)) for a in arrays], axis=-1)
+
+
+def add_to_diagonal(xp, a, value):
+    """``a + value I`` for a stack ``a`` (..., p, p) that the caller made and holds no other reference to, and a
+    0-d ``value``: added in place on the diagonal's view where the library writes views (PyTorch, NumPy), one
+    operator where the identity, its product and the sum took four."""
+    if _aac.is_torch_namespace(xp):
+        a.diagonal(dim1=-2, dim2=-1).add_(value)
+        return a
+    if _aac.is_numpy_namespace(xp) and a.flags.writeable:
+        d = a.diagonal(axis1=-2, axis2=-1)
+        d.setflags(write=True)
+        d += value
+        return a
+    from ._devices import eye_like
+
+    return a + value * eye_like(xp, a, a.shape[-1])

@@ -264,11 +264,11 @@ class Penalty(NamedTuple):
     name: str = "alpha"
 
 
-def validate(X, y, sample_weight, *, fit_intercept, check_finite, penalty=None, defer_x_check=False):
+def validate(X, y, sample_weight, *, fit_intercept, check_finite, penalty=None, defer_x_check=False, values=True):
     """Step 1 of every fit: convert and check the inputs (kinds, shapes, dtypes, devices, and
     ``penalty``, a :class:`Penalty` or None). Value checks are recorded in the returned ``checks``
     (read them with ``checks.read(xp)``). With ``defer_x_check`` X's finiteness is left to its
-    Gram matrix (:func:`gram_check`)."""
+    Gram matrix (:func:`gram_check`); with ``values=False`` no value check but a penalty's (the lean route)."""
     ridge = penalty is not None
     alpha, per_target, alpha_name = penalty if ridge else (None, False, "alpha")
     if _compat.plain_numpy(X, y, sample_weight):
@@ -317,7 +317,7 @@ def validate(X, y, sample_weight, *, fit_intercept, check_finite, penalty=None, 
     if fit_intercept and m == 0:
         msg = "fit_intercept=True needs at least one sample (X has 0 rows)"
         raise ValueError(msg)
-    if check_finite:
+    if check_finite and values:
         if not defer_x_check:
             _check_finite(xp, X, "X", checks)
         _check_finite(xp, y, "y", checks)
@@ -328,7 +328,7 @@ def validate(X, y, sample_weight, *, fit_intercept, check_finite, penalty=None, 
                 ok, msg = flushed(xp, a, name, each=name == alpha_name)
                 if ok is not None:
                     checks.add(ok, failure(ValueError, msg))
-    if sample_weight is not None and not _compat.is_lazy(sample_weight) and m > 0:
+    if values and sample_weight is not None and not _compat.is_lazy(sample_weight) and m > 0:
         checks.add(xp.logical_not(xp.any(sample_weight < 0)), failure(ValueError, "sample_weight must be non-negative"))
         if fit_intercept:
             msg = "sample_weight must have a positive sum to fit an intercept"

@@ -27,11 +27,12 @@ from importlib import import_module
 from typing import Literal, get_args
 
 from ._record import NOTHING, Given, Record, Solution
+from .linalg import lean
 from .linalg._krylov import PRECONDITIONERS, preconditioned
 from .linalg._shared import check_count, check_fraction
 
 __all__ = [
-    "DEFAULT", "METHODS", "NOTHING", "RECORDS", "Given", "Method", "Record", "Solution", "check_options", "record", "solve",
+    "DEFAULT", "METHODS", "NOTHING", "RECORDS", "Given", "Method", "Record", "Solution", "check_options", "lean", "record", "solve",
 ]  # fmt: skip
 
 Method = Literal["auto", "normal", "qr", "svd", "lsqr", "lsmr"]  # one name per solver module

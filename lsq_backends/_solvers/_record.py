@@ -87,6 +87,9 @@ class Record(NamedTuple):
       self-check, ``lsq_backends.check``): ``"cond"`` eps (kappa + kappa**2 eta) (backward
       stable), ``"cond**2"`` eps kappa**2 (the normal equations), ``"either"`` the larger of
       the two, ``"tol"`` the first with the stopping tolerance for eps.
+    - ``lean``: the lean route (``linalg.lean``) every fit of the method tries first, and its
+      gate: None (none), ``"plain"`` (the refined normal equations, certified), ``"angle"``
+      (the same and ``auto``'s residual-angle test).
     - ``capabilities``, ``notes``: its row of the capability table (``lsq_backends.
       capabilities.FEATURES`` -> yes/no or text) and the notes on its cells.
     """
@@ -102,6 +105,7 @@ class Record(NamedTuple):
     matrix_free: str | None = None
     sparse_gram: str | None = None
     error_bound: str = "cond"
+    lean: str | None = None
     capabilities: Mapping[str, Any] = {}
     notes: Mapping[str, str] = {}
 

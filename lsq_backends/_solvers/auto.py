@@ -70,18 +70,21 @@ RECORD = Record(
     path_route="auto",
     matrix_free="lsmr",
     sparse_gram="normal",
+    lean="angle",
     error_bound="either",
     capabilities={
         **DIRECT_FEATURES,
-        "host_reads": "1 (2 on the QR route)",
+        "host_reads": "1 (3 on the QR route)",
         "torch_cuda_syncs": SVD_SYNC,
         "xla_gpu_syncs": "3",
     },  # fmt: skip
     notes={
         "sharded": "the QR branch of a fit and every rank fallback all-gather X (XLA does not partition a QR).",
         "host_reads": (
-            "the refined normal equations are kept up to cond ~13 in float32 (1e4 in float64) and a small"
-            " residual: most float32 problems take the QR route's 2 reads."
+            "the lean route's certificate is read first (the one read of most fits); where it fails the full"
+            " route reads its own, and the QR route one more. float32 `auto` takes the full route at once: the"
+            " refined normal equations are kept up to cond ~13 there, so most float32 problems take the QR"
+            " route's 2 reads."
         ),
     },
 )

@@ -47,15 +47,20 @@ RECORD = Record(
     forms_gram=True,
     path_route="gram",
     sparse_gram="normal",
+    lean="plain",
     error_bound="cond**2",
     capabilities={
         **DIRECT_FEATURES,
         "sharded": True,
-        "host_reads": "1 (2 on a rank fallback)",
+        "host_reads": "1 (3 on a rank fallback)",
         "torch_cuda_syncs": SVD_SYNC,
         "xla_gpu_syncs": "2",
     },  # fmt: skip
     notes={
+        "host_reads": (
+            "the lean route's certificate is read first (the one read of most fits); where it fails the full"
+            " route reads its own, and its rank fallback one more."
+        ),
         "torch_cuda_syncs": (
             "torch's CUDA `svd` and `eigh` read cuSOLVER's error flag on the host, one synchronization each"
             " (`count_host_reads('torch-cuda')` counts them as hidden); its Cholesky (`cholesky_ex`) and"

@@ -65,16 +65,18 @@ class TallGram:
         self.centered = centered
         self.root = root
         self.x_shift = self.y_shift = None  # near the means (centered): module docstring
-        self.s = self.t = self.total = self.offset_sq = None
+        self.s = self.t = self.total = None
+        self._offset_sq = None
         self.kept = None  # (Z, V): the one shifted copy, made by ``products`` (whole arrays)
         m, n = X.shape[-2:]
         rows = max(BLOCK_ELEMENTS // max(n, 1), MIN_ROWS)  # row blocks where X is 2-D and long
         self.rows = rows if (_compat.traits(xp).host_blas and X.ndim == 2) and m >= 4 * rows else None
         if centered:
-            ones = _compat.align_rows(xp, xp.ones((m, 1), dtype=X.dtype, device=_compat.device(X)), X)
-            self.weights = ones if root is None else root  # root of the weights, (..., m, 1)
-            self.w = _compat.as_rank(xp, ones, X.ndim) if root is None else root * root
-            self.total = _compat.reduce_sum(xp, self.w, axis=-2, keepdims=True)  # (..., 1, 1)
+            if root is None:  # the weights' total is m, a number (no array of ones, no sum, on whole arrays)
+                self.weights, self.total = None, float(m)
+            else:
+                self.weights = root  # root of the weights, (..., m, 1)
+                self.total = _compat.reduce_sum(xp, root * root, axis=-2, keepdims=True)  # (..., 1, 1)
             if self.rows is not None:
                 self.x_shift, self.y_shift = sample_means(xp, X, Y)
         self.x_mean, self.y_mean = self.x_shift, self.y_shift  # exact after ``products``
@@ -90,8 +92,9 @@ class TallGram:
             return
         zbuf = xp.empty((self.rows, n), dtype=X.dtype)
         vbuf = xp.empty((self.rows, Y.shape[-1]), dtype=Y.dtype)
+        weights = xp.ones((m, 1), dtype=X.dtype) if self.weights is None else self.weights
         for i in range(0, m, self.rows):
-            Xb, Yb, rb = X[i : i + self.rows], Y[i : i + self.rows], self.weights[i : i + self.rows]
+            Xb, Yb, rb = X[i : i + self.rows], Y[i : i + self.rows], weights[i : i + self.rows]
             Z = xp.subtract(Xb, self.x_shift, out=zbuf[: Xb.shape[0]])
             V = xp.subtract(Yb, self.y_shift, out=vbuf[: Xb.shape[0]])
             if self.root is not None:
@@ -109,19 +112,28 @@ class TallGram:
             # the cross product with Y and the weights' roots side by side), where shifting
             # again and a product of its own for the sums made four and a second copy. Its
             # shifts, the weighted means: one product each.
-            wt = _compat.mT(xp, self.w)
-            self.x_shift, self.y_shift = _compat.matmul(xp, wt, X) / self.total, _compat.matmul(xp, wt, Y) / self.total
+            if self.root is None:  # the plain means: one reduction each
+                self.x_shift = _compat.reduce_mean(xp, X, axis=-2, keepdims=True)
+                self.y_shift = _compat.reduce_mean(xp, Y, axis=-2, keepdims=True)
+            else:
+                wt = _compat.mT(xp, self.root * self.root)
+                self.x_shift = _compat.matmul(xp, wt, X) / self.total
+                self.y_shift = _compat.matmul(xp, wt, Y) / self.total
             Z, V = X - self.x_shift, Y - self.y_shift
             if self.root is not None:
                 Z, V = self.root * Z, self.root * V
             self.kept = Z, V
-            Zt = _compat.mT(xp, Z)
-            k = V.shape[-1]
-            roots, shape = _compat.as_rank(xp, self.weights, V.ndim), (*V.shape[:-1], 1)
-            roots = roots if tuple(roots.shape) == shape else xp.broadcast_to(roots, shape)  # weights shared by a batch
+            A = _compat.matmul(xp, _compat.mT(xp, Z), Z)
+            # B and s = Z^T roots in one product (a sum of Z's columns alone would be a pass over X of its own)
+            k, shape = V.shape[-1], (*V.shape[:-1], 1)
+            if self.root is None:
+                roots = xp.ones(shape, dtype=V.dtype, device=_compat.device(V))
+            else:
+                roots = _compat.as_rank(xp, self.weights, V.ndim)
+                roots = roots if tuple(roots.shape) == shape else xp.broadcast_to(roots, shape)  # shared by a batch
             Bs = _compat.cross(xp, Z, xp.concat([V, roots], axis=-1))
-            A, B, self.s = _compat.matmul(xp, Zt, Z), Bs[..., :k], Bs[..., k:]  # s: (..., n, 1)
-            self.t = _compat.matmul(xp, _compat.mT(xp, V), self.weights)  # (..., k, 1)
+            B, self.s = Bs[..., :k], Bs[..., k:]  # s: (..., n, 1)
+            self.t = _compat.matmul(xp, _compat.mT(xp, V), roots)  # (..., k, 1)
         else:
             A = B = s = t = None
             for Z, V, rb in self._blocks(X, Y):
@@ -137,10 +149,21 @@ class TallGram:
         # pass, where they keep X^T r free of the offsets' rounding.
         self.x_mean = self.x_shift + s_mean
         self.y_mean = self.y_shift + t_mean
-        self.offset_sq = (self.total * self.x_mean * self.x_mean)[..., 0, :]
         if self.kept is None:  # the blocks are shifted again, by the exact means
             self.x_shift, self.y_shift = self.x_mean, self.y_mean
         return A, B
+
+    @property
+    def offset_sq(self):
+        """What centering removed from X's squared column norms, ``total * mean**2`` (..., n), once the means are
+        known (:meth:`products`), for the rank tests; None before, and without an intercept."""
+        if self._offset_sq is None and self.s is not None:  # centered, the products made: the means known
+            self._offset_sq = (self.total * self.x_mean * self.x_mean)[..., 0, :]
+        return self._offset_sq
+
+    @offset_sq.setter
+    def offset_sq(self, value):
+        self._offset_sq = value
 
     def residual(self, X, Y, W, cross=True):
         """``(h, rss)`` for the residual r = Y - X W of the (centered) problem: h = X^T r
@@ -153,7 +176,10 @@ class TallGram:
             R = _compat.minus_fresh(xp, Y, _compat.matmul(xp, X, W))
             h = _compat.cross(xp, X, R) if cross else None
             if self.centered:
-                c = _compat.matmul(xp, _compat.mT(xp, self.weights), R) / self.total  # (..., 1, k)
+                if self.weights is None:
+                    c = _compat.reduce_sum(xp, R, axis=-2, keepdims=True) / self.total  # (..., 1, k)
+                else:
+                    c = _compat.matmul(xp, _compat.mT(xp, self.weights), R) / self.total
                 s = self.s  # the kept copy's sums: X_c^T r = h - s c
             rss = _compat.sum_of_squares(xp, R, axis=-2)  # R is not used after this
         else:

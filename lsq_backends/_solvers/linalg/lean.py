@@ -1,0 +1,161 @@
+"""The lean route: the refined normal equations with a proof, on the device, that they are the
+answer, read once; the full route (``normal``, ``auto``) where the proof fails.
+
+A fit of ordinary data needs the Gram products, one Cholesky factorization, one step of
+refinement and the residual: about fifteen operators. The full route adds its scaling, its
+condition estimate and its rank certificate, each built to decide the hard cases, and on a GPU
+every operator is a kernel launch. The lean route computes the refined answer first and then
+proves from arrays it already has that the common case holds (Higham, *Accuracy and Stability
+of Numerical Algorithms*, 2nd ed., ch. 10 and 20):
+
+- **Scale** (``top``): ``max diag(A)`` (A the Gram matrix, centered with an intercept, with the
+  penalty) and each target's ``||y||^2`` (``auto``: ``||X w||^2``, which it has) within
+  ``[m 2**(-2 safe), 2**(2 safe)]``, the scaling's
+  safe range (``_scaling.limits``): no square can overflow or lose bits to the subnormal range,
+  so the full route would not have scaled. NaN or infinity in X, y or the weights (a negative
+  weight's square root) fails it, and so does a zero total weight.
+- **Rank and convergence** (``s``, ``ks``): with ``L`` the Cholesky factor of the matrix factorized
+  (``G + alpha I`` for ridge), ``d`` its diagonal and ``As = D^-1 A D^-1`` (unit diagonal),
+  ``s = sum_j d_j ||(L^-1)[:, j]||^2 = trace(As^-1)`` and ``ks = ||As||_inf s >= cond(As) =
+  cond2(X D^-1)**2``: an *upper* bound, which can accept (the pivot ratio and power iteration are
+  lower bounds and can only reject). ``ks <= r**2 / 4``, r the refinement limit
+  (``gram.refined_limit``), proves that the refinement step converged; ``s <= 1 / (4 gram_noise)``
+  that the factor is clear of the Gram matrix's rounding; ``s <= 1 / (4 n (CLEAR c)**2)`` the
+  library's rank rule (``rank.certified``: no direction near the cutoff c), which in float64 is
+  implied by convergence. The factor 4 is ``rank.bounded``'s margin for the rounding of the
+  inverse. A failed factorization (NaN, or a nonzero ``info``) fails it. float32 ``normal``
+  (``choose``): its refinement limit (cond 12.6) is below what ``ks >= n`` can prove, so the step
+  is kept on the device where ``eps ks <= 1/16`` (it shrinks the error 16-fold) and the plain
+  solution elsewhere, and the rank is NumPy's rule (``trace(A) trace(A^-1) c**2 < 1``) or CLEAR's.
+- **Pivots** (``piv``): no Cholesky pivot below the cutoff, nor the Gram matrix's rounding,
+  against the largest column (a negligible column is NumPy's rank deficiency).
+- **Residual** (``rss``): finite and non-negative; ``auto`` also asks its residual-angle test
+  (``cond**2 tan(theta) <= 1e4``) of the upper bound.
+
+These are stacked into one vector and compared with cached bounds: one boolean, read once by
+the caller. Everything here is a plain function of arrays (no read, no context variable), so
+that ``torch.compile(fullgraph=True)`` traces it as one graph.
+
+The rank decision is that of the *centered* problem: with an intercept the columns' offsets
+(timestamps of 1.7e9, prices of 1e6) are removed exactly by the shifted products
+(``_gram_data.TallGram``) and do not count against the columns, where the full route's
+certificate, measured against the uncentered norms as ``numpy.linalg.lstsq`` would see
+``[1, X]``, sends such data to its SVD fallback.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..._backend import _compat
+from ..._backend._compat import diagonal, eps, matmul
+from ._gram_data import TallGram
+from ._shared import add_penalty, default_cutoff, gram_noise, merge_targets, split_targets
+from .gram import refined_limit
+from .rank import CLEAR
+
+CONTRACTION = 1 / 16  # eps cond(As) up to which ``choose`` keeps the refined solution (module docstring)
+RESIDUAL_LIMIT = 1e4  # auto's: cond**2 * tan(theta) up to which the refined error stays QR-level
+
+
+def fit(xp, X, Y, root, alpha, centered, auto, choose=False):
+    """``(W (..., n, k), intercept (..., 1, k) or None, rss (..., k), ok)``: the refined solution and the gate, a 0-d
+    boolean (NaN fails). ``root``: sqrt of the weights (..., m, 1) or None; ``alpha``: None, (1,) or (k,);
+    ``auto``: its residual-angle test too; ``choose`` (float32 ``normal``): the refined or the plain solution,
+    chosen on the device, instead of the gate asking for convergence. Module docstring."""
+    if root is not None and not centered:
+        X, Y = root * X, root * Y
+    data = TallGram(xp, X, Y, root, centered=centered)
+    G, B = data.products(X, Y)
+    if alpha is None:
+        A = G
+    else:  # G is the products' own (one penalty: in place)
+        A = add_penalty(xp, G, alpha) if alpha.shape[0] > 1 else _compat.add_to_diagonal(xp, G, alpha[0])
+    L, info = _compat.cholesky_ex(xp, A)
+    W = merge_targets(xp, _compat.cho_solve(xp, L, split_targets(xp, B, alpha)), alpha)
+    h, rss = data.residual(X, Y, W)
+    g = h if alpha is None else h - _compat.as_rank(xp, alpha, W.ndim) * W
+    dW = merge_targets(xp, _compat.cho_solve(xp, L, split_targets(xp, g, alpha)), alpha)
+    W2 = W + dW
+    # rss falls by dW^T (2h - g) + alpha ||dW||^2 (``gram.Factored.solve``) = dW^T (h + alpha W2), as 2h - g = h + alpha W
+    corr = _compat.dots(xp, dW, h if alpha is None else h + _compat.as_rank(xp, alpha, W.ndim) * W2)
+    W1, rss1, W, rss = W, rss, W2, rss - corr
+    # The certificate: s = trace(As^-1), As = D^-1 A D^-1 the unit-diagonal matrix; ks >= cond(As)
+    d = diagonal(xp, A)
+    inv = _compat.inverse_diagonal(xp, L)
+    s = _compat.dots(xp, d[..., None], inv[..., None])[..., 0]  # (...,) or (..., k)
+    root_d = d**-0.5  # lambda_max(As) <= ||As||_inf, the largest row of |A| scaled on both sides
+    ks = s * _compat.reduce_max(xp, root_d * matmul(xp, xp.abs(A), root_d[..., None])[..., 0], axis=-1)
+    top = _compat.reduce_max(xp, d, axis=-1)  # X's scale (with the penalty's)
+    low = _compat.reduce_min(xp, diagonal(xp, L), axis=-1)
+    parts = [top, s, low * low / top, rss]
+    if choose:  # NumPy's rank rule too (trace(A) trace(A^-1) c**2 < 1), where CLEAR's is narrower
+        c = default_cutoff(xp, X, *X.shape[-2:], None)
+        t = _compat.reduce_sum(xp, d, axis=-1) * _compat.reduce_sum(xp, inv, axis=-1)
+        parts.append(xp.minimum(t * (4 * c * c), s * (4 * X.shape[-1] * (CLEAR * c) ** 2)))  # at most 1
+        conv = ks * eps(xp, X) <= CONTRACTION
+        conv = conv if conv.ndim == rss.ndim else conv[..., None]
+        W, rss = xp.where(conv[..., None, :], W, W1), xp.where(conv, rss, rss1)
+    else:
+        parts.append(ks)
+    if auto:  # the signal ||X w||^2 stands for y's scale too (module docstring)
+        signal = _compat.dots(xp, W, B)
+        ks_r = ks if ks.ndim == rss.ndim else ks[..., None]
+        parts += [signal, ks_r * ks_r * rss / signal]  # cond(As)**2 tan**2
+    else:
+        parts.append(_compat.dots(xp, Y, Y))  # y's scale, per target (weighted without an intercept)
+    if info is not None:
+        parts.append(xp.astype(info, W.dtype))
+    intercept = None
+    if centered:
+        intercept = data.y_mean - matmul(xp, data.x_mean, W)
+        parts.append(intercept)
+    q = _compat.flat_concat(xp, parts, tuple(X.shape[:-2]))  # (..., parts): the bounds are one problem's
+    m, n = X.shape[-2:]
+    per_target = alpha is not None and alpha.shape[0] > 1
+    shape = (m, n, Y.shape[-1], per_target, auto, choose, info is not None, centered)
+    lo, hi = bounds(xp, X, shape)
+    return W, intercept, rss, _compat.within(xp, q, lo, hi)
+
+
+def bounds(xp, like, shape):
+    """``(lo, hi)``: the bounds of :func:`fit`'s ``q`` for one problem of ``shape`` = (m, n, k, per_target, auto,
+    choose, info, centered), arrays on ``like``'s device, made once per shape (module docstring)."""
+    key = ("lean bounds", xp.__name__, like.dtype, repr(_compat.device(like)), shape)
+    return _compat.memo(key, lambda: _bounds(xp, like, shape))
+
+
+def _bounds(xp, like, shape):
+    m, n, k, per_target, auto, choose, info, centered = shape
+    big = float(_compat.finfo(xp, like.dtype).max)
+    safe = round(math.log2(big)) // 4
+    r = refined_limit(xp, like)
+    c = default_cutoff(xp, like, m, n, None)
+    gn = gram_noise(xp, like, m, n)
+    # resolution and the CLEAR rule (``||Ls^-1||_F ||Ls||_F CLEAR c < 1``, ||Ls||_F**2 = n) on s (with ``choose``
+    # the CLEAR rule or NumPy's, a part of its own); convergence on ks
+    s_max = 1 / (4 * gn) if choose else min(1 / (4 * gn), 1 / (4 * n * (CLEAR * c) ** 2))
+    lo, hi = [], []
+
+    def part(count, low, high):
+        lo.extend([low] * count)
+        hi.extend([high] * count)
+
+    per = k if per_target else 1
+    scale = (m * 2.0 ** (-2 * safe), 2.0 ** (2 * safe))  # the scaling's safe range for a sum of squares
+    part(per, *scale)  # top: max diag(A)
+    part(per, 0.0, s_max)  # s
+    part(per, max(c * c, gn), big)  # the smallest pivot, squared, against the largest column
+    part(k, 0.0, big)  # rss
+    if choose:
+        part(per, 0.0, 1.0)  # the rank: NumPy's rule or CLEAR's
+    else:
+        part(per, 0.0, r * r / 4)  # ks: cond(X D^-1) <= r / 2
+    part(k, *scale)  # auto: the signal; normal: ||y||**2
+    if auto:
+        part(k, 0.0, RESIDUAL_LIMIT**2)
+    if info:
+        part(per, 0.0, 0.0)
+    if centered:
+        part(k, -big, big)
+    return (_compat.constants(xp, lo, like.dtype, like), _compat.constants(xp, hi, like.dtype, like))
