@@ -16,7 +16,7 @@ import sys
 import lazy_fits
 import pytest
 
-from lsq_backends.check.backends import LIBRARIES, find_backends
+from lsq_backends.check.backends import LIBRARIES, avoid_xla_cpu_deadlock, find_backends
 
 # JAX's cheap compile settings, set before anything imports JAX (XLA reads them at start-up):
 # the suite compiles thousands of small programs, and runtime does not matter at their sizes.
@@ -35,6 +35,7 @@ def _jaxlib_before_0_11():
 
 
 if "jax" not in sys.modules:
+    avoid_xla_cpu_deadlock()  # XLA's CPU runtime can hang in a batched QR otherwise (see there)
     os.environ.setdefault("JAX_DISABLE_MOST_OPTIMIZATIONS", "1")
     flags = os.environ.get("XLA_FLAGS", "")
     if "xla_cpu_use_fusion_emitters" not in flags and _jaxlib_before_0_11():

@@ -76,6 +76,32 @@ def test_quick_run_passes_and_writes_json(tmp_path, numpy_reference):
     assert all(r["host_read_count"] >= 0 for r in report["rows"] if r["backend"] == "array_api_strict")
 
 
+def test_progress_and_width(monkeypatch, capsys, numpy_reference):
+    """A progress line per case on standard error, each with an estimate of the time left;
+    the report's prose (not its table rows) within ``COLUMNS``."""
+    monkeypatch.setenv("COLUMNS", "60")
+    assert main(_quick("--backends", "numpy")) == 0
+    captured = capsys.readouterr()
+    passed = int(SUMMARY.findall(captured.out)[-1][0])
+    progress = [line for line in captured.err.splitlines() if line.startswith("[")]
+    assert len(progress) == passed
+    assert all(re.search(r"about \d+:\d\d left$", line) for line in progress[:-1])
+    assert progress[-1].startswith(f"[{passed}/{passed}]") and progress[-1].endswith("done")
+    long = [line for line in captured.out.splitlines() if len(line) > 60 and not line.startswith("|")]
+    assert long == []
+
+
+def test_a_slow_case_is_timed_once(monkeypatch):
+    from lsq_backends.check.runner import Timer
+
+    clock = iter(range(0, 1000, 2))  # every call takes 2 s
+    monkeypatch.setattr("lsq_backends.check.runner.time.perf_counter", lambda: next(clock))
+    calls = []
+    backend = find_backends(["numpy"])[0][0]
+    assert Timer(5, budget=1.0).time(backend, lambda: calls.append(1), warm=True) == 2
+    assert len(calls) == 1
+
+
 def test_a_wrong_answer_fails(monkeypatch, capsys, numpy_reference):
     real = lsq.lstsq
 
