@@ -62,6 +62,26 @@ def _requested(config):
     return names
 
 
+#: Workers a plain ``pytest`` takes: one per core, at most this many (each imports the backends
+#: and compiles its own JAX programs).
+MAX_WORKERS = 4
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """A plain ``pytest`` runs on pytest-xdist workers, one per core, at most
+    :data:`MAX_WORKERS`: the suite is thousands of small, independent tests, and two workers
+    halve its time on two cores. Where xdist is not installed, or ``-n``/``--dist``/``--tx``
+    says otherwise (``pytest -n 0``: one process), nothing changes. Called before xdist's own
+    hook, which then reads these options as if given on the command line."""
+    option = config.option
+    if not config.pluginmanager.hasplugin("xdist") or hasattr(config, "workerinput"):
+        return
+    if option.numprocesses is None and option.dist == "no" and not option.tx:
+        option.numprocesses = "auto"
+        option.maxprocesses = option.maxprocesses or MAX_WORKERS
+
+
 def pytest_configure(config):
     # On a GPU, JAX would take 75% of its memory at start, starving CuPy and PyTorch.
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")

@@ -36,11 +36,12 @@ COLUMNS = (
 #: What each form costs, for --help (measured with NumPy, JAX and PyTorch on a 2-core CPU).
 COST = (
     "Time on a 2-core CPU with NumPy, JAX and PyTorch: --quick about 1 minute (JAX compiles each of its "
-    "few cases); the full check about 5 minutes (its test problems take seconds to make, each JAX case "
-    "compiles, and LSQR and LSMR take seconds a call at 200000 x 50; JAX's eager mode runs the default "
-    "method only, and a case is timed for at most about a second). Each backend and library adds its "
-    "share; --backends chooses. A line per case on standard error says how far the check is and about "
-    "how long it has left."
+    "few cases); the full check about 5 minutes. Its test problems take seconds to make, each JAX case "
+    "compiles, and LSQR and LSMR take seconds a call at 200000 x 50: so it leaves out LSQR and LSMR in "
+    "float32, JAX's float32 cases but the default method's, and JAX's eager cases but the default "
+    "method's in float64 (--quick runs those at small sizes), and times a case for at most about a "
+    "second of calls. Each backend adds its share; --backends chooses. A line per case on standard "
+    "error says how far the check is and about how long it has left."
 )
 
 
@@ -162,7 +163,9 @@ def fill(text, width):
     """``text`` wrapped to ``width`` (at least 40) characters; a Markdown list item (``- ``)
     continues indented under its text."""
     indent = "  " if text.startswith("- ") else ""
-    return textwrap.fill(text, width=max(width, 40), subsequent_indent=indent, break_on_hyphens=False)
+    return textwrap.fill(
+        text, width=max(width, 40), subsequent_indent=indent, break_long_words=False, break_on_hyphens=False
+    )
 
 
 def terminal_width():
