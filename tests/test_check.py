@@ -102,6 +102,22 @@ def test_a_slow_case_is_timed_once(monkeypatch):
     assert len(calls) == 1
 
 
+def test_a_stalled_case_is_reported_and_ends_the_check():
+    """A case with no answer (a call stuck inside a library) ends the check with status 1,
+    naming the case, with the report so far."""
+    code = (
+        "import time, lsq_backends.check.cli as cli, lsq_backends.check.progress as p\n"
+        "real = p.stall_watch\n"
+        "cli.stall_watch = lambda what, report, stream=None: real(what, report, stream, seconds=2)\n"
+        "cli.run_case = lambda *a, **k: time.sleep(60)\n"
+        "raise SystemExit(cli.main(['--quick', '--backends', 'numpy', '--dtypes', 'float64']))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1
+    assert "numpy eager tall float64 auto: no answer after 2 s" in proc.stderr
+    assert "| backend | mode |" in proc.stdout and "stalled, **FAIL**" in proc.stdout
+
+
 def test_a_wrong_answer_fails(monkeypatch, capsys, numpy_reference):
     real = lsq.lstsq
 

@@ -18,7 +18,7 @@ import lsq_backends
 
 from .backends import ALL_NAMES, find_backends, unknown_names
 from .problems import make_problems
-from .progress import Progress
+from .progress import Progress, stall_watch
 from .runner import SLOW, TIME_BUDGET, Timer, cases, run_case
 
 __all__ = ["legend", "main", "parse_args"]
@@ -205,7 +205,12 @@ def run(args, out=print, *, progress_stream=None, width=None):
     rows = []
     for done, (_, backend, mode, problem, method) in enumerate(plan, 1):
         timed = timer if not (args.quick and backend.library in SLOW) else None
+        what = f"{backend.name} {mode} {problem.name} {problem.dtype} {method}"
+        watch = stall_watch(
+            what, lambda what=what: out(table(rows) + "\n\n" + fill(f"- {what}: stalled, **FAIL**", width))
+        )
         rows.append(run_case(backend, mode, problem, method, timer=timed))
+        watch.cancel()
         progress.case(done, rows[-1])
     out(table(rows))
     out("")

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import sys
+import threading
 import time
 
-__all__ = ["Progress", "clock"]
+__all__ = ["STALL_S", "Progress", "clock", "stall_watch"]
+
+#: A case with no answer after this long has stalled: the longest case measured took 65 s (LSQR
+#: at 200000 x 50 on a 2-core machine under a load of 10).
+STALL_S = 300.0
 
 
 def clock(seconds):
@@ -53,3 +59,22 @@ class Progress:
         what = f"{row.backend} {row.mode} {row.problem} {row.dtype} {row.method}"
         line = f"[{done:>{width}}/{total}] {what}: {row.status}, {row.wall_s:.1f} s; {clock(elapsed)} so far, {tail}"
         print(line, file=self.stream, flush=True)
+
+
+def stall_watch(what, report, stream=None, seconds=STALL_S):
+    """A started timer that, unless cancelled within ``seconds``, says on ``stream`` that the
+    case ``what`` stalled, calls ``report()`` (the report so far) and ends the process with
+    status 1: a call stuck inside a library (XLA's CPU runtime can stop for good, see the JAX
+    page's known limits) cannot be interrupted from Python."""
+
+    def stalled():
+        out = sys.stderr if stream is None else stream
+        print(f"{what}: no answer after {seconds:g} s; stopped (the report so far follows)", file=out, flush=True)
+        report()
+        sys.stdout.flush()
+        os._exit(1)
+
+    timer = threading.Timer(seconds, stalled)
+    timer.daemon = True
+    timer.start()
+    return timer
