@@ -9,7 +9,7 @@ from ._backend._compat import matmul
 from ._problem._empty import pad_empty_batch
 from ._problem._input import Penalty, check_bool, compiled_fit, intercept_of, prepare, validate
 from ._problem._scaling import unscale
-from ._result import LstsqResult
+from ._result import LstsqResult, plain_signature
 from ._solvers import nnls as _solver
 from ._solvers.linalg._shared import check_count, check_fraction, full_int
 from ._types import Array
@@ -17,6 +17,7 @@ from ._types import Array
 NNLS_STATIC = ("fit_intercept", "check_finite", "max_iter", "tol")
 
 
+@plain_signature
 class NNLSResult(NamedTuple):
     """Result of :func:`nnls` (a NamedTuple, hence a JAX pytree).
 

@@ -2,9 +2,22 @@
 
 from __future__ import annotations
 
+import typing
 from typing import Any, NamedTuple
 
+__all__ = ["LstsqResult", "plain_signature"]
 
+
+def plain_signature(cls):
+    """The NamedTuple ``cls`` as ``help()`` should show it: its constructor's signature reduced
+    to the field names, and its annotations resolved. With postponed annotations (``from
+    __future__ import annotations``) every field would read ``ForwardRef('Any')`` in both."""
+    cls.__new__.__annotations__ = {}
+    cls.__annotations__ = typing.get_type_hints(cls)
+    return cls
+
+
+@plain_signature
 class LstsqResult(NamedTuple):
     """Result of :func:`lstsq` and :func:`ridge`.
 
@@ -31,8 +44,8 @@ class LstsqResult(NamedTuple):
         Singular values of the centered, weighted ``X`` in decreasing order, for
         ``method="svd"``; ``None`` for the other methods (they do not compute them).
         ``m' = m - 1`` with ``fit_intercept=True``: the intercept direction is projected out
-        exactly (see ``_center.eliminate_intercept``), so no rounding-noise singular value is
-        reported for it; ``m' = m`` otherwise.
+        exactly (a Householder reflection, see the API page's "Intercept"), so no rounding-noise
+        singular value is reported for it; ``m' = m`` otherwise.
     n_iter : array of int, shape (...) or (..., k), or None
         Iterations each target took, for ``method="lsqr"`` and ``"lsmr"`` (equal to
         ``max_iter`` when it did not converge); ``None`` for the direct methods.

@@ -2,8 +2,8 @@
 t statistics, R², residual standard deviation, condition number and the
 heteroskedasticity-robust (sandwich) covariances HC0-HC3, as statsmodels' OLS/WLS report them.
 
-Everything comes from one Householder QR of the centered, weighted X that
-:func:`lsq_backends._problem._input.prepare` builds (intercept eliminated), never from the Gram matrix:
+Everything comes from one Householder QR of the centered, weighted X (the intercept
+direction eliminated, as in :func:`lsq_backends.lstsq`), never from the Gram matrix:
 ``(X^T W X)^{-1} = R^{-1} R^{-T}``, so a standard error is a scaled row norm of ``R^{-1}``
 (error ~ eps * cond, not eps * cond**2).
 
@@ -16,7 +16,7 @@ the orthonormal basis ``Q_a = A R_a^{-1} = [sqrt(w)/sqrt(S), Xc R^{-1}]`` built 
 centered data (``Xc = sqrt(W)(X - xbar)``), which avoids the cancellation an explicit column of
 ones next to large, offset columns (Longley, Wampler) would cause, and needs no second QR.
 
-``_inverse_factor``: whether R has full rank is decided scale-free. The test takes the singular
+The rank: whether R has full rank is decided scale-free. The test takes the singular
 values of R with its columns scaled to the norms they had before centering (as the lstsq rank
 tests do). So units do not matter, and a column that centering reduced to rounding noise (a
 constant column next to an intercept) counts as dependent. At full rank it takes the triangular
@@ -42,6 +42,7 @@ from ._backend._compat import eps, matmul, mT
 from ._problem._cov_options import cov_options
 from ._problem._input import check_bool, intercept_of, prepare, validate
 from ._problem._scaling import powers, times
+from ._result import plain_signature
 from ._solvers.linalg._shared import all_true, default_cutoff, full_int
 from ._solvers.linalg.pinv import filtered_solve, uncentered_scale
 from ._solvers.linalg.sandwich import ROBUST_COV_TYPES, robust_cov
@@ -50,6 +51,7 @@ from ._types import Array, CovType
 COV_TYPES = ("nonrobust", "HC0", "HC1", "HC2", "HC3", *ROBUST_COV_TYPES)
 
 
+@plain_signature
 class _Fields(NamedTuple):
     coef: Any
     intercept: Any

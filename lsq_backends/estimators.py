@@ -2,7 +2,8 @@
 
 ``LinearRegression`` and ``Ridge`` wrap :func:`lsq_backends.lstsq` and :func:`lsq_backends.ridge`.
 Fitted attributes live in the namespace and on the device of the training data, and
-``predict`` answers in that namespace; scikit-learn is optional (see ``_estimator_base``).
+``predict`` answers in that namespace. scikit-learn is optional: the estimators subclass its
+``BaseEstimator`` where it is installed and keep its interface, duck-typed, where it is not.
 """
 
 from __future__ import annotations

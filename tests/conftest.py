@@ -16,7 +16,7 @@ import sys
 import lazy_fits
 import pytest
 
-from lsq_backends.check.backends import LIBRARIES, find_backends
+from lsq_backends.check.backends import LIBRARIES, avoid_xla_cpu_deadlock, find_backends
 
 # JAX's cheap compile settings, set before anything imports JAX (XLA reads them at start-up):
 # the suite compiles thousands of small programs, and runtime does not matter at their sizes.
@@ -35,6 +35,7 @@ def _jaxlib_before_0_11():
 
 
 if "jax" not in sys.modules:
+    avoid_xla_cpu_deadlock()  # XLA's CPU runtime can hang in a batched QR otherwise (see there)
     os.environ.setdefault("JAX_DISABLE_MOST_OPTIMIZATIONS", "1")
     flags = os.environ.get("XLA_FLAGS", "")
     if "xla_cpu_use_fusion_emitters" not in flags and _jaxlib_before_0_11():
@@ -59,6 +60,26 @@ def _requested(config):
     if unknown:
         raise pytest.UsageError(f"unknown backend(s) {unknown}; choose from {sorted(BACKENDS)}")
     return names
+
+
+#: Workers a plain ``pytest`` takes: one per core, at most this many (each imports the backends
+#: and compiles its own JAX programs).
+MAX_WORKERS = 4
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """A plain ``pytest`` runs on pytest-xdist workers, one per core, at most
+    :data:`MAX_WORKERS`: the suite is thousands of small, independent tests, and two workers
+    halve its time on two cores. Where xdist is not installed, or ``-n``/``--dist``/``--tx``
+    says otherwise (``pytest -n 0``: one process), nothing changes. Called before xdist's own
+    hook, which then reads these options as if given on the command line."""
+    option = config.option
+    if not config.pluginmanager.hasplugin("xdist") or hasattr(config, "workerinput"):
+        return
+    if option.numprocesses is None and option.dist == "no" and not option.tx:
+        option.numprocesses = "auto"
+        option.maxprocesses = option.maxprocesses or MAX_WORKERS
 
 
 def pytest_configure(config):

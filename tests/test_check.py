@@ -76,6 +76,48 @@ def test_quick_run_passes_and_writes_json(tmp_path, numpy_reference):
     assert all(r["host_read_count"] >= 0 for r in report["rows"] if r["backend"] == "array_api_strict")
 
 
+def test_progress_and_width(monkeypatch, capsys, numpy_reference):
+    """A progress line per case on standard error, each with an estimate of the time left;
+    the report's prose (not its table rows) within ``COLUMNS``."""
+    monkeypatch.setenv("COLUMNS", "60")
+    assert main(_quick("--backends", "numpy")) == 0
+    captured = capsys.readouterr()
+    passed = int(SUMMARY.findall(captured.out)[-1][0])
+    progress = [line for line in captured.err.splitlines() if line.startswith("[")]
+    assert len(progress) == passed
+    assert all(re.search(r"about \d+:\d\d left$", line) for line in progress[:-1])
+    assert progress[-1].startswith(f"[{passed}/{passed}]") and progress[-1].endswith("done")
+    long = [line for line in captured.out.splitlines() if len(line) > 60 and not line.startswith("|")]
+    assert long == []
+
+
+def test_a_slow_case_is_timed_once(monkeypatch):
+    from lsq_backends.check.runner import Timer
+
+    clock = iter(range(0, 1000, 2))  # every call takes 2 s
+    monkeypatch.setattr("lsq_backends.check.runner.time.perf_counter", lambda: next(clock))
+    calls = []
+    backend = find_backends(["numpy"])[0][0]
+    assert Timer(5, budget=1.0).time(backend, lambda: calls.append(1), warm=True) == 2
+    assert len(calls) == 1
+
+
+def test_a_stalled_case_is_reported_and_ends_the_check():
+    """A case with no answer (a call stuck inside a library) ends the check with status 1,
+    naming the case, with the report so far."""
+    code = (
+        "import time, lsq_backends.check.cli as cli, lsq_backends.check.progress as p\n"
+        "real = p.stall_watch\n"
+        "cli.stall_watch = lambda what, report, stream=None: real(what, report, stream, seconds=2)\n"
+        "cli.run_case = lambda *a, **k: time.sleep(60)\n"
+        "raise SystemExit(cli.main(['--quick', '--backends', 'numpy', '--dtypes', 'float64']))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1
+    assert "numpy eager tall float64 auto: no answer after 2 s" in proc.stderr
+    assert "| backend | mode |" in proc.stdout and "stalled, **FAIL**" in proc.stdout
+
+
 def test_a_wrong_answer_fails(monkeypatch, capsys, numpy_reference):
     real = lsq.lstsq
 
@@ -105,7 +147,8 @@ def test_a_result_off_the_device_or_in_the_wrong_dtype_fails(monkeypatch, capsys
     monkeypatch.setattr(lsq, "ridge", misplaced)
     assert main(_quick("--backends", "array_api_strict")) == 1
     text = capsys.readouterr().out
-    assert "placement: coef on " in text and re.search(r"rank is \S*float64, not an integer", text)
+    flat = " ".join(text.split())  # the failures are wrapped to the terminal's width
+    assert "placement: coef on " in flat and re.search(r"rank is \S*float64, not an integer", flat)
     assert not any("**FAIL**" in line and "| tall |" in line for line in text.splitlines())
 
 

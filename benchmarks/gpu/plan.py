@@ -97,6 +97,9 @@ CPU_ONLY = {
     "test_benchmark_cli.py": "the benchmark's command line",
     "test_route.py": "the route of a NumPy call through the package",
     "test_passes.py": "passes over X counted by PyTorch's dispatcher: the same ops run on CUDA",
+    "test_docs_text.py": "the README, the pages and the docstrings: static text",
+    "test_cv_score_conventions.py": "ridge_cv's and RidgeCV's default fold scores on NumPy",
+    "test_install.py": "the package imported from a folder that holds a clone",
 }
 
 
@@ -133,7 +136,8 @@ def _pytest(backend, files, workers, extra_env=None):
     # -p benchmarks.gpu.failures: each traceback as it happens (a job cut short keeps them)
     cmd = ("-m", "pytest", "-p", "no:cacheprovider", "-p", "benchmarks.gpu.failures", "-v", "--tb=short", "-rfE")
     cmd += ("--durations=15",)
-    cmd += (("-n", str(workers)) if workers else ()) + tuple(f"tests/{f}" for f in files)
+    # One process without -n: a plain pytest takes xdist workers where xdist is there (conftest.py)
+    cmd += (("-n", str(workers)) if workers else ("-p", "no:xdist")) + tuple(f"tests/{f}" for f in files)
     return cmd, {"LSQ_BACKENDS": backend, **(extra_env or {})}
 
 

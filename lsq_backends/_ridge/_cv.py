@@ -11,6 +11,7 @@ from .._problem._alpha import failure
 from .._problem._empty import pad_empty_batch
 from .._problem._input import Penalty, check_bool, intercept_of, prepare, validate
 from .._problem._scaling import unscale_cv
+from .._result import plain_signature
 from .._solvers import spectral
 from .._solvers.linalg._center import eliminate_intercept
 from .._solvers.linalg._shared import check_count
@@ -21,6 +22,7 @@ from ._operator_cv import ridge_cv_operator
 MODES = ("auto", "eigen", "svd")
 
 
+@plain_signature
 class RidgeCVResult(NamedTuple):
     """Result of :func:`ridge_cv` (a NamedTuple, hence a JAX pytree).
 

@@ -16,7 +16,10 @@ import os
 
 import numpy as np
 
-__all__ = ["ALL_NAMES", "LIBRARIES", "Backend", "BackendUnavailableError", "find_backends", "unknown_names"]
+__all__ = [
+    "ALL_NAMES", "LIBRARIES", "XLA_CPU_NO_DEADLOCK", "Backend", "BackendUnavailableError", "avoid_xla_cpu_deadlock",
+    "find_backends", "unknown_names",
+]  # fmt: skip
 
 #: Every backend, as a library on one device (``jax-<platform>`` also accepts other JAX platforms).
 ALL_NAMES = ("numpy", "array_api_strict", "dask", "jax-cpu", "jax-gpu", "torch-cpu", "torch-cuda", "cupy")
@@ -232,10 +235,25 @@ def _torch():
     return found
 
 
+#: XLA's CPU runtime can stop for good inside a compiled fit (every thread idle, the result never
+#: ready): the QR of a stack of 10000 64 x 8 problems hung in 2 of 2 runs of ten calls (``qr``,
+#: ``svd``, ``auto``; jaxlib 0.10, 2 cores), in none of 6 with XLA's memory-minimizing scheduler.
+XLA_CPU_NO_DEADLOCK = "--xla_cpu_enable_concurrency_optimized_scheduler=false"
+
+
+def avoid_xla_cpu_deadlock():
+    """Add :data:`XLA_CPU_NO_DEADLOCK` to ``XLA_FLAGS`` unless the caller chose that flag; XLA
+    reads its flags when JAX first runs, so this works only before that."""
+    flags = os.environ.get("XLA_FLAGS", "")
+    if "xla_cpu_enable_concurrency_optimized_scheduler" not in flags:
+        os.environ["XLA_FLAGS"] = f"{flags} {XLA_CPU_NO_DEADLOCK}".strip()
+
+
 def _jax():
     # Without this, JAX takes 75% of the GPU's memory when it starts, and CuPy or PyTorch in the
     # same process then run out of memory. Set before the first import of JAX only.
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    avoid_xla_cpu_deadlock()
     jax = _import("jax")
     jax.config.update("jax_enable_x64", True)  # float64 checks need it; before any array
     import jax.numpy as jnp

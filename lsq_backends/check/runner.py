@@ -14,7 +14,7 @@ from .._solvers import DEFAULT, record
 from .hostreads import count_host_reads
 from .problems import score
 
-__all__ = ["SLOW", "Row", "Timer", "cases", "check_placement", "quick_case", "run_case"]
+__all__ = ["SLOW", "TIME_BUDGET", "Row", "Timer", "cases", "check_placement", "full_case", "quick_case", "run_case"]
 
 FLOAT_FIELDS = ("coef", "intercept", "rss", "singular_values")
 INT_FIELDS = ("rank", "n_iter")
@@ -48,6 +48,24 @@ class Row:
 
 
 SLOW = ("jax", "dask")  # families --quick runs only a few cases of
+TIME_BUDGET = 1.0  # seconds of timed calls per case and per peer, past the first call
+
+
+def full_case(backend, mode, problem, method):
+    """Whether the full check runs this case: all but three kinds, so that it takes minutes
+    (``--quick`` runs each of them at small sizes, the test suite every one):
+
+    - LSQR and LSMR in float32: their accuracy is their tolerance, not the dtype's, and at
+      200000 x 50 a call takes seconds;
+    - JAX in float32, but for the default method: each JAX case compiles (seconds on a CPU);
+    - JAX's eager mode, but for the default method in float64: an eager call runs the fit
+      that the jit rows compile, after the checks that read the input.
+    """
+    if problem.dtype == "float32" and record(method).iterative:
+        return False
+    if backend.library != "jax" or method == DEFAULT:
+        return mode != "eager" or backend.library != "jax" or problem.dtype == "float64"
+    return mode != "eager" and problem.dtype == "float64"
 
 
 def quick_case(backend, mode, problem, method):
@@ -68,18 +86,21 @@ def quick_case(backend, mode, problem, method):
 
 
 class Timer:
-    """Median wall time of ``repeat`` synchronized calls after one warm-up; caches the peers
-    (the backend's own solver, the bare Gram product) per backend, problem and dtype."""
+    """Median wall time of up to ``repeat`` synchronized calls after one warm-up, stopping once
+    the timed calls have taken ``budget`` seconds (at least one call: a slow case, such as
+    LSQR on 200000 x 50, is timed once rather than five times); caches the peers (the
+    backend's own solver, the bare Gram product) per backend, problem and dtype."""
 
-    def __init__(self, repeat):
+    def __init__(self, repeat, budget=None):
         self.repeat = repeat
+        self.budget = TIME_BUDGET if budget is None else budget
         self._peers = {}
 
     def time(self, backend, call, *, warm=False):
         if not warm:
             backend.finish(call())  # warm-up (JAX compiles, caches fill)
         times = []
-        for _ in range(self.repeat):
+        while len(times) < self.repeat and not (times and sum(times) >= self.budget):
             start = time.perf_counter()
             backend.finish(call())
             times.append(time.perf_counter() - start)
@@ -205,13 +226,14 @@ def run_case(backend, mode, problem, method, *, timer=None):
 
 
 def cases(backend, problems, *, quick):
-    """``(mode, problem, method)`` for every case this backend runs, and how many ``--quick``
-    left out."""
+    """``(mode, problem, method)`` for every case this backend runs, and how many cases of
+    every mode, problem and method it leaves out (:func:`quick_case`, :func:`full_case`)."""
     chosen, left_out = [], 0
+    runs = quick_case if quick else full_case
     for mode in backend.modes:
         for problem in problems:
             for method in problem.methods:
-                if quick and not quick_case(backend, mode, problem, method):
+                if not runs(backend, mode, problem, method):
                     left_out += 1
                     continue
                 chosen.append((mode, problem, method))
