@@ -108,8 +108,9 @@ class Diagnostics(_Fields):
         of its small R factor rather than the eigenvalues of the Gram matrix.
 
     Besides the fields, a result made by :func:`diagnostics` records, for :meth:`summary`,
-    ``cov_type``, ``feature_names`` (the columns of a pandas DataFrame X, else None) and
-    ``target_name`` (the name of a pandas Series y, else None). They are plain attributes, not
+    ``cov_type``, ``feature_names`` (the columns of a pandas DataFrame X, else None),
+    ``target_name`` (the name of a pandas Series y, else None) and ``absorbed_rank`` (of ``absorb``'s
+    fixed effects, counted in ``rank``; the F test leaves it out). They are plain attributes, not
     fields: a result rebuilt from its fields (after ``jax.jit``, ``dask.compute`` or
     ``_replace``) has them as None, and ``summary`` then takes them as arguments.
     """
@@ -117,6 +118,7 @@ class Diagnostics(_Fields):
     cov_type = None
     feature_names = None
     target_name = None
+    absorbed_rank = 0
 
     def summary(self, names=None, *, alpha=0.05, title=None, cov_type=None, use_t=None):
         """A table like statsmodels' ``summary()``: a str that renders as HTML in notebooks (eager, unbatched results only).
@@ -560,7 +562,9 @@ def diagnostics(
         rank=rank,
         cond=cond,
     )
-    return _labelled(result, cov_type, *given)
+    result = _labelled(result, cov_type, *given)
+    result.absorbed_rank = n_absorbed
+    return result
 
 
 __all__ = ["COV_TYPES", "Diagnostics", "diagnostics"]

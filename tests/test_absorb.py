@@ -76,6 +76,26 @@ def test_matches_dummy_regression(numpy_reference, k, weighted):
     assert _rel(hc1.stderr, rh.bse[:N]) < 1e-6
 
 
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_matches_linearmodels(numpy_reference, k):
+    """linearmodels' AbsorbingLS (``debiased=True``: its degrees of freedom count the absorbed rank), where
+    installed: coefficients, nonrobust and cluster standard errors (clusters that nest no factor: for one
+    factor nested in the clusters AbsorbingLS leaves the factor's groups out of the correction)."""
+    absorbing = pytest.importorskip("linearmodels.iv.absorbing")
+    pd = pytest.importorskip("pandas")
+    X, y, _, codes = _data(k, k)
+    frame = pd.DataFrame({f"f{j}": pd.Categorical(codes[:, j]) for j in range(k)})
+    model = absorbing.AbsorbingLS(y, X, absorb=frame)
+    ref = model.fit(cov_type="unadjusted", debiased=True)
+    d = lsq.diagnostics(X, y, absorb=codes)
+    assert _rel(d.coef, ref.params.to_numpy()) < 1e-8
+    assert _rel(d.stderr, ref.std_errors.to_numpy()) < 1e-6
+    groups = (codes[:, 0] * 7 + np.arange(M)) % 13
+    ref = model.fit(cov_type="clustered", clusters=groups, debiased=True)
+    dc = lsq.diagnostics(X, y, absorb=codes, cov_type="cluster", groups=groups)
+    assert _rel(dc.stderr, ref.std_errors.to_numpy()) < 1e-6
+
+
 def test_ridge_fixed_effects_unpenalized(numpy_reference):
     X, y, _, codes = _data(5, 2)
     D = _dummies(codes)
@@ -186,3 +206,17 @@ def test_hc2_refused(numpy_reference):
     X, y, _, codes = _data(0, 1)
     with pytest.raises(ValueError, match="not with absorb"):
         lsq.diagnostics(X, y, absorb=codes, cov_type="HC2")
+
+
+def test_summary_f_test_is_the_slopes(numpy_reference):
+    """The summary's F test is that of X's coefficients in the dummy regression (the fixed effects left out of
+    df_model); the absorbed rank is recorded."""
+    X, y, _, codes = _data(4, 2)
+    d = lsq.diagnostics(X, y, absorb=codes)
+    ref = _reference(X, y, None, codes)
+    assert d.absorbed_rank == _dummies(codes).shape[1]
+    table = d.summary()
+    np.testing.assert_allclose(
+        table.fvalue, float(np.squeeze(ref.f_test(np.eye(ref.params.size)[:N]).fvalue)), rtol=1e-8
+    )
+    assert "const" not in table
