@@ -123,6 +123,15 @@ def test_converges(numpy_reference, k):
     assert int(stopped) == 3  # the limit: not converged
 
 
+def test_warns_when_not_converged(numpy_reference, monkeypatch):
+    from lsq_backends._problem import _absorb
+
+    X, y, _, codes = _data(2, 2)
+    monkeypatch.setattr(_absorb, "MAX_SWEEPS", 2)
+    with pytest.warns(RuntimeWarning, match="did not converge"):
+        lsq.lstsq(X, y, absorb=codes)
+
+
 def test_absorbed_rank(numpy_reference):
     # two disconnected worker-firm blocks: G1 + G2 - 2
     codes = np.array([[0, 0], [1, 0], [1, 1], [2, 2], [3, 2], [3, 3]])
@@ -145,7 +154,8 @@ def _jit_or_not(be, fn, static):
 @pytest.mark.parametrize("k", [1, 2, 3])
 def test_backends_match_dummy_regression(be, k):
     """Every backend (JAX under jax.jit, group counts static) against the dummy regression: lstsq's
-    coefficients, weighted; diagnostics' nonrobust and cluster standard errors (concrete codes)."""
+    coefficients, weighted; diagnostics' nonrobust and cluster standard errors (concrete codes: NumPy's on
+    Dask). A traced or lazy ``absorb`` in diagnostics is refused."""
     X, y, w, codes = _data(10 + k, k, weighted=True)
     ref = _reference(X, y, w, codes)
     counts = tuple(int(c) + 1 for c in codes.max(axis=0))
@@ -153,16 +163,18 @@ def test_backends_match_dummy_regression(be, k):
     r = fit(be.asarray(X), be.asarray(y), sample_weight=be.asarray(w), absorb=be.asarray(codes), absorb_n_groups=counts)
     assert type(r.coef) is type(be.asarray(X))
     assert _rel(be.to_numpy(r.coef), ref.params[:N]) < 1e-8
-    if be.lazy:
-        return  # diagnostics counts the absorbed rank from concrete codes
-    d = lsq.diagnostics(be.asarray(X), be.asarray(y), sample_weight=be.asarray(w), absorb=be.asarray(codes))
+    fixed = codes if be.lazy else be.asarray(codes)  # diagnostics counts the absorbed rank from concrete codes
+    d = lsq.diagnostics(be.asarray(X), be.asarray(y), sample_weight=be.asarray(w), absorb=fixed)
     assert _rel(be.to_numpy(d.stderr), ref.bse[:N]) < 1e-6
     rc = _reference(X, y, w, codes, "cluster", codes[:, 0])
     dc = lsq.diagnostics(
-        be.asarray(X), be.asarray(y), sample_weight=be.asarray(w), absorb=be.asarray(codes), cov_type="cluster",
-        groups=be.asarray(codes[:, 0]),
+        be.asarray(X), be.asarray(y), sample_weight=be.asarray(w), absorb=fixed, cov_type="cluster",
+        groups=be.asarray(codes[:, 0]), n_groups=SIZES[0],
     )  # fmt: skip
     assert _rel(be.to_numpy(dc.stderr), rc.bse[:N]) < 1e-6
+    if be.lazy:
+        with pytest.raises(ValueError, match="absorb codes: pass them concrete"):
+            lsq.diagnostics(be.asarray(X), be.asarray(y), absorb=be.asarray(codes), absorb_n_groups=counts)
 
 
 def test_inputs_unchanged(numpy_reference):

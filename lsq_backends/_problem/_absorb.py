@@ -20,6 +20,7 @@ per redundant further factor too small, and the standard errors err on the large
 from __future__ import annotations
 
 import operator
+import warnings
 from typing import NamedTuple
 
 from .._backend import _compat
@@ -98,11 +99,12 @@ class _Sweep(NamedTuple):
     n_iter: object  # 0-d int: sweeps that changed V
 
 
-def partial_out(xp, V, factors, weights=None, max_iter=MAX_SWEEPS):
+def partial_out(xp, V, factors, weights=None, max_iter=None):
     """``V`` (..., m, c) minus its projection on the dummies of ``factors`` (:class:`Factors`), the
     projection weighted by ``weights`` (m,) or (..., m) if given; and the sweeps taken (0-d int array).
     ``n_iter == max_iter`` means no convergence (module docstring: ``partial_out``)."""
     codes, counts = factors.codes, factors.counts
+    max_iter = MAX_SWEEPS if max_iter is None else max_iter
     tol = _TOL["float32" if V.dtype == xp.float32 else "float64"]
     w = None if weights is None else _compat.as_rank(xp, weights[..., None], V.ndim)
     ones = xp.ones((V.shape[-2], 1), dtype=V.dtype, device=_compat.device(V))
@@ -179,5 +181,11 @@ def absorbed(X, y, sample_weight, absorb, n_groups, check_finite):
     v.checks.read(xp)
     n = v.X.shape[-1]
     V, n_iter = partial_out(xp, xp.concat([v.X, v.Y], axis=-1), factors, v.sample_weight)  # y's batch is X's
+    if len(factors.counts) > 1 and not _compat.is_lazy(n_iter) and int(n_iter) >= MAX_SWEEPS:  # one read, at the end
+        msg = (
+            f"absorb: the alternating projections did not converge in {MAX_SWEEPS} sweeps (factors that barely "
+            "mix): the fit is that of partly partialled-out data"
+        )
+        warnings.warn(msg, RuntimeWarning, stacklevel=3)
     Xr, Yr = V[..., :n], V[..., n:]
     return Xr, Yr[..., 0] if v.y_was_vector else Yr, v.sample_weight, factors, n_iter
