@@ -232,3 +232,10 @@ def test_summary_f_test_is_the_slopes(numpy_reference):
         table.fvalue, float(np.squeeze(ref.f_test(np.eye(ref.params.size)[:N]).fvalue)), rtol=1e-8
     )
     assert "const" not in table
+
+
+def test_sparse_x_refused(numpy_reference):
+    sparse = pytest.importorskip("scipy.sparse")
+    X = sparse.random(10, 3, density=0.5, format="csr", random_state=0)
+    with pytest.raises(ValueError, match="absorb takes a dense X"):
+        lsq.lstsq(X, np.ones(10), absorb=np.zeros(10, dtype=int))
