@@ -25,6 +25,7 @@ from ._backend import _compat
 from ._backend._compat import matmul
 from ._iterative import solver_options, start_of
 from ._operator_fit import fit_lstsq, fit_ridge, operator_route
+from ._problem._absorb import absorbed
 from ._problem._empty import pad_empty_batch
 from ._problem._input import Penalty, check_bool, check_method, compiled_fit, intercept_of, prepare, validate
 from ._problem._scaling import Rescale, uncertified, unscale
@@ -293,6 +294,8 @@ def lstsq(
     conlim: float | None = None,
     x0: Array | None = None,
     precondition: str | None = None,
+    absorb: Array | None = None,
+    absorb_n_groups: int | tuple[int, ...] | None = None,
 ) -> LstsqResult:
     """Least-squares solution of ``min_w sum_i sample_weight_i (y_i - x_i @ w - b)**2``.
 
@@ -356,6 +359,16 @@ def lstsq(
         back: far fewer iterations on badly scaled columns. ``n_iter``, ``istop`` and the
         stopping rules are the scaled problem's; on rank-deficient X the answer is the
         solution of least ``||D w||`` (D the norms). Static under ``jax.jit``. See the sparse page.
+    absorb : integer array, shape (m,) or (m, K), optional
+        Fixed effects to absorb: K factors' codes in ``[0, n_groups)`` (e.g. ``pandas.factorize``),
+        shared by a stack. Every column of X and y is partialled out of the factors' dummies (weighted by
+        ``sample_weight``) by alternating projections, then fitted without an intercept: ``coef`` and
+        ``rss`` are those of the regression with one dummy column per group; ``intercept`` is zero (it is
+        absorbed: ``fit_intercept`` is ignored) and ``rank`` is the rank of the partialled-out X.
+        See the econometrics page. Dense X only.
+    absorb_n_groups : int or tuple of ints, optional
+        The number of groups of each factor of ``absorb``, static under ``jax.jit`` (required there and on
+        Dask); default ``max(codes) + 1``, one host read.
 
     Returns
     -------
@@ -398,6 +411,9 @@ def lstsq(
         msg = f"refine applies to the direct methods; method={method!r} takes atol/btol instead"
         raise ValueError(msg)
     options = solver_options(method, atol, btol, max_iter, conlim, x0, precondition) if record(method).iterative else {}
+    if absorb is not None or absorb_n_groups is not None:  # partialled out first; then fitted as without
+        X, y, sample_weight = absorbed(X, y, sample_weight, absorb, absorb_n_groups, check_finite)[:3]
+        fit_intercept = False  # absorbed by the fixed effects
     if _compat.eager_jax(X, y, sample_weight):
         kwargs = {"method": method, "rcond": rcond, "fit_intercept": fit_intercept, "refine": refine, **options}
         return compiled_fit(lstsq, LSTSQ_STATIC, X, y, sample_weight, kwargs, check_finite)
@@ -422,6 +438,8 @@ def ridge(
     conlim: float | None = None,
     x0: Array | None = None,
     precondition: str | None = None,
+    absorb: Array | None = None,
+    absorb_n_groups: int | tuple[int, ...] | None = None,
 ) -> LstsqResult:
     """Ridge regression: ``min_w ||y - X w - b||^2 + alpha ||w||^2``, intercept b not penalized.
 
@@ -444,6 +462,8 @@ def ridge(
         column of ``y`` (scikit-learn's ``Ridge(alpha=array)``).
     per_target : bool
         Read a 1-D ``alpha`` as one penalty per target rather than as a path.
+    absorb, absorb_n_groups
+        As in :func:`lstsq`: the fixed effects are not penalized (ridge on the partialled-out data).
 
     Returns
     -------
@@ -482,6 +502,9 @@ def ridge(
         msg = f"method={method!r} fits one alpha (or one per target); a 1-D alpha path needs a direct method"
         raise ValueError(msg)
     options = solver_options(method, atol, btol, max_iter, conlim, x0, precondition) if record(method).iterative else {}
+    if absorb is not None or absorb_n_groups is not None:  # partialled out first; then fitted as without
+        X, y, sample_weight = absorbed(X, y, sample_weight, absorb, absorb_n_groups, check_finite)[:3]
+        fit_intercept = False  # absorbed by the fixed effects
     if _compat.eager_jax(X, y, sample_weight, alpha):
         kwargs = {"method": method, "fit_intercept": fit_intercept, "per_target": per_target, **options}
         penalty = (alpha, per_target, per_target or path)

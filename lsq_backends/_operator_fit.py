@@ -89,14 +89,23 @@ def fit_nnls(X, y, alpha, *, fit_intercept, sample_weight, check_finite, per_tar
     return r.coef, r.intercept, r.rss, r.n_iter, r.istop
 
 
+def _no_absorb(X, kwargs):
+    if kwargs.pop("absorb", None) is not None or kwargs.pop("absorb_n_groups", None) is not None:
+        msg = (
+            f"absorb takes a dense X; X is a {describe(X)}: add the fixed effects' dummies to X, or pass a dense array"
+        )
+        raise ValueError(msg)
+    return kwargs
+
+
 def fit_lstsq(X, y, **kwargs):
     """``lstsq`` with a sparse or operator X."""
-    return fit(X, y, **kwargs)
+    return fit(X, y, **_no_absorb(X, kwargs))
 
 
 def fit_ridge(X, y, alpha, **kwargs):
     """``ridge`` with a sparse or operator X."""
-    return fit(X, y, alpha, ridge=True, **kwargs)
+    return fit(X, y, alpha, ridge=True, **_no_absorb(X, kwargs))
 
 
 # The most columns for which "auto" fits a sparse X from its Gram matrix: a dense n x n array of

@@ -184,7 +184,8 @@ def summary(res, names=None, *, alpha=0.05, title=None, cov_type=None, use_t=Non
     nobs = df_resid + rank
     dist = _reference(use_t, df_resid)
     robust = cov_type not in (None, "nonrobust")
-    fvalue, f_pvalue, df_model = _f_test(res, intercept, robust, rank, df_resid)
+    absorbed = int(getattr(res, "absorbed_rank", 0) or 0)  # fixed effects: not in the F test's df_model
+    fvalue, f_pvalue, df_model = _f_test(res, intercept, robust, rank - absorbed, df_resid)
 
     name_w = max(11, *(len(r[0]) for r in rows)) + 1
     lo, hi = f"[{alpha / 2:.3g}", f"{1 - alpha / 2:.3g}]"
@@ -197,7 +198,7 @@ def summary(res, names=None, *, alpha=0.05, title=None, cov_type=None, use_t=Non
         ("Dep. Variable:", target or "y", "Covariance Type:", cov_type or "not recorded"),
         ("No. Observations:", str(nobs), "R-squared:", _fmt(float(res.r2)).strip()),
         ("Df Residuals:", str(df_resid), "Adj. R-squared:", _fmt(float(res.r2_adj)).strip()),
-        ("Df Model:", str(rank - int(intercept)), "F-statistic:", _fmt(fvalue).strip()),
+        ("Df Model:", str(rank - absorbed - int(intercept)), "F-statistic:", _fmt(fvalue).strip()),
         ("Rank:", str(rank), "Prob (F-statistic):", _p(f_pvalue).strip()),
         ("Cond. No.:", f"{float(res.cond):.3g}", "Residual std (sigma):", _fmt(float(res.sigma)).strip()),
     ]

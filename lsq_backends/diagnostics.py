@@ -39,6 +39,7 @@ from typing import Any, NamedTuple
 from ._api import check_refine, refined_solution
 from ._backend import _compat
 from ._backend._compat import eps, matmul, mT
+from ._problem._absorb import absorbed, absorbed_rank
 from ._problem._cov_options import cov_options
 from ._problem._input import check_bool, intercept_of, prepare, validate
 from ._problem._scaling import powers, times
@@ -109,8 +110,9 @@ class Diagnostics(_Fields):
         of its small R factor rather than the eigenvalues of the Gram matrix.
 
     Besides the fields, a result made by :func:`diagnostics` records, for :meth:`summary`,
-    ``cov_type``, ``feature_names`` (the columns of a pandas DataFrame X, else None) and
-    ``target_name`` (the name of a pandas Series y, else None). They are plain attributes, not
+    ``cov_type``, ``feature_names`` (the columns of a pandas DataFrame X, else None),
+    ``target_name`` (the name of a pandas Series y, else None) and ``absorbed_rank`` (of ``absorb``'s
+    fixed effects, counted in ``rank``; the F test leaves it out). They are plain attributes, not
     fields: a result rebuilt from its fields (after ``jax.jit``, ``dask.compute`` or
     ``_replace``) has them as None, and ``summary`` then takes them as arguments.
     """
@@ -118,6 +120,7 @@ class Diagnostics(_Fields):
     cov_type = None
     feature_names = None
     target_name = None
+    absorbed_rank = 0
 
     def summary(self, names=None, *, alpha=0.05, title=None, cov_type=None, use_t=None):
         """A table like statsmodels' ``summary()``: a str that renders as HTML in notebooks (eager, unbatched results only).
@@ -321,6 +324,8 @@ def diagnostics(
     maxlags: int | None = None,
     kernel: str | None = None,
     use_correction: bool | str | None = None,
+    absorb: Array | None = None,
+    absorb_n_groups: int | tuple[int, ...] | None = None,
 ) -> Diagnostics:
     """Standard errors, t statistics, R² and robust covariances of a least-squares fit.
 
@@ -371,6 +376,12 @@ def diagnostics(
         ``"hac-panel"``: ``"hac"``, ``"cluster"`` (CR1 over the panels) or False.
     check_finite : bool
         As in :func:`lsq_backends.lstsq`.
+    absorb, absorb_n_groups
+        Fixed effects absorbed, as in :func:`lsq_backends.lstsq` (concrete codes: their rank is counted on
+        the host). The fit is the regression with one dummy column per group, reported for X's columns:
+        ``df_resid`` and ``rank`` count the dummies' rank (exact for one and two factors, an upper bound
+        beyond), so do the small-sample corrections; ``intercept`` is zero, R² is the within R² (of the
+        partialled-out y). Not with ``"HC2"``/``"HC3"``. See the econometrics page.
     refine : int
         Steps of :func:`lsq_backends.lstsq`'s iterative refinement (full-rank X only): more
         accurate coefficients and residuals, hence ``sigma``, R² and t statistics, on hard
@@ -419,9 +430,17 @@ def diagnostics(
     refine = _check_options(cov_type, refine)
     fit_intercept = check_bool(fit_intercept, "fit_intercept")
     check_finite = check_bool(check_finite, "check_finite")
+    given, n_absorbed = (X, y), 0
+    if absorb is not None or absorb_n_groups is not None:  # partialled out first (module docstring: ``absorb``)
+        if cov_type in ("HC2", "HC3"):
+            msg = f"cov_type={cov_type!r} takes the leverages of the whole design: not with absorb (use 'HC1' or 'cluster')"
+            raise ValueError(msg)
+        X, y, sample_weight, factors, _ = absorbed(X, y, sample_weight, absorb, absorb_n_groups, check_finite)
+        n_absorbed, fit_intercept = absorbed_rank(factors), False
     v = validate(X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite)
     kwds = {"groups": groups, "time": time, "n_groups": n_groups, "maxlags": maxlags, "kernel": kernel}
     options = cov_options(v.xp, v.X, cov_type, {**kwds, "use_correction": use_correction}, v.checks)
+    options = options._replace(absorbed=n_absorbed) if options is not None else None
     problem = prepare(v, keep_original=True, scale="per_target")
     _check_shapes(problem, fit_intercept)
     xp = problem.xp
@@ -464,8 +483,9 @@ def diagnostics(
     else:
         Rinv_a, R_a = Rinv, R
 
+    rank = rank + n_absorbed
     df_resid = m - rank
-    _no_dof_warning(xp, df_resid, m, n + int(fit_intercept))
+    _no_dof_warning(xp, df_resid, m, n + int(fit_intercept) + n_absorbed)
     df = xp.astype(df_resid, dtype)
     # No residual degrees of freedom (m <= p): the residual variance, and all that rests on it,
     # is undefined: NaN (statsmodels: inf or NaN, and rounding noise for the HC types).
@@ -544,7 +564,9 @@ def diagnostics(
         rank=rank,
         cond=cond,
     )
-    return _labelled(result, cov_type, X, y)
+    result = _labelled(result, cov_type, *given)
+    result.absorbed_rank = n_absorbed
+    return result
 
 
 __all__ = ["COV_TYPES", "Diagnostics", "diagnostics"]

@@ -48,8 +48,8 @@ KERNELS = ("bartlett", "uniform")
 
 class CovOptions(NamedTuple):
     """A robust covariance's validated options: codes (m,) or (m, 2) (``hac-panel``: panel numbers) or None,
-    one static segment count per column of codes, the lags, the kernel and the correction (``True``/``False``,
-    ``"hac"``, ``"cluster"``)."""
+    one static segment count per column of codes, the lags, the kernel, the correction (``True``/``False``,
+    ``"hac"``, ``"cluster"``) and the absorbed rank that the corrections count among the parameters."""
 
     cov_type: str
     codes: Any
@@ -57,6 +57,7 @@ class CovOptions(NamedTuple):
     maxlags: int
     kernel: str
     correction: Any
+    absorbed: int = 0  # the rank of absorbed fixed effects: counted in p, the parameters of the corrections
 
 
 def _gram(xp, T):
@@ -113,6 +114,7 @@ def robust_cov(xp, U, F, options):
     """The covariance ``F M F^T`` (..., p, p) of ``options`` (:class:`CovOptions`), M its meat from the scores
     U (..., m, p) in the coordinates F maps back (module docstring), corrections included."""
     m, p = U.shape[-2:]
+    p = p + options.absorbed
     kind, codes, n_groups = options.cov_type, options.codes, options.n_groups
     if kind == "cluster":
         # One-way: one meat; two-way: V_1 + V_2 - V_12, each with its own correction.

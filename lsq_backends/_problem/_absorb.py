@@ -1,0 +1,191 @@
+"""Absorbed fixed effects (``absorb=`` of :func:`lsq_backends.lstsq` and :func:`lsq_backends.diagnostics`):
+the factor codes checked, every column of [X, y] partialled out of the K factors, the absorbed rank.
+
+``partial_out``: the method of alternating projections. One sweep subtracts each factor's (weighted) group
+means in turn (:func:`lsq_backends._backend._compat.segment_sum`: O(m c + G c) memory, no m x G dummy
+matrix), all columns of [X, y] at once. By Frisch-Waugh-Lovell, the regression of the residualized y on
+the residualized X without an intercept gives the coefficients, residuals and rss of the regression with
+one dummy column per group (the intercept lies in their span). Sweeps stop once no entry moved by more
+than ``tol`` times its column's largest magnitude at the start, or after ``max_iter`` sweeps: one factor
+converges in one sweep, two or more linearly, at a rate set by how well the factors mix. The loop is
+``_compat.loop``: a ``lax.while_loop`` on traced JAX, a read every 10th sweep on GPU libraries.
+
+``absorbed_rank``: the rank of the dummy matrix, counted on the host from the codes. One factor: its
+groups with observations. Two: ``G1 + G2 - c``, c the connected components of the bipartite graph
+of groups joined by observations (exact). More: the first two exactly, plus ``G_k - 1`` for each further
+factor, an upper bound on the rank (as reghdfe and fixest count): ``df_resid`` is then at most one
+per redundant further factor too small, and the standard errors err on the large side.
+"""
+
+from __future__ import annotations
+
+import operator
+import warnings
+from typing import NamedTuple
+
+from .._backend import _compat
+from ._alpha import failure
+from ._input import validate
+
+# Sweeps: the limit, and the tolerance (relative to a column's largest magnitude) by dtype.
+MAX_SWEEPS = 10_000
+_TOL = {"float64": 1e-14, "float32": 1e-6}
+
+
+class Factors(NamedTuple):
+    """Checked factor codes (m, K) in the data's namespace and device, each factor's static group count, and
+    the codes as a NumPy array (None for traced or lazy codes)."""
+
+    codes: object
+    counts: tuple
+    host: object = None
+
+
+def absorb_codes(xp, X, absorb, n_groups, checks):
+    """``absorb`` (m,) or (m, K) as :class:`Factors` of X's namespace and device. Shape, dtype and the
+    group counts raise now; concrete codes are read now (one copy to the host) for their range and
+    counts, traced or lazy ones checked in ``checks``. ``n_groups``: None (``max + 1``) or ints."""
+    import numpy as np
+
+    if hasattr(absorb, "to_numpy") and not _compat.is_array(absorb):  # pandas
+        absorb = absorb.to_numpy()
+    try:
+        codes = xp.asarray(absorb, device=_compat.device(X))
+    except (TypeError, ValueError) as exc:
+        msg = f"absorb must be integer factor codes of shape (m,) or (m, K); got {type(absorb).__name__} ({exc})"
+        raise TypeError(msg) from exc
+    m = X.shape[-2]
+    if not _compat.isdtype(xp, codes.dtype, "integral"):
+        msg = f"absorb must hold integer factor codes (e.g. from pandas.factorize); got dtype {codes.dtype}"
+        raise TypeError(msg)
+    shape = tuple(codes.shape)
+    codes = codes[:, None] if codes.ndim == 1 else codes
+    if codes.ndim != 2 or codes.shape[0] != m or codes.shape[1] < 1:
+        msg = f"absorb must have shape ({m},) or ({m}, K) to match X of shape {tuple(X.shape)}; got shape {shape}"
+        raise ValueError(msg)
+    k = codes.shape[1]
+    lazy = _compat.is_array(absorb) and _compat.is_lazy(absorb)
+    host = None if lazy else np.asarray(_compat.to_numpy(absorb) if _compat.is_array(absorb) else absorb).reshape(m, k)
+    if n_groups is None:
+        if lazy:
+            msg = (
+                "absorb_n_groups must be given when the absorb codes are traced (jax.jit) or lazy (Dask): it is static"
+            )
+            raise ValueError(msg)
+        counts = tuple(int(host[:, j].max()) + 1 if m else 1 for j in range(k))
+    else:
+        given = tuple(n_groups) if isinstance(n_groups, tuple | list) else (n_groups,)
+        try:
+            bad = len(given) != k or any(isinstance(g, bool) for g in given)
+            counts = tuple(operator.index(g) for g in given)
+        except TypeError:
+            bad, counts = True, (0,)
+        if bad or min(counts) < 1:
+            msg = f"absorb_n_groups must be {k} positive int(s), one per column of absorb; got {n_groups!r}"
+            raise ValueError(msg)
+    msg = "absorb must hold codes in [0, n_groups) of each factor (e.g. from pandas.factorize); some lie outside"
+    if host is not None:
+        if m and not ((host >= 0) & (host < np.asarray(counts)[None, :])).all():
+            raise ValueError(msg)
+    else:
+        limits = xp.asarray(counts, dtype=codes.dtype, device=_compat.device(codes))
+        checks.add(xp.all((codes >= 0) & (codes < limits[None, :])), failure(ValueError, msg))
+    return Factors(codes, counts, host)
+
+
+class _Sweep(NamedTuple):
+    V: object  # (..., m, c): the columns partialled out so far
+    done: object  # 0-d bool
+    n_iter: object  # 0-d int: sweeps that changed V
+
+
+def partial_out(xp, V, factors, weights=None, max_iter=None):
+    """``V`` (..., m, c) minus its projection on the dummies of ``factors`` (:class:`Factors`), the
+    projection weighted by ``weights`` (m,) or (..., m) if given; and the sweeps taken (0-d int array).
+    ``n_iter == max_iter`` means no convergence (module docstring: ``partial_out``)."""
+    codes, counts = factors.codes, factors.counts
+    max_iter = MAX_SWEEPS if max_iter is None else max_iter
+    tol = _TOL["float32" if V.dtype == xp.float32 else "float64"]
+    w = None if weights is None else _compat.as_rank(xp, weights[..., None], V.ndim)
+    ones = xp.ones((V.shape[-2], 1), dtype=V.dtype, device=_compat.device(V))
+    inverses = []
+    for j, g in enumerate(counts):
+        total = _compat.segment_sum(xp, ones if w is None else xp.broadcast_to(w, (*w.shape[:-1], 1)), codes[:, j], g)
+        inverses.append(xp.where(total > 0, 1 / xp.where(total > 0, total, xp.ones_like(total)), xp.zeros_like(total)))
+    scale = xp.max(xp.abs(V), axis=-2, keepdims=True)
+    bound = tol * scale
+
+    def sweep(s):
+        W = s.V
+        for j, g in enumerate(counts):
+            sums = _compat.segment_sum(xp, W if w is None else w * W, codes[:, j], g)
+            W = W - xp.take(sums * inverses[j], codes[:, j], axis=-2)
+        moved = xp.all(xp.abs(W - s.V) <= bound)
+        keep = s.done
+        return _Sweep(xp.where(keep, s.V, W), keep | moved, s.n_iter + xp.astype(~keep, s.n_iter.dtype))
+
+    start = _Sweep(V, xp.asarray(False, device=_compat.device(V)), xp.asarray(0, device=_compat.device(V)))
+    if len(counts) == 1:  # one projection: exact after one sweep
+        end = sweep(start)
+        return end.V, xp.ones_like(end.n_iter)
+    end = _compat.loop(xp, sweep, start, max_iter, lambda s: s.done)
+    return end.V, end.n_iter
+
+
+def _components(np, a, b, n):
+    """Connected components of the graph on ``n`` nodes with edges ``a[i] - b[i]`` (NumPy, label propagation
+    with pointer jumping): each node's smallest connected node."""
+    label = np.arange(n)
+    while True:
+        edge = np.minimum(label[a], label[b])
+        new = label.copy()
+        np.minimum.at(new, a, edge)
+        np.minimum.at(new, b, edge)
+        new = new[new]
+        if np.array_equal(new, label):
+            return label
+        label = new
+
+
+def absorbed_rank(factors):
+    """The rank of the dummy matrix of :class:`Factors`, from their host copy (module docstring: ``absorbed_rank``)."""
+    import numpy as np
+
+    if factors.host is None:
+        msg = (
+            "diagnostics counts the absorbed rank from the absorb codes: pass them concrete (NumPy), not traced or lazy"
+        )
+        raise ValueError(msg)
+    c = np.asarray(factors.host, dtype=np.int64)
+    present = [np.unique(c[:, j]) for j in range(c.shape[1])]
+    rank = len(present[0])
+    if c.shape[1] >= 2:
+        # renumber the present groups 0.. so that the graph's nodes are the groups with observations
+        a = np.searchsorted(present[0], c[:, 0])
+        b = np.searchsorted(present[1], c[:, 1]) + len(present[0])
+        label = _components(np, a, b, len(present[0]) + len(present[1]))
+        rank += len(present[1]) - len(np.unique(label))
+    return rank + sum(len(p) - 1 for p in present[2:])
+
+
+def absorbed(X, y, sample_weight, absorb, n_groups, check_finite):
+    """The data of a fit with ``absorb``: validated (``validate``), the codes checked, every column of [X, y]
+    partialled out in one batched solve. Returns ``(X, y, sample_weight, factors, n_iter)``, y in the caller's
+    layout (a vector stays a vector)."""
+    if absorb is None:
+        msg = "absorb_n_groups is used only with absorb= (the fixed effects' codes)"
+        raise ValueError(msg)
+    v = validate(X, y, sample_weight, fit_intercept=False, check_finite=check_finite)
+    xp = v.xp
+    factors = absorb_codes(xp, v.X, absorb, n_groups, v.checks)
+    v.checks.read(xp)
+    n = v.X.shape[-1]
+    V, n_iter = partial_out(xp, xp.concat([v.X, v.Y], axis=-1), factors, v.sample_weight)  # y's batch is X's
+    if len(factors.counts) > 1 and not _compat.is_lazy(n_iter) and int(n_iter) >= MAX_SWEEPS:  # one read, at the end
+        msg = (
+            f"absorb: the alternating projections did not converge in {MAX_SWEEPS} sweeps (factors that barely "
+            "mix): the fit is that of partly partialled-out data"
+        )
+        warnings.warn(msg, RuntimeWarning, stacklevel=3)
+    Xr, Yr = V[..., :n], V[..., n:]
+    return Xr, Yr[..., 0] if v.y_was_vector else Yr, v.sample_weight, factors, n_iter

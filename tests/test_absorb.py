@@ -1,0 +1,241 @@
+"""Absorbed fixed effects (``absorb=``): lstsq, ridge and diagnostics against the same regression with
+explicit dummy columns (NumPy's lstsq and statsmodels' OLS on [X, dummies]), one-, two- (worker-firm-like)
+and three-way; every backend against the dummy regression (JAX also under jax.jit); the absorbed rank;
+the convergence of the alternating projections; bad codes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import lsq_backends as lsq
+from lsq_backends._problem._absorb import absorb_codes, absorbed_rank, partial_out
+
+M, N = 240, 3
+SIZES = (24, 9, 4)  # groups of the first (worker), second (firm) and third factor
+
+
+def _data(seed, k, weighted=False):
+    """X correlated with the fixed effects (so that leaving them out would bias coef), y with effects of
+    every factor; codes (m, k); a worker-firm-like second factor: each worker at one of two firms."""
+    rng = np.random.default_rng(seed)
+    worker = rng.integers(0, SIZES[0], M)
+    home = rng.integers(0, SIZES[1], SIZES[0])
+    firm = np.where(rng.random(M) < 0.6, home[worker], rng.integers(0, SIZES[1], M))
+    codes = np.column_stack([worker, firm, rng.integers(0, SIZES[2], M)])[:, :k]
+    effects = [rng.standard_normal(g) * 2 for g in SIZES]
+    fe = sum(effects[j][codes[:, j]] for j in range(k))
+    X = rng.standard_normal((M, N)) + fe[:, None] * np.array([0.5, -0.3, 0.1]) + 3.0
+    y = X @ np.array([1.0, -2.0, 0.5]) + fe + rng.standard_normal(M) * (1 + np.abs(X[:, 0]) / 3)
+    w = rng.uniform(0.2, 3.0, M) if weighted else None
+    return X, y, w, codes
+
+
+def _dummies(codes):
+    """[1, the dummies of every factor but each one's first group]: full column rank on connected designs."""
+    cols = [np.ones((codes.shape[0], 1))]
+    for j in range(codes.shape[1]):
+        cols.append(np.eye(codes[:, j].max() + 1)[codes[:, j]][:, 1:])
+    return np.hstack(cols)
+
+
+def _reference(X, y, w, codes, cov_type="nonrobust", groups=None):
+    sm = pytest.importorskip("statsmodels.api")
+    A = np.hstack([X, _dummies(codes)])
+    model = sm.OLS(y, A) if w is None else sm.WLS(y, A, weights=w)
+    kw = {"cov_type": "cluster", "cov_kwds": {"groups": groups}} if cov_type == "cluster" else {}
+    return model.fit(**kw)
+
+
+def _rel(a, b):
+    return np.max(np.abs(np.asarray(a) - b)) / np.max(np.abs(b))
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_matches_dummy_regression(numpy_reference, k, weighted):
+    X, y, w, codes = _data(k, k, weighted)
+    ref = _reference(X, y, w, codes)
+    assert np.linalg.matrix_rank(np.hstack([X, _dummies(codes)])) == N + _dummies(codes).shape[1]
+    r = lsq.lstsq(X, y, absorb=codes, sample_weight=w)
+    assert _rel(r.coef, ref.params[:N]) < 1e-8
+    assert float(r.intercept) == 0.0
+    np.testing.assert_allclose(float(r.rss), ref.ssr, rtol=1e-8)
+    d = lsq.diagnostics(X, y, absorb=codes, sample_weight=w)
+    assert _rel(d.coef, ref.params[:N]) < 1e-8
+    assert _rel(d.stderr, ref.bse[:N]) < 1e-6
+    assert int(d.df_resid) == ref.df_resid
+    for groups in (codes[:, 0], (codes[:, 0] * 7 + np.arange(M)) % 13):  # nesting a factor, and not
+        rc = _reference(X, y, w, codes, "cluster", groups)
+        dc = lsq.diagnostics(X, y, absorb=codes, sample_weight=w, cov_type="cluster", groups=groups)
+        assert _rel(dc.stderr, rc.bse[:N]) < 1e-6
+    hc1 = lsq.diagnostics(X, y, absorb=codes, sample_weight=w, cov_type="HC1")
+    A = np.hstack([X, _dummies(codes)])
+    sm = pytest.importorskip("statsmodels.api")
+    rh = (sm.OLS(y, A) if w is None else sm.WLS(y, A, weights=w)).fit(cov_type="HC1")
+    assert _rel(hc1.stderr, rh.bse[:N]) < 1e-6
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_matches_linearmodels(numpy_reference, k):
+    """linearmodels' AbsorbingLS (``debiased=True``: its degrees of freedom count the absorbed rank), where
+    installed: coefficients, nonrobust and cluster standard errors (clusters that nest no factor: for one
+    factor nested in the clusters AbsorbingLS leaves the factor's groups out of the correction)."""
+    absorbing = pytest.importorskip("linearmodels.iv.absorbing")
+    pd = pytest.importorskip("pandas")
+    X, y, _, codes = _data(k, k)
+    frame = pd.DataFrame({f"f{j}": pd.Categorical(codes[:, j]) for j in range(k)})
+    model = absorbing.AbsorbingLS(y, X, absorb=frame)
+    ref = model.fit(cov_type="unadjusted", debiased=True)
+    d = lsq.diagnostics(X, y, absorb=codes)
+    assert _rel(d.coef, ref.params.to_numpy()) < 1e-8
+    assert _rel(d.stderr, ref.std_errors.to_numpy()) < 1e-6
+    groups = (codes[:, 0] * 7 + np.arange(M)) % 13
+    ref = model.fit(cov_type="clustered", clusters=groups, debiased=True)
+    dc = lsq.diagnostics(X, y, absorb=codes, cov_type="cluster", groups=groups)
+    assert _rel(dc.stderr, ref.std_errors.to_numpy()) < 1e-6
+
+
+def test_ridge_fixed_effects_unpenalized(numpy_reference):
+    X, y, _, codes = _data(5, 2)
+    D = _dummies(codes)
+    # ridge with unpenalized dummies: the normal equations with the penalty on X's block only
+    A = np.hstack([X, D])
+    P = np.zeros((A.shape[1],) * 2)
+    P[:N, :N] = 4.0 * np.eye(N)
+    want = np.linalg.solve(A.T @ A + P, A.T @ y)[:N]
+    got = lsq.ridge(X, y, 4.0, absorb=codes)
+    assert _rel(got.coef, want) < 1e-8
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_converges(numpy_reference, k):
+    """The sweeps stop on their tolerance, well before the limit; the partialled-out columns are orthogonal
+    to every dummy."""
+    X, y, _, codes = _data(k, k)
+    V = np.column_stack([X, y])
+    factors = absorb_codes(np, X, codes, None, None)
+    out, n_iter = partial_out(np, V, factors, max_iter=5000)
+    assert 1 < int(n_iter) < 5000
+    D = np.hstack([np.eye(g)[codes[:, j]] for j, g in enumerate(factors.counts)])
+    assert np.max(np.abs(D.T @ out)) < 1e-10 * np.max(np.abs(V))
+    _, stopped = partial_out(np, V, factors, max_iter=3)
+    assert int(stopped) == 3  # the limit: not converged
+
+
+def test_warns_when_not_converged(numpy_reference, monkeypatch):
+    from lsq_backends._problem import _absorb
+
+    X, y, _, codes = _data(2, 2)
+    monkeypatch.setattr(_absorb, "MAX_SWEEPS", 2)
+    with pytest.warns(RuntimeWarning, match="did not converge"):
+        lsq.lstsq(X, y, absorb=codes)
+
+
+def test_absorbed_rank(numpy_reference):
+    # two disconnected worker-firm blocks: G1 + G2 - 2
+    codes = np.array([[0, 0], [1, 0], [1, 1], [2, 2], [3, 2], [3, 3]])
+    factors = absorb_codes(np, np.zeros((6, 1)), codes, None, None)
+    assert absorbed_rank(factors) == np.linalg.matrix_rank(np.hstack([np.eye(4)[codes[:, 0]], np.eye(4)[codes[:, 1]]]))
+    assert absorbed_rank(factors) == 6
+    # unused codes do not count
+    factors = absorb_codes(np, np.zeros((3, 1)), np.array([0, 5, 5]), None, None)
+    assert absorbed_rank(factors) == 2
+
+
+def _jit_or_not(be, fn, static):
+    if be.library != "jax":
+        return fn
+    import jax
+
+    return jax.jit(fn, static_argnames=static)
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_backends_match_dummy_regression(be, k):
+    """Every backend (JAX under jax.jit, group counts static) against the dummy regression: lstsq's
+    coefficients, weighted; diagnostics' nonrobust and cluster standard errors (concrete codes: NumPy's on
+    Dask). A traced or lazy ``absorb`` in diagnostics is refused."""
+    X, y, w, codes = _data(10 + k, k, weighted=True)
+    ref = _reference(X, y, w, codes)
+    counts = tuple(int(c) + 1 for c in codes.max(axis=0))
+    fit = _jit_or_not(be, lsq.lstsq, ("absorb_n_groups",))
+    r = fit(be.asarray(X), be.asarray(y), sample_weight=be.asarray(w), absorb=be.asarray(codes), absorb_n_groups=counts)
+    assert type(r.coef) is type(be.asarray(X))
+    assert _rel(be.to_numpy(r.coef), ref.params[:N]) < 1e-8
+    fixed = codes if be.lazy else be.asarray(codes)  # diagnostics counts the absorbed rank from concrete codes
+    d = lsq.diagnostics(be.asarray(X), be.asarray(y), sample_weight=be.asarray(w), absorb=fixed)
+    assert _rel(be.to_numpy(d.stderr), ref.bse[:N]) < 1e-6
+    rc = _reference(X, y, w, codes, "cluster", codes[:, 0])
+    dc = lsq.diagnostics(
+        be.asarray(X), be.asarray(y), sample_weight=be.asarray(w), absorb=fixed, cov_type="cluster",
+        groups=be.asarray(codes[:, 0]), n_groups=SIZES[0],
+    )  # fmt: skip
+    assert _rel(be.to_numpy(dc.stderr), rc.bse[:N]) < 1e-6
+    if be.lazy:
+        with pytest.raises(ValueError, match="absorb codes: pass them concrete"):
+            lsq.diagnostics(be.asarray(X), be.asarray(y), absorb=be.asarray(codes), absorb_n_groups=counts)
+
+
+def test_inputs_unchanged(numpy_reference):
+    X, y, w, codes = _data(3, 2, weighted=True)
+    copies = [a.copy() for a in (X, y, w, codes)]
+    lsq.diagnostics(X, y, sample_weight=w, absorb=codes)
+    lsq.lstsq(X, y, sample_weight=w, absorb=codes)
+    for a, b in zip((X, y, w, codes), copies, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize(
+    ("absorb", "kwargs", "error", "match"),
+    [
+        (np.zeros(M - 1, dtype=int), {}, ValueError, "absorb must have shape"),
+        (np.zeros((M, 2, 2), dtype=int), {}, ValueError, "absorb must have shape"),
+        (np.zeros(M), {}, TypeError, "absorb must hold integer"),
+        (np.zeros(M, dtype=bool), {}, TypeError, "absorb must hold integer"),
+        (np.full(M, -1), {}, ValueError, "absorb must hold codes in"),
+        (np.arange(M), {"absorb_n_groups": 5}, ValueError, "absorb must hold codes in"),
+        (np.zeros(M, dtype=int), {"absorb_n_groups": (3, 4)}, ValueError, "absorb_n_groups must be"),
+        (np.zeros(M, dtype=int), {"absorb_n_groups": 0}, ValueError, "absorb_n_groups must be"),
+        (None, {"absorb_n_groups": 3}, ValueError, "absorb_n_groups is used only with absorb"),
+    ],
+)
+def test_bad_absorb(be, absorb, kwargs, error, match):
+    X, y, _, _ = _data(0, 1)
+    if be.lazy and match == "absorb must hold codes in":
+        pytest.skip("Dask: the range of lazy codes is not read (as groups= of the cluster covariances)")
+    if be.lazy and absorb is not None:
+        kwargs = {"absorb_n_groups": 1, **kwargs}
+    given = None if absorb is None else be.asarray(absorb)
+    for fn in (lsq.lstsq, lsq.diagnostics):
+        with pytest.raises(error, match=match):
+            out = fn(be.asarray(X), be.asarray(y), absorb=given, **kwargs)
+            if be.lazy:
+                be.to_numpy(out.coef)
+
+
+def test_hc2_refused(numpy_reference):
+    X, y, _, codes = _data(0, 1)
+    with pytest.raises(ValueError, match="not with absorb"):
+        lsq.diagnostics(X, y, absorb=codes, cov_type="HC2")
+
+
+def test_summary_f_test_is_the_slopes(numpy_reference):
+    """The summary's F test is that of X's coefficients in the dummy regression (the fixed effects left out of
+    df_model); the absorbed rank is recorded."""
+    X, y, _, codes = _data(4, 2)
+    d = lsq.diagnostics(X, y, absorb=codes)
+    ref = _reference(X, y, None, codes)
+    assert d.absorbed_rank == _dummies(codes).shape[1]
+    table = d.summary()
+    np.testing.assert_allclose(
+        table.fvalue, float(np.squeeze(ref.f_test(np.eye(ref.params.size)[:N]).fvalue)), rtol=1e-8
+    )
+    assert "const" not in table
+
+
+def test_sparse_x_refused(numpy_reference):
+    sparse = pytest.importorskip("scipy.sparse")
+    X = sparse.random(10, 3, density=0.5, format="csr", random_state=0)
+    with pytest.raises(ValueError, match="absorb takes a dense X"):
+        lsq.lstsq(X, np.ones(10), absorb=np.zeros(10, dtype=int))
