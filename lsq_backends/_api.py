@@ -79,6 +79,8 @@ def _lean(X, y, sample_weight, alpha, spec):
     """The lean route (``_solvers.lean``): the refined normal equations and their certificate, read once with the
     penalty's pending checks; its ``LstsqResult``, or None where it does not apply or its gate fails (the full route
     then fits, validated again)."""
+    if _compat.is_lazy(X) or _derivatives.differentiable(X, y, sample_weight, alpha):
+        return None  # before validating: such fits take the full route, which validates them
     v = validate(
         X, y, sample_weight, fit_intercept=spec.fit_intercept, check_finite=spec.check_finite,
         penalty=Penalty(alpha, spec.per_target) if spec.ridge else None, values=False,
@@ -94,7 +96,6 @@ def _lean(X, y, sample_weight, alpha, spec):
     choose = X.dtype == xp.float32 and not angle  # ``normal``: the refined or the plain solution, on the device
     if (
         not (X.dtype == xp.float64 or choose) or not m - int(spec.fit_intercept) >= n >= 1 or k == 0 or 0 in batch
-        or _compat.is_lazy(X) or _derivatives.differentiable(X, y, sample_weight, alpha)
     ):  # fmt: skip
         return None
     with uncertified(X):  # a negative weight's root is NaN, and fails the gate

@@ -80,13 +80,9 @@ def column_norms(xp, a):
 
 
 def column_squares(xp, a):
-    """The sums of squares of the columns of ``a`` (..., p, k), as (..., k), unscaled. Quirk: NumPy's
-    ``a * a`` is a temporary of ``a``'s size (a second copy of a centered X), ``einsum`` makes none."""
-    if _aac.is_numpy_namespace(xp):
-        import numpy as np
-
-        return np.einsum("...ij,...ij->...j", a, a)
-    return xp.sum(a * a, axis=-2)
+    """The sums of squares of the columns of ``a`` (..., p, k), as (..., k), unscaled: :func:`dots` of ``a`` with
+    itself (NumPy's ``a * a`` would be a temporary of ``a``'s size, a second copy of a centered X)."""
+    return dots(xp, a, a)
 
 
 def select(xp, pick, a, b):
