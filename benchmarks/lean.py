@@ -6,6 +6,11 @@ ratio to the bare refined pipeline (X^T X, X^T y, ``cholesky_ex``, solve, residu
 same run, interleaved, minimum of R rounds of 200 calls; and ``torch.linalg.lstsq`` of the same X. Also the
 200000 x 50 fit against a bare ``X.T @ X``. CPU figures: on a GPU each of the fit's operators is a kernel
 launch, which ``benchmarks.gpu`` measures.
+
+``python -m benchmarks.lean --jax``: the same for JAX (float64, CPU): a jitted 500 x 10 ``normal`` fit against the
+bare refined pipeline jitted, with the fusions of each compiled program (the fit's holds both branches of its
+``lax.cond``; the taken branch is counted on its own), and the first call of a new shape, compile included, of
+``normal`` at 300 x 6, eager and under ``jax.jit``, against the bare pipeline's.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import argparse
 import time
 
 
-def _problem(torch, m, n, seed=0):
+def _problem(asarray, m, n, seed=0):
     import numpy as np
 
     rng = np.random.default_rng(seed)
@@ -22,7 +27,7 @@ def _problem(torch, m, n, seed=0):
     V = np.linalg.qr(rng.standard_normal((n, n)))[0]
     X = (U * np.geomspace(1.0, 1e-2, n)) @ V.T
     y = X @ rng.standard_normal(n) + 1e-3 * rng.standard_normal(m)
-    return torch.asarray(X), torch.asarray(y)[:, None]
+    return asarray(X), asarray(y)[:, None]
 
 
 def bare(torch, X, Y):
@@ -43,16 +48,101 @@ def _best(fn, calls, rounds):
     return min(times)
 
 
+def _fusions(compiled):
+    """Fusions and custom calls (the cuSOLVER/LAPACK kernels) of a compiled JAX program, the taken branch of
+    its conditional (the first computation a ``conditional`` names) counted on its own."""
+    import re
+
+    text = compiled.as_text()
+    blocks = dict(re.findall(r"\n(?:ENTRY )?%?([\w.\-]+) [^\n]*\{\n(.*?)\n\}", text, re.S))
+
+    def count(body, seen=()):
+        n = body.count(" fusion(") + body.count("custom-call(")
+        for call in re.findall(r"(?:calls|branch_computations=\{|to_apply)=?%?([\w.\-]+)", body):
+            if call in blocks and call not in seen:
+                n += count(blocks[call], (*seen, call))
+        return n
+
+    entry = re.search(r"ENTRY %?([\w.\-]+)", text).group(1)
+    whole = count(blocks[entry])
+    branches = re.findall(r"branch_computations=\{%?([\w.\-]+), %?([\w.\-]+)\}", text)
+    taken = None
+    if branches:  # lax.cond(pred, true, false) lowers to branches (false, true)
+        outside = whole - sum(count(blocks[b]) for pair in branches for b in pair if b in blocks)
+        taken = outside + sum(count(blocks[pair[1]]) for pair in branches if pair[1] in blocks)
+    return whole, taken
+
+
+def jax_main(repeat):
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+    import numpy as np
+
+    import lsq_backends as lsq
+
+    X, Y = _problem(jnp.asarray, 500, 10)
+    y = Y[:, 0]
+
+    def bare_jax(X, Y):
+        L = jnp.linalg.cholesky(X.T @ X)
+        W = jax.scipy.linalg.cho_solve((L, True), X.T @ Y)
+        return W + jax.scipy.linalg.cho_solve((L, True), X.T @ (Y - X @ W))
+
+    fit = jax.jit(lambda X, y: lsq.lstsq(X, y, method="normal").coef)
+    pipe = jax.jit(bare_jax)
+    cases = {
+        "bare refined pipeline": lambda: pipe(X, Y).block_until_ready(),
+        "normal": lambda: fit(X, y).block_until_ready(),
+    }
+    for fn in cases.values():
+        fn()
+    best = dict.fromkeys(cases, float("inf"))
+    for _ in range(repeat):
+        for name, fn in cases.items():
+            best[name] = min(best[name], _best(fn, 200, 1))
+    kernels = {
+        "bare refined pipeline": _fusions(pipe.lower(X, Y).compile()),
+        "normal": _fusions(fit.lower(X, y).compile()),
+    }
+    print("500 x 10 float64, JAX jitted on the CPU (minimum of interleaved rounds):")
+    for name, t in best.items():
+        whole, taken = kernels[name]
+        held = f"{whole} fusions and custom calls" + ("" if taken is None else f", {taken} in the taken branch")
+        print(f"  {name:24s} {t * 1e6:8.1f} us  {t / best['bare refined pipeline']:5.2f}x bare  ({held})")
+    rng = np.random.default_rng(1)
+    firsts = {"bare refined pipeline, jitted": [], "normal, eager": [], "normal, jitted": []}
+    for i in range(repeat):  # a new shape each time: the compile is included
+        Xs = jnp.asarray(rng.standard_normal((300 + i, 6)))
+        ys = jnp.asarray(rng.standard_normal(300 + i))
+        for name, fn in (
+            ("bare refined pipeline, jitted", lambda: jax.jit(bare_jax)(Xs, ys[:, None])),
+            ("normal, eager", lambda: lsq.lstsq(Xs, ys, method="normal").coef),
+            ("normal, jitted", lambda: jax.jit(lambda X, y: lsq.lstsq(X, y, method="normal").coef)(Xs, ys)),
+        ):
+            t = time.perf_counter()
+            fn().block_until_ready()
+            firsts[name].append(time.perf_counter() - t)
+    print("300 x 6 float64, the first call of a new shape (compile included), median:")
+    for name, times in firsts.items():
+        print(f"  {name:30s} {sorted(times)[len(times) // 2]:.3f} s")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=7, help="rounds; the minimum of each is reported")
+    parser.add_argument("--jax", action="store_true", help="JAX (jitted and eager) instead of PyTorch")
     args = parser.parse_args(argv)
+    if args.jax:
+        jax_main(args.repeat)
+        return
     import torch
 
     import lsq_backends as lsq
 
     torch.set_num_threads(1)
-    X, Y = _problem(torch, 2000, 20)
+    X, Y = _problem(torch.asarray, 2000, 20)
     y = Y[:, 0]
     cases = {
         "bare refined pipeline": lambda: bare(torch, X, Y),
@@ -72,7 +162,7 @@ def main(argv=None):
     print("2000 x 20 float64, PyTorch on the CPU, one thread (minimum of interleaved rounds):")
     for name, t in best.items():
         print(f"  {name:24s} {t * 1e6:8.1f} us  {t / floor:5.2f}x bare  {t / best['torch.linalg.lstsq']:5.2f}x lstsq")
-    Xb, Yb = _problem(torch, 200000, 50)
+    Xb, Yb = _problem(torch.asarray, 200000, 50)
     yb = Yb[:, 0]
     big = {"X.T @ X": lambda: Xb.T @ Xb, "normal": lambda: lsq.lstsq(Xb, yb, method="normal")}
     for fn in big.values():

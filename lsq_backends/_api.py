@@ -65,22 +65,28 @@ class Spec(NamedTuple):
     path: bool = False
 
 
-def _fit(X, y, sample_weight, alpha, spec, by_gram=True):
-    """The lean route where the method has one (:func:`_lean`), else, or where its gate fails, the full route
-    (:func:`_full_fit`)."""
+def _fit(X, y, sample_weight, alpha, spec, full=None):
+    """The lean route where the method has one (:func:`_lean`), else, or where its gate fails, the full route:
+    ``full()`` (eager JAX: the fit compiled), by default :func:`_full_fit`."""
     if record(spec.method).lean is not None and spec.rcond is None and not spec.refine and not spec.path:
         result = _lean(X, y, sample_weight, alpha, spec)
         if result is not None:
             return result
-    return _full_fit(X, y, sample_weight, alpha, spec, by_gram)
+    return _full_fit(X, y, sample_weight, alpha, spec) if full is None else full()
 
 
 def _lean(X, y, sample_weight, alpha, spec):
-    """The lean route (``_solvers.lean``): the refined normal equations and their certificate, read once with the
-    penalty's pending checks; its ``LstsqResult``, or None where it does not apply or its gate fails (the full route
-    then fits, validated again)."""
-    if _compat.is_lazy(X) or _derivatives.differentiable(X, y, sample_weight, alpha):
+    """The lean route (``_solvers.lean``): the refined normal equations and their certificate. Eagerly, the gate is
+    read once with the penalty's pending checks: the ``LstsqResult``, or None where the gate fails (the full route
+    then fits, validated again). Traced JAX: the full route is the other branch of a ``lax.cond``. None where the
+    route does not apply."""
+    given = (X, y, sample_weight, alpha)
+    kind = _compat.call_kind(*given)
+    if kind == "other" and (_compat.is_lazy(X) or _derivatives.differentiable(*given)):
         return None  # before validating: such fits take the full route, which validates them
+    traced = kind == "jax-traced" and not _compat.own_trace()
+    if kind == "jax-traced" and not traced:
+        return None  # an eager JAX call's compiled fallback: its gate was read
     v = validate(
         X, y, sample_weight, fit_intercept=spec.fit_intercept, check_finite=spec.check_finite,
         penalty=Penalty(alpha, spec.per_target) if spec.ridge else None, values=False,
@@ -88,25 +94,30 @@ def _lean(X, y, sample_weight, alpha, spec):
     xp, X, Y = v.xp, v.X, v.Y
     m, n = X.shape[-2:]
     batch, k = tuple(X.shape[:-2]), Y.shape[-1]
-    # Not tried: JAX (every JAX fit goes through the derivative rule: a ``lax.cond`` with the lean route differentiated
-    # through would lose its derivative at zero weights and on rank changes), PyTorch tensors that require grad
-    # (the same), Dask (lazy: its fits are bound by passes, and a lazy branch would build both routes), and ``auto``
-    # in float32, whose refinement limit (cond 12.6) the bound cannot prove past a handful of columns.
+    # Not tried: PyTorch tensors that require grad (the full route's derivative rule serves them), Dask (lazy: its
+    # fits are bound by passes, and a lazy branch would build both routes), an eager JAX call's own compiled
+    # fallback (its gate was read), and ``auto`` in float32, whose refinement limit (cond 12.6) the bound cannot
+    # prove past a handful of columns.
     angle = record(spec.method).lean == "angle"
     choose = X.dtype == xp.float32 and not angle  # ``normal``: the refined or the plain solution, on the device
     if (
         not (X.dtype == xp.float64 or choose) or not m - int(spec.fit_intercept) >= n >= 1 or k == 0 or 0 in batch
     ):  # fmt: skip
         return None
-    with uncertified(X):  # a negative weight's root is NaN, and fails the gate
-        root = None
-        if v.sample_weight is not None:
-            root = _compat.as_rank(xp, _compat.align_rows(xp, xp.sqrt(v.sample_weight[..., None]), X), X.ndim)
-        W, intercept, rss, ok = lean.fit(xp, X, Y, root, v.alpha, spec.fit_intercept, angle, choose)
-    intercept = intercept[..., 0, :] if intercept is not None else _compat.full(xp, (*batch, k), 0, X.dtype, X)
+    args = (xp, X, Y, v.sample_weight, v.alpha, spec.fit_intercept, angle, choose)
+    if traced:  # the derivative is the lean fit's own (``lean.tangent``), finite where its branch is not taken
+        W, intercept, rss, ok = _derivatives.lean_fit(*args)
+    else:
+        with uncertified(X):  # NumPy: a negative weight's root, an overflowing square only fail the gate
+            W, intercept, rss, ok = lean.fit(*args)[:4]
+    if intercept is None:
+        intercept = _compat.full(xp, (*batch, k), 0, X.dtype, X)
     rank = full_int(xp, batch, n, X)
     if v.y_was_vector:
         W, intercept, rss = W[..., 0], intercept[..., 0], rss[..., 0]
+    if traced:
+        fits = (lambda: (W, intercept, rank, rss), lambda: tuple(_full_fit(*given, spec))[:4])
+        return LstsqResult(*_compat.branch(xp, ok, *fits, ()), None, None, None)
     if not v.checks.read(xp, ok):
         if LOG.isEnabledFor(logging.DEBUG):
             LOG.debug("method=%r: the lean route's certificate failed; the full route fits", spec.method)
@@ -415,10 +426,18 @@ def lstsq(
     if absorb is not None or absorb_n_groups is not None:  # partialled out first; then fitted as without
         X, y, sample_weight = absorbed(X, y, sample_weight, absorb, absorb_n_groups, check_finite)[:3]
         fit_intercept = False  # absorbed by the fixed effects
-    if _compat.eager_jax(X, y, sample_weight):
+    spec = Spec(method, rcond, fit_intercept, check_finite, refine, options)
+    if _compat.eager_jax(X, y, sample_weight):  # the lean route, then the full route compiled where it fails
         kwargs = {"method": method, "rcond": rcond, "fit_intercept": fit_intercept, "refine": refine, **options}
-        return compiled_fit(lstsq, LSTSQ_STATIC, X, y, sample_weight, kwargs, check_finite)
-    return _fit(X, y, sample_weight, None, Spec(method, rcond, fit_intercept, check_finite, refine, options))
+        return _fit(
+            X,
+            y,
+            sample_weight,
+            None,
+            spec,
+            lambda: compiled_fit(lstsq, LSTSQ_STATIC, X, y, sample_weight, kwargs, check_finite),
+        )
+    return _fit(X, y, sample_weight, None, spec)
 
 
 @operator_route(fit_ridge)
@@ -506,9 +525,16 @@ def ridge(
     if absorb is not None or absorb_n_groups is not None:  # partialled out first; then fitted as without
         X, y, sample_weight = absorbed(X, y, sample_weight, absorb, absorb_n_groups, check_finite)[:3]
         fit_intercept = False  # absorbed by the fixed effects
-    if _compat.eager_jax(X, y, sample_weight, alpha):
+    spec = Spec(method, None, fit_intercept, check_finite, 0, options, True, per_target, path)
+    if _compat.eager_jax(X, y, sample_weight, alpha):  # the lean route, then the full route compiled where it fails
         kwargs = {"method": method, "fit_intercept": fit_intercept, "per_target": per_target, **options}
         penalty = (alpha, per_target, per_target or path)
-        return compiled_fit(ridge, RIDGE_STATIC, X, y, sample_weight, kwargs, check_finite, penalty)
-    spec = Spec(method, None, fit_intercept, check_finite, 0, options, True, per_target, path)
+        return _fit(
+            X,
+            y,
+            sample_weight,
+            alpha,
+            spec,
+            lambda: compiled_fit(ridge, RIDGE_STATIC, X, y, sample_weight, kwargs, check_finite, penalty),
+        )
     return _fit(X, y, sample_weight, alpha, spec)

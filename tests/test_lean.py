@@ -37,10 +37,20 @@ def _problem(m, n, cond, noise=1e-6, seed=0):
 
 @pytest.fixture
 def full_fits(be, monkeypatch):
-    """The number of fits that reached the full route, on a backend where one route runs."""
-    if be.library in ("jax", "dask"):
-        pytest.skip("JAX compiles both routes into one program, Dask keeps the full route: routing is eager")
+    """The methods of the fits that reached the full route, on a backend where one route runs (eager JAX: the full
+    route is the fit compiled, counted where it is called, since a compiled fit is traced once per shape)."""
+    if be.library == "dask":
+        pytest.skip("Dask keeps the full route: routing is eager")
     calls = []
+    if be.library == "jax":
+        compiled = _api.compiled_fit
+
+        def counted_jax(fn, static, X, y, sample_weight, kwargs, *args):
+            calls.append(kwargs["method"])
+            return compiled(fn, static, X, y, sample_weight, kwargs, *args)
+
+        monkeypatch.setattr(_api, "compiled_fit", counted_jax)
+        return calls
     full = _api._full_fit
 
     def counted(X, y, sample_weight, alpha, spec, by_gram=True):
@@ -279,3 +289,105 @@ def test_the_device_part_traces_as_one_graph(be):
     for centered, auto in [(False, True), (True, False)]:
         explained = torch._dynamo.explain(lambda X, Y: lean.fit(xp, X, Y, None, None, centered, auto))(X, Y)
         assert (explained.graph_count, explained.graph_break_count) == (1, 0), explained.break_reasons
+
+
+def _jax(be):
+    if be.library != "jax":
+        pytest.skip("the traced lean route is JAX's: runs in the jax backend's session")
+    import jax
+
+    return jax, jax.numpy
+
+
+@pytest.mark.parametrize("method", ["normal", "auto"])
+@pytest.mark.parametrize("kind", ["plain", "intercept", "weights", "ridge"])
+def test_traced_jax_takes_the_lean_branch_with_the_rules_derivative(be, monkeypatch, method, kind):
+    """Under ``jax.jit`` the lean route is one branch of a ``lax.cond`` with the derivative of its own
+    (``lean.tangent``): the values and gradients match ``svd``'s, differentiated by the solution's rule, to the
+    refined error bound (cond 100: C eps cond**2 for the derivatives, which the normal equations' K carries)."""
+    jax, jnp = _jax(be)
+    from lsq_backends._autodiff import _derivatives
+
+    taken = []
+    lean_fit = _derivatives.lean_fit
+    monkeypatch.setattr(_derivatives, "lean_fit", lambda *a: taken.append(1) or lean_fit(*a))
+    X, y = _problem(400, 8, 100.0, noise=1e-3)
+    w = np.random.default_rng(2).uniform(0.5, 2.0, 400)
+    kwargs = {"fit_intercept": kind == "intercept" or kind == "weights"}
+
+    def loss(X, y, w, a, method):
+        sw = w if kind == "weights" else None
+        if kind == "ridge":
+            r = lsq.ridge(X, y, a, method=method, **kwargs)
+        else:
+            r = lsq.lstsq(X, y, method=method, sample_weight=sw, **kwargs)
+        return jnp.sum(r.coef * jnp.arange(1.0, 9.0)) + r.intercept + 0.1 * r.rss
+
+    args = (jnp.asarray(X), jnp.asarray(y), jnp.asarray(w), jnp.asarray(1.5))
+    value, grads = jax.jit(jax.value_and_grad(loss, argnums=(0, 1, 2, 3)), static_argnums=4)(*args, method)
+    assert taken, "the traced fit did not try the lean route"
+    ref_value, ref_grads = jax.value_and_grad(loss, argnums=(0, 1, 2, 3))(*args, "svd")
+    assert abs(float(value - ref_value)) <= C * EPS * 100.0 * max(1.0, abs(float(ref_value)))
+    for g, ref in zip(grads, ref_grads, strict=True):
+        scale = max(float(jnp.max(jnp.abs(ref))), 1.0)
+        assert float(jnp.max(jnp.abs(g - ref))) <= C * EPS * 1e4 * scale
+
+
+def test_traced_jax_falls_back_inside_the_program_with_finite_derivatives(be):
+    """A singular X under ``jax.jit``: the gate fails on the device, the full route's branch gives the minimum-norm
+    fit of rank n - 1, and the gradient (which passes a zero cotangent through the lean branch not taken) is
+    finite; ``vmap`` over a stack of one regular and one singular problem gives each its own answer."""
+    jax, jnp = _jax(be)
+    X, y = _problem(300, 6, 10.0)
+    Xs = X.copy()
+    Xs[:, 1] = Xs[:, 0]
+    fit = jax.jit(lambda X, y: lsq.lstsq(X, y, method="normal"))
+    r = fit(jnp.asarray(Xs), jnp.asarray(y))
+    ref, *_ = np.linalg.lstsq(Xs, y, rcond=None)
+    assert int(r.rank) == 5
+    assert np.allclose(np.asarray(r.coef), ref, rtol=1e-8, atol=1e-10)
+    g = jax.jit(jax.grad(lambda X: jnp.sum(lsq.lstsq(X, jnp.asarray(y), method="normal").coef ** 2)))(jnp.asarray(Xs))
+    assert bool(jnp.all(jnp.isfinite(g)))
+    both = jax.vmap(lambda X: lsq.lstsq(X, jnp.asarray(y), method="normal").coef)(
+        jnp.stack([jnp.asarray(X), jnp.asarray(Xs)])
+    )
+    assert np.allclose(np.asarray(both[0]), np.linalg.lstsq(X, y, rcond=None)[0], rtol=1e-10)
+    assert np.allclose(np.asarray(both[1]), ref, rtol=1e-8, atol=1e-10)
+
+
+def test_traced_jax_weight_derivative_is_finite_and_exact_at_zero_weights(be):
+    """d coef / d weights at a zero weight: the lean rule needs no square root of the weights (whose derivative is
+    infinite at zero); checked against central differences of the NumPy fit."""
+    jax, jnp = _jax(be)
+    X, y = _problem(200, 4, 10.0, noise=1e-2)
+    w = np.random.default_rng(3).uniform(0.5, 2.0, 200)
+    w[:3] = 0.0
+
+    def loss(w, X, y):
+        r = lsq.lstsq(X, y, method="normal", sample_weight=w, fit_intercept=True)
+        return r.coef @ np.arange(1.0, 5.0) + r.intercept
+
+    g = jax.jit(jax.grad(loss))(jnp.asarray(w), jnp.asarray(X), jnp.asarray(y))
+    h = 1e-5
+    for i in (0, 10):  # at a zero weight, differences on the right: (f(w + 2h) - f(w + h)) / h is f' at w + 3h/2
+        e = np.zeros(200)
+        e[i] = h
+        fd = (float(loss(w + 2 * e, X, y)) - float(loss(w + e, X, y))) / h if w[i] == 0 else None
+        fd = (float(loss(w + e, X, y)) - float(loss(w - e, X, y))) / (2 * h) if fd is None else fd
+        assert abs(float(g[i]) - fd) <= 1e-4 * max(abs(fd), 1.0), (i, float(g[i]), fd)
+
+
+def test_an_eager_jax_fallback_compiles_the_full_route_alone(be, monkeypatch):
+    """An eager JAX call reads the lean gate first; where it fails, the full route runs compiled without the lean
+    route inside it (its gate was read already)."""
+    jax, jnp = _jax(be)
+    from lsq_backends._autodiff import _derivatives
+
+    taken = []
+    lean_fit = _derivatives.lean_fit
+    monkeypatch.setattr(_derivatives, "lean_fit", lambda *a: taken.append(1) or lean_fit(*a))
+    X, y = _problem(317, 5, 10.0)
+    X[:, 1] = X[:, 0]
+    r = lsq.lstsq(jnp.asarray(X), jnp.asarray(y), method="normal")
+    assert int(r.rank) == 4
+    assert taken == []

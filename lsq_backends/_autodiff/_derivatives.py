@@ -59,7 +59,7 @@ import array_api_compat as _aac
 
 from .._backend import _compat
 from .._backend._compat import matmul, mT
-from .._solvers import Given, record
+from .._solvers import Given, lean, record
 from .._solvers import solve as solve_by_method
 from .._solvers.linalg._factor import Operators
 from .._solvers.spectral import solve_path
@@ -227,6 +227,30 @@ def _jax_rule(xp, run, X, Y, alpha, offset_sq, path):
         return (coef, rank, s, n_iter), (dcoef, integer(rank), ds, integer(n_iter))
 
     return f(X, Y, alpha, offset_sq)
+
+
+def lean_fit(xp, X, Y, weights, alpha, centered, auto, choose):
+    """The lean route's ``(W, intercept or None, rss, ok)`` on traced JAX (``_solvers.lean``), differentiated by its
+    own rule (``lean.tangent``: the derivative of the certified full-rank fit, finite where the gate failed)."""
+    import jax
+    from jax.custom_derivatives import SymbolicZero
+
+    def fitted(X, Y, weights, alpha):
+        return lean.fit(xp, X, Y, weights, alpha, centered, auto, choose)
+
+    @jax.custom_jvp
+    def f(X, Y, weights, alpha):
+        return fitted(X, Y, weights, alpha)[:4]
+
+    def f_jvp(primals, tangents):
+        done = fitted(*primals)
+        given = tuple(None if isinstance(t, SymbolicZero) else t for t in tangents)
+        dW, dintercept, drss = lean.tangent(xp, *primals[:3], primals[3], done, given)
+        ok_tangent = jax.numpy.zeros((), dtype=jax.dtypes.float0)
+        return done[:4], (dW, dintercept, drss, ok_tangent)
+
+    f.defjvp(f_jvp, symbolic_zeros=True)
+    return f(X, Y, weights, alpha)
 
 
 def _symmetric_solve(matvec, b, solve):

@@ -63,6 +63,7 @@ matrices is slower than on a copy, copy included (design notes).
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import math
 from typing import Any, NamedTuple
@@ -110,14 +111,14 @@ Array = Any
 Namespace = Any
 
 __all__ = [
-    "add_to_diagonal", "align_rows", "arg_best", "Array", "array_namespace", "as_rank", "batch_last", "branch",
+    "add_to_diagonal", "align_rows", "arg_best", "Array", "array_namespace", "as_rank", "batch_last", "branch", "call_kind",
     "checked_cholesky", "Checks", "cho_solve", "choice_is_free", "cholesky", "cholesky_ex", "clip", "column_norms", "column_squares",
     "compiled", "constants", "cross", "default_dtypes", "deferred", "device", "device_scope", "diagonal", "dots",
     "eager_jax", "eigh", "eps", "exact_powers", "eye_like", "finfo", "finite_test", "flat_concat", "float64_for",
     "flush_checks", "full", "inverse_diagonal", "is_array", "is_host_array", "is_lazy", "is_readable",
     "is_torch_sparse", "isdtype", "jit", "kept", "known_ones", "loop", "matmul", "memo", "minus_fresh", "mT",
     "multiply_add", "Namespace", "nonzero_or_one", "normal_products", "on_input_device", "one_pass_qr", "one_task",
-    "over_columns", "plain_namespace", "plain_numpy", "positive_or_one", "positive_or_zero", "powers_of_two", "qr",
+    "over_columns", "own_trace", "plain_namespace", "plain_numpy", "positive_or_one", "positive_or_zero", "powers_of_two", "qr",
     "qr_apply", "qr_implicit", "qr_r", "read_now", "reduce_all", "reduce_max", "reduce_mean", "reduce_min",
     "reduce_sum", "segment_sum", "select", "sign", "SMALL_STACK", "solve_triangular", "sum_of_squares", "svd",
     "take_rows", "to_numpy", "traits", "Traits", "triangular_inverse", "update_fresh", "within", "zero_first_row",
@@ -174,6 +175,9 @@ class Traits(NamedTuple):
     # compiled, see :func:`compiled`). A fallback that copies X then costs memory in every fit
     # (module docstring).
     branches_share_memory: bool
+    # A factorization reports its failure per matrix, without a synchronization (PyTorch's ``cholesky_ex``
+    # ``info``), where elsewhere it shows as NaN in the factor (:func:`cholesky_ex`).
+    reports_failures: bool
 
 
 _TRAITS: dict = {}
@@ -186,7 +190,7 @@ def traits(xp) -> Traits:
     except KeyError:
         numpy, jax = _aac.is_numpy_namespace(xp), _aac.is_jax_namespace(xp)
         torch, dask = _aac.is_torch_namespace(xp), _aac.is_dask_namespace(xp)
-        found = _TRAITS[xp] = Traits(numpy, numpy, jax or torch, not (jax or dask), jax, jax)
+        found = _TRAITS[xp] = Traits(numpy, numpy, jax or torch, not (jax or dask), jax, jax, torch)
         return found
 
 
@@ -252,17 +256,52 @@ def eager_jax(*arrays) -> bool:
     return found
 
 
+def call_kind(*arrays) -> str:
+    """``"numpy"`` (None, Python numbers and plain NumPy arrays only), ``"jax-eager"`` (concrete JAX arrays among
+    them, nothing else: :func:`eager_jax`), ``"jax-traced"`` (a JAX tracer among them: under ``jax.jit``, ``grad``,
+    ``vmap``) or ``"other"``. One loop: called on the small-fit route."""
+    kind = "numpy"
+    for a in arrays:
+        if a is None or type(a) in _PLAIN:
+            continue
+        if not _aac.is_jax_array(a):
+            return "other"
+        if is_lazy(a):
+            kind = "jax-traced"
+        elif kind == "numpy":
+            kind = "jax-eager"
+    return kind
+
+
+_PLAIN = (_np.ndarray, float, int, bool)
 _COMPILED: dict = {}
+_OWN_TRACE = contextvars.ContextVar("lsq_backends_own_trace", default=False)
 
 
 def compiled(fn, static_argnames):
     """``jax.jit(fn, static_argnames=...)``, made once per function: what an entry point called on
-    concrete JAX arrays runs, one compiled call (module docstring)."""
+    concrete JAX arrays runs, one compiled call (module docstring). While it traces,
+    :func:`own_trace` is True."""
     if fn not in _COMPILED:
         import jax
 
-        _COMPILED[fn] = jax.jit(fn, static_argnames=static_argnames)
+        jitted = jax.jit(fn, static_argnames=static_argnames)
+
+        def run(*args, **kwargs):
+            token = _OWN_TRACE.set(True)
+            try:
+                return jitted(*args, **kwargs)
+            finally:
+                _OWN_TRACE.reset(token)
+
+        _COMPILED[fn] = run
     return _COMPILED[fn]
+
+
+def own_trace() -> bool:
+    """True while an entry point traces its own compiled call (:func:`compiled`): an eager JAX call, whose
+    choices were made before it (the lean route's gate, read), not a caller's ``jax.jit``."""
+    return _OWN_TRACE.get()
 
 
 def is_readable(x) -> bool:

@@ -218,6 +218,8 @@ def within(xp, q, lo, hi):
         import torch
 
         return torch.all(torch.clamp(q, lo, hi) == q)
+    if q.ndim > 1:  # a stack's q: JAX (with rank promotion refused) needs the bounds at its rank
+        lo, hi = (xp.reshape(b, (1,) * (q.ndim - 1) + tuple(b.shape)) for b in (lo, hi))
     return xp.all((q >= lo) & (q <= hi))
 
 
@@ -243,4 +245,5 @@ def add_to_diagonal(xp, a, value):
         return a
     from ._devices import eye_like
 
-    return a + value * eye_like(xp, a, a.shape[-1])
+    eye = eye_like(xp, a, a.shape[-1])
+    return a + value * (xp.reshape(eye, (1,) * (a.ndim - 2) + tuple(eye.shape)) if a.ndim > 2 else eye)

@@ -76,7 +76,7 @@ RECORD = Record(
         **DIRECT_FEATURES,
         "host_reads": "1 (3 on the QR route)",
         "torch_cuda_syncs": SVD_SYNC,
-        "xla_gpu_syncs": "3",
+        "xla_gpu_syncs": "1",
     },  # fmt: skip
     notes={
         "sharded": "the QR branch of a fit and every rank fallback all-gather X (XLA does not partition a QR).",

@@ -45,6 +45,7 @@ certificate, measured against the uncentered norms as ``numpy.linalg.lstsq`` wou
 
 from __future__ import annotations
 
+import functools
 import math
 
 from ..._backend import _compat
@@ -58,11 +59,26 @@ CONTRACTION = 1 / 16  # eps cond(As) up to which ``choose`` keeps the refined so
 RESIDUAL_LIMIT = 1e4  # auto's: cond**2 * tan(theta) up to which the refined error stays QR-level
 
 
-def fit(xp, X, Y, root, alpha, centered, auto, choose=False):
-    """``(W (..., n, k), intercept (..., 1, k) or None, rss (..., k), ok)``: the refined solution and the gate, a 0-d
-    boolean (NaN fails). ``root``: sqrt of the weights (..., m, 1) or None; ``alpha``: None, (1,) or (k,);
-    ``auto``: its residual-angle test too; ``choose`` (float32 ``normal``): the refined or the plain solution,
-    chosen on the device, instead of the gate asking for convergence. Module docstring."""
+def fit(xp, X, Y, weights, alpha, centered, auto, choose=False, limits=None):
+    """``(W (..., n, k), intercept (..., k) or None, rss (..., k), ok, L, x_mean)``: the refined solution, the gate (a
+    0-d boolean, NaN fails), and what its derivative needs (:func:`tangent`): ``L`` the Cholesky factor of the
+    penalized, centered, weighted Gram matrix and ``x_mean`` (..., 1, n) or None. ``weights``: (..., m) or None (a
+    negative one's root is NaN, and fails the gate); ``alpha``: None, (1,) or (k,); ``auto``: its residual-angle
+    test too; ``choose`` (float32 ``normal``): the refined or the plain solution, chosen on the device, instead of
+    the gate asking for convergence; ``limits``: the gate's bounds (:func:`bounds`), found here when None. On JAX it
+    is one compiled call (eagerly, each of its operations would compile on its own). Module docstring."""
+    if limits is None:
+        m, n = X.shape[-2:]
+        per_target = alpha is not None and alpha.shape[0] > 1
+        traits = _compat.traits(xp)
+        limits = bounds(xp, X, (m, n, Y.shape[-1], per_target, auto, choose, traits.reports_failures, centered))
+        if not traits.reads_while_solving:  # JAX (Dask takes the full route)
+            key = ("lean fit", xp.__name__, centered, auto, choose)
+            run = _compat.memo(
+                key, lambda: _compat.jit(xp, functools.partial(fit, xp, centered=centered, auto=auto, choose=choose))
+            )
+            return run(X, Y, weights, alpha, limits=limits)
+    root = None if weights is None else _compat.as_rank(xp, xp.sqrt(weights[..., None]), X.ndim)
     if root is not None and not centered:
         X, Y = root * X, root * Y
     data = TallGram(xp, X, Y, root, centered=centered)
@@ -108,19 +124,81 @@ def fit(xp, X, Y, root, alpha, centered, auto, choose=False):
         parts.append(xp.astype(info, W.dtype))
     intercept = None
     if centered:
-        intercept = data.y_mean - matmul(xp, data.x_mean, W)
+        intercept = (data.y_mean - matmul(xp, data.x_mean, W))[..., 0, :]
         parts.append(intercept)
-    q = _compat.flat_concat(xp, parts, tuple(X.shape[:-2]))  # (..., parts): the bounds are one problem's
-    m, n = X.shape[-2:]
-    per_target = alpha is not None and alpha.shape[0] > 1
-    shape = (m, n, Y.shape[-1], per_target, auto, choose, info is not None, centered)
-    lo, hi = bounds(xp, X, shape)
-    return W, intercept, rss, _compat.within(xp, q, lo, hi)
+    q = _compat.flat_concat(xp, parts, tuple(X.shape[:-2]))  # the bounds are one problem's
+    return W, intercept, rss, _compat.within(xp, q, *limits), L, data.x_mean if centered else None
+
+
+def tangent(xp, X, Y, weights, alpha, fitted, tangents):
+    """``(dW, d intercept or None, d rss)`` of an accepted lean fit ``fitted`` (:func:`fit`'s six) along
+    ``tangents`` ``(dX, dY, dweights, dalpha)`` (None: zero). Full rank is certified, so this is the exact derivative
+    of the weighted, centered, penalized normal equations ``A W = Xc^T D Yc`` (D the weights, Xc, Yc centered by
+    their weighted means), ``A dW = Xc^T D (dY - dX W) + dX^T D r + Xc^T dD r - dalpha W`` (the means' own
+    derivatives drop out: ``1^T D Xc = 0`` and ``1^T D r = 0``). Where the gate failed, the factor is replaced by
+    the identity and the solution by zero, so that the derivative of the fit not taken is finite (a zero cotangent
+    through it stays zero)."""
+    W, intercept, _, ok, L, x_mean = fitted
+    dX, dY, dw, dalpha = tangents
+    L = xp.where(ok, L, _compat.as_rank(xp, _compat.eye_like(xp, L, L.shape[-1]), L.ndim))
+    W = xp.where(ok, W, xp.zeros_like(W))
+    centered = x_mean is not None
+    Xc = X - x_mean if centered else X
+    D = None if weights is None else weights[..., None]
+    r = Y - matmul(xp, Xc, W)  # centered Y's mean is 1^T D Y / 1^T D 1: r = Yc - Xc W up to its mean, which drops out
+    if centered:
+        r = r - (_compat.reduce_sum(xp, r if D is None else D * r, axis=-2, keepdims=True) / _total(xp, X, D))
+    Dr = r if D is None else D * r
+    g = None
+    if dX is not None or dY is not None:
+        v = -matmul(xp, dX, W) if dY is None else (dY if dX is None else dY - matmul(xp, dX, W))
+        g = matmul(xp, _compat.mT(xp, Xc), v if D is None else D * v)
+        if dX is not None:
+            g = g + matmul(xp, _compat.mT(xp, dX), Dr)
+    if dw is not None:
+        term = matmul(xp, _compat.mT(xp, Xc), dw[..., None] * r)
+        g = term if g is None else g + term
+    if dalpha is not None:
+        term = -_compat.as_rank(xp, dalpha, W.ndim) * W
+        g = term if g is None else g + term
+    dW = merge_targets(xp, _compat.cho_solve(xp, L, split_targets(xp, g, alpha)), alpha)
+    # rss = sum D r**2: d rss = sum dD r**2 + 2 sum D r (dY - dX W) - 2 (Xc^T D r) . dW, with Xc^T D r = alpha W
+    drss = _compat.reduce_sum(xp, dw[..., None] * r * r, axis=-2) if dw is not None else 0
+    if dX is not None or dY is not None:
+        drss = drss + 2 * _compat.reduce_sum(xp, Dr * v, axis=-2)
+    if alpha is not None:
+        drss = drss - 2 * _compat.dots(xp, _compat.as_rank(xp, alpha, W.ndim) * W, dW)
+    dintercept = None
+    if centered:  # intercept = y_mean - x_mean W, d mean = 1^T (D d. + dD (. - mean)) / 1^T D 1
+        total = _total(xp, X, D)
+        dmean = []
+        for A, dA in ((Xc, dX), (r + matmul(xp, Xc, W), dY)):  # Yc = r + Xc W
+            dm = None
+            if dA is not None:
+                dm = _compat.reduce_sum(xp, dA if D is None else D * dA, axis=-2, keepdims=True) / total
+            if dw is not None:
+                term = _compat.reduce_sum(xp, dw[..., None] * A, axis=-2, keepdims=True) / total
+                dm = term if dm is None else dm + term
+            dmean.append(dm)
+        dintercept = -matmul(xp, x_mean, dW)
+        if dmean[0] is not None:
+            dintercept = dintercept - matmul(xp, dmean[0], W)
+        if dmean[1] is not None:
+            dintercept = dintercept + dmean[1]
+        dintercept = dintercept[..., 0, :]
+    return dW, dintercept, drss + xp.zeros_like(intercept if centered else W[..., 0, :])
+
+
+def _total(xp, X, D):
+    """The total weight ``1^T D 1`` (..., 1, 1): m without weights."""
+    return float(X.shape[-2]) if D is None else _compat.reduce_sum(xp, D, axis=-2, keepdims=True)
 
 
 def bounds(xp, like, shape):
     """``(lo, hi)``: the bounds of :func:`fit`'s ``q`` for one problem of ``shape`` = (m, n, k, per_target, auto,
     choose, info, centered), arrays on ``like``'s device, made once per shape (module docstring)."""
+    if _compat.is_lazy(like):  # traced: constants of this trace (a remembered one would leak it)
+        return _bounds(xp, like, shape)
     key = ("lean bounds", xp.__name__, like.dtype, repr(_compat.device(like)), shape)
     return _compat.memo(key, lambda: _bounds(xp, like, shape))
 
