@@ -18,7 +18,8 @@ printed as they are found (a timeout keeps them). Without a GPU the CUDA probes 
             torch.linalg.solve_triangular (cuBLAS trsm, not guarded) with TF32 on and off
   goal      normal vs a bare X.T @ X and qr vs torch.linalg.lstsq at 10**6 x 256 (torch-cuda)
   syncs     host reads and hidden CUDA syncs per torch-cuda fit (sync debug mode)
-  jax_cond  time of a jitted fit with and without its value-dependent branches (XLA GPU
+  jax_cond  time of a jitted fit (its lean route and full route the branches of a lax.cond), an eager
+            one (the lean route compiled alone), the bare refined pipeline jitted (XLA GPU
             conditionals copy the predicate to the host)
   svd       cuSOLVER's gesvd through CuPy against LAPACK: graded triangular factors as CuPy hands
             them over (transposed) and as _compat.svd does, and matrices at 1e-300 ... 1e300
@@ -330,11 +331,20 @@ def jax_cond():
         z = jax.scipy.linalg.solve_triangular(L, jnp.matmul(X.T, y, precision=hi), lower=True)
         return jax.scipy.linalg.solve_triangular(L.T, z, lower=False)
 
+    @jax.jit
+    def bare_refined(X, y):  # the lean route's arithmetic without its certificate: one step of refinement
+        L = jnp.linalg.cholesky(jnp.matmul(X.T, X, precision=hi))
+        w = jax.scipy.linalg.cho_solve((L, True), jnp.matmul(X.T, y, precision=hi))
+        r = y - jnp.matmul(X, w, precision=hi)
+        return w + jax.scipy.linalg.cho_solve((L, True), jnp.matmul(X.T, r, precision=hi))
+
     out = {}
     for name, f in (
         ("lsq normal", lambda: fit(X, y, method="normal").coef),
         ("lsq lsqr", lambda: fit(X, y, method="lsqr").coef),
         ("bare cholesky", lambda: bare(X, y)),
+        ("bare refined", lambda: bare_refined(X, y)),
+        ("lsq normal, eager", lambda: lsq.lstsq(X, y, method="normal").coef),
         ("jnp.linalg.lstsq", lambda: jnp.linalg.lstsq(X, y)[0]),
     ):
         f().block_until_ready()
