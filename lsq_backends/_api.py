@@ -104,7 +104,7 @@ def _lean(X, y, sample_weight, alpha, spec):
         not (X.dtype == xp.float64 or choose) or not m - int(spec.fit_intercept) >= n >= 1 or k == 0 or 0 in batch
     ):  # fmt: skip
         return None
-    args = (xp, X, Y, v.sample_weight, v.alpha, spec.fit_intercept, angle, choose)
+    args = (xp, X, Y, v.sample_weight, v.alpha, lean.Form(spec.fit_intercept, angle, choose))
     if traced:  # the derivative is the lean fit's own (``lean.tangent``), finite where its branch is not taken
         W, intercept, rss, ok = _derivatives.lean_fit(*args)
     else:

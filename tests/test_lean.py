@@ -287,7 +287,7 @@ def test_the_device_part_traces_as_one_graph(be):
     X, Y = be.asarray(X, np.float64), be.asarray(y[:, None], np.float64)
     xp = be.xp
     for centered, auto in [(False, True), (True, False)]:
-        explained = torch._dynamo.explain(lambda X, Y: lean.fit(xp, X, Y, None, None, centered, auto))(X, Y)
+        explained = torch._dynamo.explain(lambda X, Y: lean.fit(xp, X, Y, None, None, lean.Form(centered, auto)))(X, Y)
         assert (explained.graph_count, explained.graph_break_count) == (1, 0), explained.break_reasons
 
 

@@ -229,14 +229,14 @@ def _jax_rule(xp, run, X, Y, alpha, offset_sq, path):
     return f(X, Y, alpha, offset_sq)
 
 
-def lean_fit(xp, X, Y, weights, alpha, centered, auto, choose):
+def lean_fit(xp, X, Y, weights, alpha, form):
     """The lean route's ``(W, intercept or None, rss, ok)`` on traced JAX (``_solvers.lean``), differentiated by its
     own rule (``lean.tangent``: the derivative of the certified full-rank fit, finite where the gate failed)."""
     import jax
     from jax.custom_derivatives import SymbolicZero
 
     def fitted(X, Y, weights, alpha):
-        return lean.fit(xp, X, Y, weights, alpha, centered, auto, choose)
+        return lean.fit(xp, X, Y, weights, alpha, form)
 
     @jax.custom_jvp
     def f(X, Y, weights, alpha):

@@ -36,6 +36,13 @@ These are stacked into one vector and compared with cached bounds: one boolean, 
 the caller. Everything here is a plain function of arrays (no read, no context variable), so
 that ``torch.compile(fullgraph=True)`` traces it as one graph.
 
+The derivative (:func:`tangent`, JAX's rule under a trace): full rank is certified, so it is that of
+the weighted, centered, penalized normal equations ``A W = Xc^T D Yc`` (D the weights, Xc, Yc
+centered by their weighted means), ``A dW = Xc^T D (dY - dX W) + dX^T D r + Xc^T dD r - dalpha W``
+(the means' own derivatives drop out: ``1^T D Xc = 0`` and ``1^T D r = 0``). Where the gate
+failed, the factor is replaced by the identity and the solution by zero, so that the derivative
+of the branch not taken is finite (a zero cotangent through it stays zero).
+
 The rank decision is that of the *centered* problem: with an intercept the columns' offsets
 (timestamps of 1.7e9, prices of 1e6) are removed exactly by the shifted products
 (``_gram_data.TallGram``) and do not count against the columns, where the full route's
@@ -47,6 +54,7 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import NamedTuple
 
 from ..._backend import _compat
 from ..._backend._compat import diagonal, eps, matmul
@@ -59,24 +67,29 @@ CONTRACTION = 1 / 16  # eps cond(As) up to which ``choose`` keeps the refined so
 RESIDUAL_LIMIT = 1e4  # auto's: cond**2 * tan(theta) up to which the refined error stays QR-level
 
 
-def fit(xp, X, Y, weights, alpha, centered, auto, choose=False, limits=None):
-    """``(W (..., n, k), intercept (..., k) or None, rss (..., k), ok, L, x_mean)``: the refined solution, the gate (a
-    0-d boolean, NaN fails), and what its derivative needs (:func:`tangent`): ``L`` the Cholesky factor of the
-    penalized, centered, weighted Gram matrix and ``x_mean`` (..., 1, n) or None. ``weights``: (..., m) or None (a
-    negative one's root is NaN, and fails the gate); ``alpha``: None, (1,) or (k,); ``auto``: its residual-angle
-    test too; ``choose`` (float32 ``normal``): the refined or the plain solution, chosen on the device, instead of
-    the gate asking for convergence; ``limits``: the gate's bounds (:func:`bounds`), found here when None. On JAX it
-    is one compiled call (eagerly, each of its operations would compile on its own). Module docstring."""
+class Form(NamedTuple):
+    """What a lean fit solves: ``centered`` (an intercept), ``auto`` (its residual-angle test too), ``choose``
+    (float32 ``normal``: the refined or the plain solution, chosen on the device)."""
+
+    centered: bool
+    auto: bool
+    choose: bool = False
+
+
+def fit(xp, X, Y, weights, alpha, form, limits=None):
+    """``(W (..., n, k), intercept (..., k) or None, rss (..., k), ok, L, x_mean (..., 1, n) or None)``: the refined
+    solution, the gate (0-d boolean) and what :func:`tangent` needs. ``weights`` (..., m) or None, ``alpha`` None,
+    (1,) or (k,), ``form`` a :class:`Form`, ``limits`` :func:`bounds`' (found here when None). On JAX one compiled
+    call. Module docstring."""
+    centered, auto, choose = form
     if limits is None:
         m, n = X.shape[-2:]
         per_target = alpha is not None and alpha.shape[0] > 1
         traits = _compat.traits(xp)
         limits = bounds(xp, X, (m, n, Y.shape[-1], per_target, auto, choose, traits.reports_failures, centered))
-        if not traits.reads_while_solving:  # JAX (Dask takes the full route)
-            key = ("lean fit", xp.__name__, centered, auto, choose)
-            run = _compat.memo(
-                key, lambda: _compat.jit(xp, functools.partial(fit, xp, centered=centered, auto=auto, choose=choose))
-            )
+        if not traits.reads_while_solving:  # JAX (Dask takes the full route): eagerly, each operation would compile
+            key = ("lean fit", xp.__name__, form)
+            run = _compat.memo(key, lambda: _compat.jit(xp, functools.partial(fit, xp, form=form)))
             return run(X, Y, weights, alpha, limits=limits)
     root = None if weights is None else _compat.as_rank(xp, xp.sqrt(weights[..., None]), X.ndim)
     if root is not None and not centered:
@@ -132,12 +145,8 @@ def fit(xp, X, Y, weights, alpha, centered, auto, choose=False, limits=None):
 
 def tangent(xp, X, Y, weights, alpha, fitted, tangents):
     """``(dW, d intercept or None, d rss)`` of an accepted lean fit ``fitted`` (:func:`fit`'s six) along
-    ``tangents`` ``(dX, dY, dweights, dalpha)`` (None: zero). Full rank is certified, so this is the exact derivative
-    of the weighted, centered, penalized normal equations ``A W = Xc^T D Yc`` (D the weights, Xc, Yc centered by
-    their weighted means), ``A dW = Xc^T D (dY - dX W) + dX^T D r + Xc^T dD r - dalpha W`` (the means' own
-    derivatives drop out: ``1^T D Xc = 0`` and ``1^T D r = 0``). Where the gate failed, the factor is replaced by
-    the identity and the solution by zero, so that the derivative of the fit not taken is finite (a zero cotangent
-    through it stays zero)."""
+    ``tangents`` ``(dX, dY, dweights, dalpha)`` (None: zero): the exact derivative of the certified full-rank fit;
+    where the gate failed, finite (module docstring: derivative)."""
     W, intercept, _, ok, L, x_mean = fitted
     dX, dY, dw, dalpha = tangents
     L = xp.where(ok, L, _compat.as_rank(xp, _compat.eye_like(xp, L, L.shape[-1]), L.ndim))
