@@ -121,8 +121,8 @@ def fit(xp, X, Y, weights, alpha, form, limits=None):
     if choose:  # NumPy's rank rule too (trace(A) trace(A^-1) c**2 < 1), where CLEAR's is narrower
         c = default_cutoff(xp, X, *X.shape[-2:], None)
         t = _compat.reduce_sum(xp, d, axis=-1) * _compat.reduce_sum(xp, inv, axis=-1)
-        parts.append(xp.minimum(t * (4 * c * c), s * (4 * X.shape[-1] * (CLEAR * c) ** 2)))  # at most 1
-        conv = ks * eps(xp, X) <= CONTRACTION
+        parts.append(xp.minimum(t, s * (X.shape[-1] * CLEAR**2)))  # at most 1 / (4 c**2)
+        conv = ks <= CONTRACTION / eps(xp, X)  # eps a power of two: ks eps <= CONTRACTION, exactly
         conv = conv if conv.ndim == rss.ndim else conv[..., None]
         W, rss = xp.where(conv[..., None, :], W, W1), xp.where(conv, rss, rss1)
     else:
@@ -235,7 +235,7 @@ def _bounds(xp, like, shape):
     part(per, max(c * c, gn), big)  # the smallest pivot, squared, against the largest column
     part(k, 0.0, big)  # rss
     if choose:
-        part(per, 0.0, 1.0)  # the rank: NumPy's rule or CLEAR's
+        part(per, 0.0, 1 / (4 * c * c))  # the rank: NumPy's rule or CLEAR's
     else:
         part(per, 0.0, r * r / 4)  # ks: cond(X D^-1) <= r / 2
     part(k, *scale)  # auto: the signal; normal: ||y||**2
