@@ -5,6 +5,8 @@ the convergence of the alternating projections; bad codes."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -239,3 +241,120 @@ def test_sparse_x_refused(numpy_reference):
     X = sparse.random(10, 3, density=0.5, format="csr", random_state=0)
     with pytest.raises(ValueError, match="absorb takes a dense X"):
         lsq.lstsq(X, np.ones(10), absorb=np.zeros(10, dtype=int))
+
+
+def _singleton_data(seed):
+    """Worker-firm codes with singletons, some of them only once others are dropped (a chain: row 0 alone in
+    its firm; without it, row 1 alone in its worker; ...), X and y."""
+    X, y, _, codes = _data(seed, 2)
+    codes = codes.copy()
+    codes[0] = [SIZES[0], SIZES[1]]  # a new worker and a new firm, both alone
+    codes[1] = [SIZES[0] + 1, SIZES[1]]  # shares row 0's firm: alone in its worker once row 0 leaves
+    codes[2] = [SIZES[0] + 1, 0]
+    codes[3] = [SIZES[0] + 2, 1]  # a worker alone
+    return X, y, codes
+
+
+def _singletons_by_hand(codes):
+    """The rows dropped, one at a time, while some row is alone in its group of some factor."""
+    keep = np.ones(len(codes), dtype=bool)
+    while True:
+        alone = [
+            i for i in np.flatnonzero(keep)
+            if any(np.sum(keep & (codes[:, j] == codes[i, j])) == 1 for j in range(codes.shape[1]))
+        ]  # fmt: skip
+        if not alone:
+            return ~keep
+        keep[alone[0]] = False
+
+
+def test_drop_singletons_matches_dropped_rows(numpy_reference):
+    """lstsq, ridge and diagnostics with drop_singletons=True against the same calls and statsmodels' dummy
+    regression on the rows kept (the chain's rows included); the count recorded."""
+    X, y, codes = _singleton_data(7)
+    dropped = _singletons_by_hand(codes)
+    assert dropped[:3].all() and dropped[3] and dropped.sum() >= 4
+    k = ~dropped
+    w = np.random.default_rng(1).uniform(0.5, 2.0, M)
+    ref = _reference(X[k], y[k], w[k], codes[k] - codes[k].min(axis=0))
+    for fit in (lsq.lstsq, lambda *a, **kw: lsq.ridge(*a, 0.0, **kw)):
+        r = fit(X, y, absorb=codes, sample_weight=w, drop_singletons=True)
+        assert _rel(r.coef, ref.params[:N]) < 1e-8
+        np.testing.assert_allclose(float(r.rss), ref.ssr, rtol=1e-8)
+    got = lsq.ridge(X, y, 3.0, absorb=codes, drop_singletons=True).coef
+    assert _rel(got, lsq.ridge(X[k], y[k], 3.0, absorb=codes[k]).coef) < 1e-12
+    d = lsq.diagnostics(X, y, absorb=codes, sample_weight=w, drop_singletons=True)
+    assert d.n_singletons == dropped.sum()
+    assert int(d.df_resid) == ref.df_resid
+    assert _rel(d.stderr, ref.bse[:N]) < 1e-6
+    groups = (codes[:, 0] * 7 + np.arange(M)) % 13  # dropped with the rows
+    rc = _reference(X[k], y[k], w[k], codes[k] - codes[k].min(axis=0), "cluster", groups[k])
+    dc = lsq.diagnostics(X, y, absorb=codes, sample_weight=w, drop_singletons=True, cov_type="cluster", groups=groups)
+    assert _rel(dc.stderr, rc.bse[:N]) < 1e-6
+    kept = lsq.diagnostics(X, y, absorb=codes)  # not asked: every row kept, each singleton with its own dummy
+    assert kept.n_singletons == 0 and int(kept.rank) == int(d.rank) + dropped.sum()
+
+
+def test_singletons_found_in_turn(numpy_reference):
+    from lsq_backends._problem._absorb import singletons
+
+    codes = np.array([[0, 0], [0, 1], [1, 1], [1, 2], [2, 2], [2, 2], [3, 3], [3, 3]])
+    # row 0 is alone in firm 0; then row 1 in worker 0; then row 2 in firm 1; then row 3 in worker 1
+    np.testing.assert_array_equal(singletons(codes), [True, True, True, True, False, False, False, False])
+    np.testing.assert_array_equal(singletons(codes), _singletons_by_hand(codes))
+    for seed in range(3):
+        _, _, c = _singleton_data(seed)
+        np.testing.assert_array_equal(singletons(c), _singletons_by_hand(c))
+
+
+def test_drop_singletons_matches_pyfixest(numpy_reference):
+    """pyfixest's feols (``fixef_rm="singleton"``) where installed: observations, coefficients, iid standard
+    errors (a connected design: its count of the fixed effects is the rank)."""
+    pf = pytest.importorskip("pyfixest")
+    pd = pytest.importorskip("pandas")
+    X, y, codes = _singleton_data(8)
+    frame = pd.DataFrame({"y": y, **{f"x{i}": X[:, i] for i in range(N)}, "f1": codes[:, 0], "f2": codes[:, 1]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "singleton fixed effect(s) dropped"
+        ref = pf.feols("y ~ x0 + x1 + x2 | f1 + f2", data=frame, vcov="iid", fixef_rm="singleton")
+    d = lsq.diagnostics(X, y, absorb=codes, drop_singletons=True)
+    assert M - d.n_singletons == ref._N
+    assert _rel(d.coef, ref.coef().to_numpy()) < 1e-8
+    assert _rel(d.stderr, ref.se().to_numpy()) < 1e-6
+
+
+def test_drop_singletons_backends(be):
+    """Every backend against NumPy's fit on the rows kept; JAX under jax.jit with the codes concrete (closed
+    over), and refused with traced codes; Dask with NumPy codes."""
+    X, y, codes = _singleton_data(9)
+    k = ~_singletons_by_hand(codes)
+    want = lsq.lstsq(X[k], y[k], absorb=codes[k]).coef
+    given = codes if be.lazy else be.asarray(codes)
+    if be.library == "jax":
+        import jax
+
+        fit = jax.jit(lambda X, y: lsq.lstsq(X, y, absorb=codes, drop_singletons=True))
+        traced = jax.jit(lambda X, y, c: lsq.lstsq(X, y, absorb=c, absorb_n_groups=(30, 10), drop_singletons=True))
+        with pytest.raises(ValueError, match="drop_singletons=True finds the singletons"):
+            traced(be.asarray(X), be.asarray(y), given)
+    else:
+        fit = lambda X, y: lsq.lstsq(X, y, absorb=given, drop_singletons=True)  # noqa: E731
+    r = fit(be.asarray(X), be.asarray(y))
+    assert type(r.coef) is type(be.asarray(X))
+    assert _rel(be.to_numpy(r.coef), want) < 1e-10
+    d = lsq.diagnostics(be.asarray(X), be.asarray(y), absorb=given, drop_singletons=True)
+    assert _rel(be.to_numpy(d.coef), want) < 1e-10
+
+
+def test_drop_singletons_bad_input(numpy_reference):
+    X, y, codes = _singleton_data(0)
+    for fn in (lsq.lstsq, lsq.diagnostics, lambda *a, **kw: lsq.ridge(*a, 1.0, **kw)):
+        with pytest.raises(TypeError, match="drop_singletons must be a bool"):
+            fn(X, y, absorb=codes, drop_singletons="yes")
+        with pytest.raises(ValueError, match="drop_singletons is used only with absorb"):
+            fn(X, y, drop_singletons=True)
+        with pytest.raises(ValueError, match="drops every observation"):
+            fn(X, y, absorb=np.arange(M), drop_singletons=True)
+    sparse = pytest.importorskip("scipy.sparse")
+    with pytest.raises(ValueError, match="absorb takes a dense X"):
+        lsq.lstsq(sparse.csr_matrix(X), y, drop_singletons=True)
