@@ -39,7 +39,7 @@ from typing import Any, NamedTuple
 from ._api import check_refine, refined_solution
 from ._backend import _compat
 from ._backend._compat import eps, matmul, mT
-from ._problem._absorb import absorbed, absorbed_rank, kept_rows
+from ._problem._absorb import absorbed, absorbed_rank, kept_rows, nested_rank
 from ._problem._cov_options import cov_options
 from ._problem._input import check_bool, intercept_of, prepare, validate
 from ._problem._scaling import powers, times
@@ -329,6 +329,7 @@ def diagnostics(
     absorb: Array | None = None,
     absorb_n_groups: int | tuple[int, ...] | None = None,
     drop_singletons: bool = False,
+    fixef_k: str = "nested",
 ) -> Diagnostics:
     """Standard errors, t statistics, R² and robust covariances of a least-squares fit.
 
@@ -388,6 +389,10 @@ def diagnostics(
     drop_singletons : bool
         As in :func:`lsq_backends.lstsq`: the singletons' rows leave X, y, the weights, ``groups`` and
         ``time`` before the fit (``m`` and ``df_resid`` count the rows kept); ``n_singletons`` records how many.
+    fixef_k : {"nested", "full"}
+        With ``absorb`` and ``cov_type="cluster"``: ``"nested"`` leaves the factors nested in the clusters (each
+        group within one cluster) out of the correction's p, as pyfixest's and fixest's default; ``"full"``
+        counts every factor, as statsmodels on explicit dummies. Nesting is read from concrete ``groups``.
     refine : int
         Steps of :func:`lsq_backends.lstsq`'s iterative refinement (full-rank X only): more
         accurate coefficients and residuals, hence ``sigma``, R² and t statistics, on hard
@@ -437,7 +442,10 @@ def diagnostics(
     fit_intercept = check_bool(fit_intercept, "fit_intercept")
     check_finite = check_bool(check_finite, "check_finite")
     drop_singletons = check_bool(drop_singletons, "drop_singletons")
-    given, n_absorbed, fe = (X, y), 0, None
+    if not isinstance(fixef_k, str) or fixef_k not in ("nested", "full"):
+        msg = f"fixef_k must be 'nested' or 'full'; got {fixef_k!r}"
+        raise ValueError(msg)
+    given, n_absorbed, fe, clusters = (X, y), 0, None, groups
     if absorb is not None or absorb_n_groups is not None or drop_singletons:  # partialled out first (``absorb``)
         if cov_type in ("HC2", "HC3"):
             msg = f"cov_type={cov_type!r} takes the leverages of the whole design: not with absorb (use 'HC1' or 'cluster')"
@@ -450,7 +458,9 @@ def diagnostics(
     v = validate(X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite)
     kwds = {"groups": groups, "time": time, "n_groups": n_groups, "maxlags": maxlags, "kernel": kernel}
     options = cov_options(v.xp, v.X, cov_type, {**kwds, "use_correction": use_correction}, v.checks)
-    options = options._replace(absorbed=n_absorbed) if options is not None else None
+    if options is not None:  # nested factors left out of a cluster correction's p (``_absorb``: ``nested``)
+        nested = fe is not None and cov_type == "cluster" and options.correction and fixef_k == "nested"
+        options = options._replace(absorbed=nested_rank(fe, clusters) if nested else n_absorbed)
     problem = prepare(v, keep_original=True, scale="per_target")
     _check_shapes(problem, fit_intercept)
     xp = problem.xp

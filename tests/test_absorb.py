@@ -69,7 +69,7 @@ def test_matches_dummy_regression(numpy_reference, k, weighted):
     assert int(d.df_resid) == ref.df_resid
     for groups in (codes[:, 0], (codes[:, 0] * 7 + np.arange(M)) % 13):  # nesting a factor, and not
         rc = _reference(X, y, w, codes, "cluster", groups)
-        dc = lsq.diagnostics(X, y, absorb=codes, sample_weight=w, cov_type="cluster", groups=groups)
+        dc = lsq.diagnostics(X, y, absorb=codes, sample_weight=w, cov_type="cluster", groups=groups, fixef_k="full")
         assert _rel(dc.stderr, rc.bse[:N]) < 1e-6
     hc1 = lsq.diagnostics(X, y, absorb=codes, sample_weight=w, cov_type="HC1")
     A = np.hstack([X, _dummies(codes)])
@@ -171,9 +171,14 @@ def test_backends_match_dummy_regression(be, k):
     rc = _reference(X, y, w, codes, "cluster", codes[:, 0])
     dc = lsq.diagnostics(
         be.asarray(X), be.asarray(y), sample_weight=be.asarray(w), absorb=fixed, cov_type="cluster",
-        groups=be.asarray(codes[:, 0]), n_groups=SIZES[0],
+        groups=be.asarray(codes[:, 0]), n_groups=SIZES[0], fixef_k="full",
     )  # fmt: skip
     assert _rel(be.to_numpy(dc.stderr), rc.bse[:N]) < 1e-6
+    nested = lsq.diagnostics(
+        be.asarray(X), be.asarray(y), sample_weight=be.asarray(w), absorb=fixed, cov_type="cluster",
+        groups=codes[:, 0] if be.lazy else be.asarray(codes[:, 0]), n_groups=SIZES[0],
+    )  # fmt: skip
+    assert _rel(be.to_numpy(nested.stderr), rc.bse[:N] * _nested_scale(codes, [0])) < 1e-6
     if be.lazy:
         with pytest.raises(ValueError, match="absorb codes: pass them concrete"):
             lsq.diagnostics(be.asarray(X), be.asarray(y), absorb=be.asarray(codes), absorb_n_groups=counts)
@@ -358,3 +363,93 @@ def test_drop_singletons_bad_input(numpy_reference):
     sparse = pytest.importorskip("scipy.sparse")
     with pytest.raises(ValueError, match="absorb takes a dense X"):
         lsq.lstsq(sparse.csr_matrix(X), y, drop_singletons=True)
+
+
+def _dummy_rank(codes, factors):
+    return np.linalg.matrix_rank(np.hstack([np.eye(codes[:, j].max() + 1)[codes[:, j]] for j in factors]))
+
+
+def _nested_scale(codes, nested):
+    """The ratio of cluster standard errors, the nested factors (by index) left out of CR1's p, to those of the
+    dummy regression: sqrt((m - p_full) / (m - p_nested)), the ranks from the explicit dummies."""
+    k = codes.shape[1]
+    free = [j for j in range(k) if j not in nested]
+    p_full, p_nested = N + _dummy_rank(codes, range(k)), N + (_dummy_rank(codes, free) if free else 1)
+    return np.sqrt((M - p_full) / (M - p_nested))
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered in sqrt")  # statsmodels: some dummies' variances
+@pytest.mark.parametrize("k", [1, 2, 3])
+@pytest.mark.parametrize("two_way", [False, True])
+def test_nested_in_clusters(numpy_reference, k, two_way):
+    """Clusters that nest the first factor (workers within 5 groups of workers): the correction counts the
+    other factors' rank (1 where none is left), statsmodels' dummy regression scaled by the ratio of the two
+    corrections; fixef_k="full" is statsmodels' own. Clusters that nest no factor: unchanged."""
+    X, y, w, codes = _data(20 + k, k, weighted=True)
+    outer = codes[:, 0] % 5
+    groups = np.column_stack([outer, np.arange(M) % 17]) if two_way else outer
+    ref = _reference(X, y, w, codes, "cluster", groups)
+    kw = {"absorb": codes, "sample_weight": w, "cov_type": "cluster", "groups": groups}
+    d = lsq.diagnostics(X, y, **kw)
+    assert _rel(d.stderr, ref.bse[:N] * _nested_scale(codes, [0])) < 1e-6
+    assert int(d.df_resid) == ref.df_resid  # the degrees of freedom count every factor
+    assert _rel(lsq.diagnostics(X, y, **kw, fixef_k="full").stderr, ref.bse[:N]) < 1e-6
+    loose = (codes[:, 0] * 7 + np.arange(M)) % 13
+    ref = _reference(X, y, w, codes, "cluster", loose)
+    assert _rel(lsq.diagnostics(X, y, **{**kw, "groups": loose}).stderr, ref.bse[:N]) < 1e-6
+
+
+def test_nested_every_factor(numpy_reference):
+    """Two factors, both nested in the clusters (firm within region, worker within firm): p counts 1."""
+    X, y, _, codes = _data(30, 1)
+    firm = codes[:, 0] // 2
+    codes = np.column_stack([codes[:, 0], firm])
+    region = firm // 3
+    ref = _reference(X, y, None, codes[:, :1], "cluster", region)  # the same fit: firm's dummies in worker's span
+    d = lsq.diagnostics(X, y, absorb=codes, cov_type="cluster", groups=region)
+    assert _rel(d.stderr, ref.bse[:N] * _nested_scale(codes, [0, 1])) < 1e-6
+
+
+@pytest.mark.parametrize("k", [1, 2])
+def test_nested_matches_pyfixest(numpy_reference, k):
+    """pyfixest's feols with CRV1 and its default ``ssc`` (nested factors left out of k), where installed: the
+    cluster column named apart from the factors (pyfixest matches a fixed effect and a cluster by name too)."""
+    pf = pytest.importorskip("pyfixest")
+    pd = pytest.importorskip("pandas")
+    X, y, _, codes = _data(40 + k, k)
+    frame = pd.DataFrame({"y": y, **{f"x{i}": X[:, i] for i in range(N)}, "cl": codes[:, 0] % 5})
+    frame = frame.assign(**{f"f{j}": codes[:, j] for j in range(k)})
+    fe = " + ".join(f"f{j}" for j in range(k))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = pf.feols(f"y ~ x0 + x1 + x2 | {fe}", data=frame, vcov={"CRV1": "cl"}, fixef_rm="none")
+    d = lsq.diagnostics(X, y, absorb=codes, cov_type="cluster", groups=codes[:, 0] % 5)
+    assert _rel(d.coef, ref.coef().to_numpy()) < 1e-8
+    assert _rel(d.stderr, ref.se().to_numpy()) < 1e-6
+
+
+def test_nested_needs_concrete_groups(be):
+    """Traced (jax.jit) or lazy (Dask) groups: refused with the default fixef_k, fitted with fixef_k="full"."""
+    if not be.lazy and be.library != "jax":
+        pytest.skip("eager groups are concrete")
+    X, y, _, codes = _data(3, 2)
+
+    def fit(X, y, g, fixef_k):
+        return lsq.diagnostics(X, y, absorb=codes, cov_type="cluster", groups=g, n_groups=SIZES[0], fixef_k=fixef_k)
+
+    if be.library == "jax":
+        import jax
+
+        fit = jax.jit(fit, static_argnames=("fixef_k",))
+    args = (be.asarray(X), be.asarray(y), be.asarray(codes[:, 0]))
+    with pytest.raises(ValueError, match="fixef_k='nested' compares the cluster codes"):
+        fit(*args, "nested")
+    ref = _reference(X, y, None, codes, "cluster", codes[:, 0])
+    assert _rel(be.to_numpy(fit(*args, "full").stderr), ref.bse[:N]) < 1e-6
+
+
+def test_bad_fixef_k(numpy_reference):
+    X, y, _, codes = _data(0, 1)
+    for bad in ("none", True, None):
+        with pytest.raises(ValueError, match="fixef_k must be 'nested' or 'full'"):
+            lsq.diagnostics(X, y, absorb=codes, cov_type="cluster", groups=codes[:, 0], fixef_k=bad)

@@ -16,6 +16,14 @@ of groups joined by observations (exact). More: the first two exactly, plus ``G_
 factor, an upper bound on the rank (as reghdfe and fixest count): ``df_resid`` is then at most one
 per redundant further factor too small, and the standard errors err on the large side.
 
+``nested`` (``fixef_k="nested"``, cluster covariances): a factor is nested in the clusters where each of its
+groups lies within one cluster (of either column, for two-way clusters). Its dummies then vary only within
+clusters, and the cluster sums that the meat is made of leave no degree of freedom to them: the small-sample
+correction counts, as ``p``'s absorbed part, the rank of the factors not nested, or 1 (the constant they all
+span) where every factor is nested. This is pyfixest's ``ssc(k_fixef="nonnested")`` (fixest's
+``fixef.K = "nested"``): its count of the factors not nested, ``sum G - (K - 1)``, is their rank on connected
+designs. ``df_resid`` and the other covariances still count every factor.
+
 ``singletons`` (``drop_singletons=True``): the rows alone in their group of some factor are dropped, then
 again those that the drop left alone, until none remain (as fixest, pyfixest and reghdfe): the largest set
 of rows in which every group of every factor has two or more, whatever the order of the drops. A singleton
@@ -158,14 +166,19 @@ def _components(np, a, b, n):
 
 def absorbed_rank(factors):
     """The rank of the dummy matrix of :class:`Factors`, from their host copy (module docstring: ``absorbed_rank``)."""
-    import numpy as np
-
     if factors.host is None:
         msg = (
             "diagnostics counts the absorbed rank from the absorb codes: pass them concrete (NumPy), not traced or lazy"
         )
         raise ValueError(msg)
-    c = np.asarray(factors.host, dtype=np.int64)
+    return _rank(factors.host)
+
+
+def _rank(c):
+    """The rank of the dummies of the NumPy codes ``c`` (m, K), K >= 1 (module docstring: ``absorbed_rank``)."""
+    import numpy as np
+
+    c = np.asarray(c, dtype=np.int64)
     present = [np.unique(c[:, j]) for j in range(c.shape[1])]
     rank = len(present[0])
     if c.shape[1] >= 2:
@@ -218,6 +231,31 @@ def _drop(xp, arrays, factors):
     return (xp.take(X, index, axis=-2), xp.take(Y, index, axis=-2), w), Factors(
         codes, factors.counts, factors.host[kept], kept, int(dropped.sum())
     )
+
+
+def nested_rank(factors, groups):
+    """The absorbed rank a cluster correction counts (module docstring: ``nested``): that of the factors not nested
+    in the clusters ``groups`` (the caller's (m,) or (m, c) codes, rows before any drop), or 1 if all are."""
+    import numpy as np
+
+    if hasattr(groups, "to_numpy") and not _compat.is_array(groups):  # pandas
+        groups = groups.to_numpy()
+    if _compat.is_array(groups) and _compat.is_lazy(groups):
+        msg = (
+            "fixef_k='nested' compares the cluster codes with the absorb codes on the host: pass groups concrete "
+            "(NumPy, or eager arrays), not traced (jax.jit) or lazy (Dask), or pass fixef_k='full'"
+        )
+        raise ValueError(msg)
+    g = np.asarray(_compat.to_numpy(groups) if _compat.is_array(groups) else groups)
+    g = g.reshape(g.shape[0], -1) if factors.kept is None else g.reshape(g.shape[0], -1)[factors.kept]
+    c = np.asarray(factors.host)
+    free = [j for j in range(c.shape[1]) if not any(_nested(np, c[:, j], g[:, i]) for i in range(g.shape[1]))]
+    return _rank(c[:, free]) if free else 1
+
+
+def _nested(np, f, g):
+    """Whether every group of the codes ``f`` lies within one cluster of the codes ``g`` (NumPy, (m,) each)."""
+    return np.unique(np.stack([f, g]), axis=1).shape[1] == np.unique(f).size
 
 
 def kept_rows(a, factors, like):
