@@ -453,3 +453,34 @@ def test_bad_fixef_k(numpy_reference):
     for bad in ("none", True, None):
         with pytest.raises(ValueError, match="fixef_k must be 'nested' or 'full'"):
             lsq.diagnostics(X, y, absorb=codes, cov_type="cluster", groups=codes[:, 0], fixef_k=bad)
+
+
+def test_estimators_absorb(be):
+    """LinearRegression and Ridge take ``fit(X, y, sample_weight, absorb)``: the fixed-effects regression's
+    coefficients (statsmodels' dummy regression; Ridge: the penalty on X's block only), a zero intercept,
+    and ``predict`` without the fixed effects; on every backend, one target or two."""
+    X, y, w, codes = _data(50, 2, weighted=True)
+    ref = _reference(X, y, w, codes)
+    given = codes if be.lazy else be.asarray(codes)
+    reg = lsq.LinearRegression().fit(be.asarray(X), be.asarray(y), sample_weight=be.asarray(w), absorb=given)
+    assert _rel(be.to_numpy(reg.coef_), ref.params[:N]) < 1e-8
+    assert float(be.to_numpy(reg.intercept_)) == 0.0
+    np.testing.assert_allclose(be.to_numpy(reg.predict(be.asarray(X))), X @ be.to_numpy(reg.coef_), rtol=1e-12)
+    A = np.hstack([X, _dummies(codes)])
+    P = np.zeros((A.shape[1],) * 2)
+    P[:N, :N] = 4.0 * np.eye(N)
+    Y = np.column_stack([y, y[::-1]])
+    want = np.linalg.solve(A.T @ A + P, A.T @ Y)[:N].T  # scikit-learn's orientation (k, n)
+    ridge = lsq.Ridge(alpha=4.0).fit(be.asarray(X), be.asarray(Y), absorb=given)
+    assert _rel(be.to_numpy(ridge.coef_), want) < 1e-8
+
+
+def test_estimators_absorb_refused(numpy_reference):
+    X, y, _, codes = _data(0, 1)
+    for est in (lsq.LinearRegression(positive=True), lsq.Ridge(positive=True)):
+        with pytest.raises(ValueError, match="absorb= is not with positive=True"):
+            est.fit(X, y, absorb=codes)
+    with pytest.raises(ValueError, match="absorb must have shape"):
+        lsq.LinearRegression().fit(X, y, absorb=codes[:-1])
+    reg = lsq.LinearRegression().fit(X, y, absorb=codes)
+    assert "absorb" not in reg.get_params()  # data, not a parameter
