@@ -308,6 +308,7 @@ def lstsq(
     precondition: str | None = None,
     absorb: Array | None = None,
     absorb_n_groups: int | tuple[int, ...] | None = None,
+    drop_singletons: bool = False,
 ) -> LstsqResult:
     """Least-squares solution of ``min_w sum_i sample_weight_i (y_i - x_i @ w - b)**2``.
 
@@ -381,6 +382,11 @@ def lstsq(
     absorb_n_groups : int or tuple of ints, optional
         The number of groups of each factor of ``absorb``, static under ``jax.jit`` (required there and on
         Dask); default ``max(codes) + 1``, one host read.
+    drop_singletons : bool
+        With ``absorb``: drop the observations alone in their group of some factor, repeatedly until none
+        remain (pyfixest's ``fixef_rm="singleton"``, reghdfe's default). Found on the host from the codes:
+        concrete codes only (a ``ValueError`` for traced or lazy ones); the number dropped is not a field of
+        the result (:func:`diagnostics` records it as ``n_singletons``).
 
     Returns
     -------
@@ -423,8 +429,11 @@ def lstsq(
         msg = f"refine applies to the direct methods; method={method!r} takes atol/btol instead"
         raise ValueError(msg)
     options = solver_options(method, atol, btol, max_iter, conlim, x0, precondition) if record(method).iterative else {}
-    if absorb is not None or absorb_n_groups is not None:  # partialled out first; then fitted as without
-        X, y, sample_weight = absorbed(X, y, sample_weight, absorb, absorb_n_groups, check_finite)[:3]
+    drop_singletons = check_bool(drop_singletons, "drop_singletons")
+    if (
+        absorb is not None or absorb_n_groups is not None or drop_singletons
+    ):  # partialled out first; then fitted as without
+        X, y, sample_weight = absorbed(X, y, sample_weight, absorb, absorb_n_groups, check_finite, drop_singletons)[:3]
         fit_intercept = False  # absorbed by the fixed effects
     spec = Spec(method, rcond, fit_intercept, check_finite, refine, options)
     if _compat.eager_jax(X, y, sample_weight):  # the lean route, then the full route compiled where it fails
@@ -460,6 +469,7 @@ def ridge(
     precondition: str | None = None,
     absorb: Array | None = None,
     absorb_n_groups: int | tuple[int, ...] | None = None,
+    drop_singletons: bool = False,
 ) -> LstsqResult:
     """Ridge regression: ``min_w ||y - X w - b||^2 + alpha ||w||^2``, intercept b not penalized.
 
@@ -482,7 +492,7 @@ def ridge(
         column of ``y`` (scikit-learn's ``Ridge(alpha=array)``).
     per_target : bool
         Read a 1-D ``alpha`` as one penalty per target rather than as a path.
-    absorb, absorb_n_groups
+    absorb, absorb_n_groups, drop_singletons
         As in :func:`lstsq`: the fixed effects are not penalized (ridge on the partialled-out data).
 
     Returns
@@ -522,8 +532,11 @@ def ridge(
         msg = f"method={method!r} fits one alpha (or one per target); a 1-D alpha path needs a direct method"
         raise ValueError(msg)
     options = solver_options(method, atol, btol, max_iter, conlim, x0, precondition) if record(method).iterative else {}
-    if absorb is not None or absorb_n_groups is not None:  # partialled out first; then fitted as without
-        X, y, sample_weight = absorbed(X, y, sample_weight, absorb, absorb_n_groups, check_finite)[:3]
+    drop_singletons = check_bool(drop_singletons, "drop_singletons")
+    if (
+        absorb is not None or absorb_n_groups is not None or drop_singletons
+    ):  # partialled out first; then fitted as without
+        X, y, sample_weight = absorbed(X, y, sample_weight, absorb, absorb_n_groups, check_finite, drop_singletons)[:3]
         fit_intercept = False  # absorbed by the fixed effects
     spec = Spec(method, None, fit_intercept, check_finite, 0, options, True, per_target, path)
     if _compat.eager_jax(X, y, sample_weight, alpha):  # the lean route, then the full route compiled where it fails

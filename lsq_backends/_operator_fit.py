@@ -90,7 +90,8 @@ def fit_nnls(X, y, alpha, *, fit_intercept, sample_weight, check_finite, per_tar
 
 
 def _no_absorb(X, kwargs):
-    if kwargs.pop("absorb", None) is not None or kwargs.pop("absorb_n_groups", None) is not None:
+    given = [kwargs.pop(k, None) for k in ("absorb", "absorb_n_groups", "drop_singletons")]
+    if given[0] is not None or given[1] is not None or given[2]:
         msg = (
             f"absorb takes a dense X; X is a {describe(X)}: add the fixed effects' dummies to X, or pass a dense array"
         )

@@ -39,7 +39,7 @@ from typing import Any, NamedTuple
 from ._api import check_refine, refined_solution
 from ._backend import _compat
 from ._backend._compat import eps, matmul, mT
-from ._problem._absorb import absorbed, absorbed_rank
+from ._problem._absorb import absorbed, absorbed_rank, kept_rows, nested_rank
 from ._problem._cov_options import cov_options
 from ._problem._input import check_bool, intercept_of, prepare, validate
 from ._problem._scaling import powers, times
@@ -111,8 +111,9 @@ class Diagnostics(_Fields):
 
     Besides the fields, a result made by :func:`diagnostics` records, for :meth:`summary`,
     ``cov_type``, ``feature_names`` (the columns of a pandas DataFrame X, else None),
-    ``target_name`` (the name of a pandas Series y, else None) and ``absorbed_rank`` (of ``absorb``'s
-    fixed effects, counted in ``rank``; the F test leaves it out). They are plain attributes, not
+    ``target_name`` (the name of a pandas Series y, else None), ``absorbed_rank`` (of ``absorb``'s
+    fixed effects, counted in ``rank``; the F test leaves it out) and ``n_singletons`` (the observations
+    ``drop_singletons`` dropped). They are plain attributes, not
     fields: a result rebuilt from its fields (after ``jax.jit``, ``dask.compute`` or
     ``_replace``) has them as None, and ``summary`` then takes them as arguments.
     """
@@ -121,6 +122,7 @@ class Diagnostics(_Fields):
     feature_names = None
     target_name = None
     absorbed_rank = 0
+    n_singletons = 0
 
     def summary(self, names=None, *, alpha=0.05, title=None, cov_type=None, use_t=None):
         """A table like statsmodels' ``summary()``: a str that renders as HTML in notebooks (eager, unbatched results only).
@@ -326,6 +328,8 @@ def diagnostics(
     use_correction: bool | str | None = None,
     absorb: Array | None = None,
     absorb_n_groups: int | tuple[int, ...] | None = None,
+    drop_singletons: bool = False,
+    fixef_k: str = "nested",
 ) -> Diagnostics:
     """Standard errors, t statistics, R² and robust covariances of a least-squares fit.
 
@@ -382,6 +386,13 @@ def diagnostics(
         ``df_resid`` and ``rank`` count the dummies' rank (exact for one and two factors, an upper bound
         beyond), so do the small-sample corrections; ``intercept`` is zero, R² is the within R² (of the
         partialled-out y). Not with ``"HC2"``/``"HC3"``. See the econometrics page.
+    drop_singletons : bool
+        As in :func:`lsq_backends.lstsq`: the singletons' rows leave X, y, the weights, ``groups`` and
+        ``time`` before the fit (``m`` and ``df_resid`` count the rows kept); ``n_singletons`` records how many.
+    fixef_k : {"nested", "full"}
+        With ``absorb`` and ``cov_type="cluster"``: ``"nested"`` leaves the factors nested in the clusters (each
+        group within one cluster) out of the correction's p, as pyfixest's and fixest's default; ``"full"``
+        counts every factor, as statsmodels on explicit dummies. Nesting is read from concrete ``groups``.
     refine : int
         Steps of :func:`lsq_backends.lstsq`'s iterative refinement (full-rank X only): more
         accurate coefficients and residuals, hence ``sigma``, R² and t statistics, on hard
@@ -430,17 +441,26 @@ def diagnostics(
     refine = _check_options(cov_type, refine)
     fit_intercept = check_bool(fit_intercept, "fit_intercept")
     check_finite = check_bool(check_finite, "check_finite")
-    given, n_absorbed = (X, y), 0
-    if absorb is not None or absorb_n_groups is not None:  # partialled out first (module docstring: ``absorb``)
+    drop_singletons = check_bool(drop_singletons, "drop_singletons")
+    if not isinstance(fixef_k, str) or fixef_k not in ("nested", "full"):
+        msg = f"fixef_k must be 'nested' or 'full'; got {fixef_k!r}"
+        raise ValueError(msg)
+    given, n_absorbed, fe, clusters = (X, y), 0, None, groups
+    if absorb is not None or absorb_n_groups is not None or drop_singletons:  # partialled out first (``absorb``)
         if cov_type in ("HC2", "HC3"):
             msg = f"cov_type={cov_type!r} takes the leverages of the whole design: not with absorb (use 'HC1' or 'cluster')"
             raise ValueError(msg)
-        X, y, sample_weight, factors, _ = absorbed(X, y, sample_weight, absorb, absorb_n_groups, check_finite)
-        n_absorbed, fit_intercept = absorbed_rank(factors), False
+        X, y, sample_weight, fe, _ = absorbed(
+            X, y, sample_weight, absorb, absorb_n_groups, check_finite, drop_singletons
+        )
+        n_absorbed, fit_intercept = absorbed_rank(fe), False
+        groups, time = kept_rows(groups, fe, X), kept_rows(time, fe, X)
     v = validate(X, y, sample_weight, fit_intercept=fit_intercept, check_finite=check_finite)
     kwds = {"groups": groups, "time": time, "n_groups": n_groups, "maxlags": maxlags, "kernel": kernel}
     options = cov_options(v.xp, v.X, cov_type, {**kwds, "use_correction": use_correction}, v.checks)
-    options = options._replace(absorbed=n_absorbed) if options is not None else None
+    if options is not None:  # nested factors left out of a cluster correction's p (``_absorb``: ``nested``)
+        nested = fe is not None and cov_type == "cluster" and options.correction and fixef_k == "nested"
+        options = options._replace(absorbed=nested_rank(fe, clusters) if nested else n_absorbed)
     problem = prepare(v, keep_original=True, scale="per_target")
     _check_shapes(problem, fit_intercept)
     xp = problem.xp
@@ -566,6 +586,7 @@ def diagnostics(
     )
     result = _labelled(result, cov_type, *given)
     result.absorbed_rank = n_absorbed
+    result.n_singletons = 0 if fe is None else fe.dropped
     return result
 
 

@@ -86,11 +86,14 @@ class LinearRegression(LinearModelBase):
         self.positive = positive
 
     @_compat.on_input_device
-    def fit(self, X, y, sample_weight=None):
-        """Fit on ``X`` (m, n_features) and ``y`` (m,) or (m, n_targets); returns ``self``."""
+    def fit(self, X, y, sample_weight=None, absorb=None):
+        """Fit on ``X`` (m, n_features) and ``y`` (m,) or (m, n_targets); returns ``self``. ``absorb``: integer
+        codes (m,) or (m, K) of fixed effects, partialled out first (:func:`lsq_backends.lstsq`'s ``absorb``):
+        ``coef_`` is the fixed-effects regression's, ``intercept_`` zero; ``predict`` gives ``X @ coef_``, without
+        the fixed effects (they are not estimated). Not with ``positive=True``."""
         rcond = check_method(self.method, self.rcond)
         tol = _check_tol(self.tol)
-        positive = _check_positive(self.positive, self.method, rcond=rcond)
+        positive = _check_positive(self.positive, self.method, rcond=rcond, absorb=absorb)
         X, y, sample_weight, check_finite, fitted = self._validate_fit(X, y, sample_weight)
         tolerances = _lsqr_tol(tol, method_for(self.method, X))
         if positive:
@@ -103,6 +106,7 @@ class LinearRegression(LinearModelBase):
             fit_intercept=bool(self.fit_intercept),
             sample_weight=sample_weight,
             check_finite=check_finite,
+            absorb=absorb,
             **tolerances,
         )
         fitted.update(self._coef(r), rank_=r.rank, singular_=r.singular_values)
@@ -160,11 +164,12 @@ class Ridge(LinearModelBase):
         self.positive = positive
 
     @_compat.on_input_device
-    def fit(self, X, y, sample_weight=None):
-        """Fit on ``X`` (m, n_features) and ``y`` (m,) or (m, n_targets); returns ``self``."""
+    def fit(self, X, y, sample_weight=None, absorb=None):
+        """Fit on ``X`` (m, n_features) and ``y`` (m,) or (m, n_targets); returns ``self``. ``absorb``: fixed
+        effects, as in :meth:`LinearRegression.fit`; they are not penalized."""
         check_method(self.method, None)
         tol = _check_tol(self.tol)
-        positive = _check_positive(self.positive, self.method)
+        positive = _check_positive(self.positive, self.method, absorb=absorb)
         X, y, sample_weight, check_finite, fitted = self._validate_fit(X, y, sample_weight)
         tolerances = _lsqr_tol(tol, method_for(self.method, X))
         alpha = _alpha_arg(self.alpha, X, "alpha")
@@ -186,6 +191,7 @@ class Ridge(LinearModelBase):
             sample_weight=sample_weight,
             check_finite=check_finite,
             per_target=per_target,
+            absorb=absorb,
             **tolerances,
         )
         return self._store({**fitted, **self._coef(r, single_target_1d=single), **_iterations(r)}, _OPTIONAL)
@@ -214,9 +220,12 @@ def _lsqr_tol(tol, method):
     return {"atol": float(tol), "btol": float(tol)} if tol is not None and record(method).iterative else {}
 
 
-def _check_positive(positive, method, rcond=None):
-    """``positive`` as a bool; with it, the unconstrained solver's options are refused."""
+def _check_positive(positive, method, rcond=None, absorb=None):
+    """``positive`` as a bool; with it, the unconstrained solver's options and ``absorb`` are refused."""
     positive = check_bool(positive, "positive")
+    if positive and absorb is not None:
+        msg = "absorb= is not with positive=True (the non-negative solver takes no fixed effects)"
+        raise ValueError(msg)
     if positive and method != DEFAULT:
         msg = f"positive=True is solved by the non-negative active-set method; method must be 'auto', got {method!r}"
         raise ValueError(msg)

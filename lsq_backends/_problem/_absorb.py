@@ -15,6 +15,21 @@ groups with observations. Two: ``G1 + G2 - c``, c the connected components of th
 of groups joined by observations (exact). More: the first two exactly, plus ``G_k - 1`` for each further
 factor, an upper bound on the rank (as reghdfe and fixest count): ``df_resid`` is then at most one
 per redundant further factor too small, and the standard errors err on the large side.
+
+``nested`` (``fixef_k="nested"``, cluster covariances): a factor is nested in the clusters where each of its
+groups lies within one cluster (of either column, for two-way clusters). Its dummies then vary only within
+clusters, and the cluster sums that the meat is made of leave no degree of freedom to them: the small-sample
+correction counts, as ``p``'s absorbed part, the rank of the factors not nested, or 1 (the constant they all
+span) where every factor is nested. This is pyfixest's ``ssc(k_fixef="nonnested")`` (fixest's
+``fixef.K = "nested"``): its count of the factors not nested, ``sum G - (K - 1)``, is their rank on connected
+designs. ``df_resid`` and the other covariances still count every factor.
+
+``singletons`` (``drop_singletons=True``): the rows alone in their group of some factor are dropped, then
+again those that the drop left alone, until none remain (as fixest, pyfixest and reghdfe): the largest set
+of rows in which every group of every factor has two or more, whatever the order of the drops. A singleton
+fits its own dummy exactly (zero residual) and adds nothing to the coefficients, but it counts in ``m`` and
+in the absorbed rank. Found on the host from the codes' host copy (concrete codes only), then the rows are
+taken from X, y, the weights and the codes by one index (no read of X or y).
 """
 
 from __future__ import annotations
@@ -33,12 +48,14 @@ _TOL = {"float64": 1e-14, "float32": 1e-6}
 
 
 class Factors(NamedTuple):
-    """Checked factor codes (m, K) in the data's namespace and device, each factor's static group count, and
-    the codes as a NumPy array (None for traced or lazy codes)."""
+    """Checked factor codes (m, K) in the data's namespace and device, each factor's static group count, the
+    codes as a NumPy array (None for traced or lazy codes), and the rows kept where singletons were dropped."""
 
     codes: object
     counts: tuple
     host: object = None
+    kept: object = None  # NumPy index of the rows kept by ``drop_singletons`` (None: all rows)
+    dropped: int = 0  # the rows it dropped
 
 
 def absorb_codes(xp, X, absorb, n_groups, checks):
@@ -149,14 +166,19 @@ def _components(np, a, b, n):
 
 def absorbed_rank(factors):
     """The rank of the dummy matrix of :class:`Factors`, from their host copy (module docstring: ``absorbed_rank``)."""
-    import numpy as np
-
     if factors.host is None:
         msg = (
             "diagnostics counts the absorbed rank from the absorb codes: pass them concrete (NumPy), not traced or lazy"
         )
         raise ValueError(msg)
-    c = np.asarray(factors.host, dtype=np.int64)
+    return _rank(factors.host)
+
+
+def _rank(c):
+    """The rank of the dummies of the NumPy codes ``c`` (m, K), K >= 1 (module docstring: ``absorbed_rank``)."""
+    import numpy as np
+
+    c = np.asarray(c, dtype=np.int64)
     present = [np.unique(c[:, j]) for j in range(c.shape[1])]
     rank = len(present[0])
     if c.shape[1] >= 2:
@@ -168,19 +190,106 @@ def absorbed_rank(factors):
     return rank + sum(len(p) - 1 for p in present[2:])
 
 
-def absorbed(X, y, sample_weight, absorb, n_groups, check_finite):
-    """The data of a fit with ``absorb``: validated (``validate``), the codes checked, every column of [X, y]
-    partialled out in one batched solve. Returns ``(X, y, sample_weight, factors, n_iter)``, y in the caller's
-    layout (a vector stays a vector)."""
+def singletons(host):
+    """Bool (m,): the rows of the NumPy codes ``host`` (m, K) dropped as singletons, in turn until every group of
+    every factor left has two rows or more (module docstring: ``singletons``)."""
+    import numpy as np
+
+    keep = np.ones(host.shape[0], dtype=bool)
+    while keep.any():
+        before = int(keep.sum())
+        for j in range(host.shape[1]):
+            counts = np.bincount(host[keep, j], minlength=int(host[:, j].max()) + 1)
+            keep &= counts[host[:, j]] > 1
+        if int(keep.sum()) == before:
+            break
+    return ~keep
+
+
+def _drop(xp, arrays, factors):
+    """``(X, Y, weights)`` (rows on axis -2, -2, -1; weights may be None) and :class:`Factors` without the rows
+    that are singletons; unchanged where there are none. Needs the codes' host copy."""
+    import numpy as np
+
+    if factors.host is None:
+        msg = (
+            "drop_singletons=True finds the singletons from the absorb codes on the host: pass them concrete "
+            "(NumPy, or eager arrays), not traced (jax.jit) or lazy (Dask)"
+        )
+        raise ValueError(msg)
+    dropped = singletons(factors.host)
+    if not dropped.any():
+        return arrays, factors
+    if dropped.all():
+        msg = "drop_singletons=True drops every observation: each lies in a group of one (of some absorb factor)"
+        raise ValueError(msg)
+    kept = np.flatnonzero(~dropped)
+    index = xp.asarray(kept, device=_compat.device(factors.codes))
+    X, Y, w = arrays
+    w = None if w is None else xp.take(w, index, axis=-1)
+    codes = xp.take(factors.codes, index, axis=0)
+    return (xp.take(X, index, axis=-2), xp.take(Y, index, axis=-2), w), Factors(
+        codes, factors.counts, factors.host[kept], kept, int(dropped.sum())
+    )
+
+
+def nested_rank(factors, groups):
+    """The absorbed rank a cluster correction counts (module docstring: ``nested``): that of the factors not nested
+    in the clusters ``groups`` (the caller's (m,) or (m, c) codes, rows before any drop), or 1 if all are."""
+    import numpy as np
+
+    if hasattr(groups, "to_numpy") and not _compat.is_array(groups):  # pandas
+        groups = groups.to_numpy()
+    if _compat.is_array(groups) and _compat.is_lazy(groups):
+        msg = (
+            "fixef_k='nested' compares the cluster codes with the absorb codes on the host: pass groups concrete "
+            "(NumPy, or eager arrays), not traced (jax.jit) or lazy (Dask), or pass fixef_k='full'"
+        )
+        raise ValueError(msg)
+    g = np.asarray(_compat.to_numpy(groups) if _compat.is_array(groups) else groups)
+    g = g.reshape(g.shape[0], -1) if factors.kept is None else g.reshape(g.shape[0], -1)[factors.kept]
+    c = np.asarray(factors.host)
+    free = [j for j in range(c.shape[1]) if not any(_nested(np, c[:, j], g[:, i]) for i in range(g.shape[1]))]
+    return _rank(c[:, free]) if free else 1
+
+
+def _nested(np, f, g):
+    """Whether every group of the codes ``f`` lies within one cluster of the codes ``g`` (NumPy, (m,) each)."""
+    return np.unique(np.stack([f, g]), axis=1).shape[1] == np.unique(f).size
+
+
+def kept_rows(a, factors, like):
+    """Per-row codes ``a`` ((m,) or (m, c); None, pandas or any array) without the rows ``drop_singletons``
+    dropped (:class:`Factors` ``kept``), in the namespace and on the device of ``like``."""
+    if a is None or factors is None or factors.kept is None:
+        return a
+    xp = _compat.array_namespace(like)
+    if hasattr(a, "to_numpy") and not _compat.is_array(a):  # pandas
+        a = a.to_numpy()
+    a = xp.asarray(a, device=_compat.device(like))
+    if a.ndim == 0 or a.shape[0] != factors.host.shape[0] + factors.dropped:
+        return a  # the wrong shape: left for the covariance's own check to name
+    return xp.take(a, xp.asarray(factors.kept, device=_compat.device(like)), axis=0)
+
+
+def absorbed(X, y, sample_weight, absorb, n_groups, check_finite, drop_singletons=False):
+    """The data of a fit with ``absorb``: validated (``validate``), the codes checked, singletons dropped if asked,
+    every column of [X, y] partialled out in one batched solve. Returns ``(X, y, sample_weight, factors,
+    n_iter)``, y in the caller's layout (a vector stays a vector)."""
     if absorb is None:
-        msg = "absorb_n_groups is used only with absorb= (the fixed effects' codes)"
+        name = "absorb_n_groups" if n_groups is not None else "drop_singletons"
+        msg = f"{name} is used only with absorb= (the fixed effects' codes)"
         raise ValueError(msg)
     v = validate(X, y, sample_weight, fit_intercept=False, check_finite=check_finite)
     xp = v.xp
     factors = absorb_codes(xp, v.X, absorb, n_groups, v.checks)
     v.checks.read(xp)
-    n = v.X.shape[-1]
-    V, n_iter = partial_out(xp, xp.concat([v.X, v.Y], axis=-1), factors, v.sample_weight)  # y's batch is X's
+    arrays = (v.X, v.Y, v.sample_weight)
+    if drop_singletons:
+        arrays, factors = _drop(xp, arrays, factors)
+    X, Y, weights = arrays
+    n = X.shape[-1]
+    V, n_iter = partial_out(xp, xp.concat([X, Y], axis=-1), factors, weights)  # y's batch is X's
     if len(factors.counts) > 1 and not _compat.is_lazy(n_iter) and int(n_iter) >= MAX_SWEEPS:  # one read, at the end
         msg = (
             f"absorb: the alternating projections did not converge in {MAX_SWEEPS} sweeps (factors that barely "
@@ -188,4 +297,4 @@ def absorbed(X, y, sample_weight, absorb, n_groups, check_finite):
         )
         warnings.warn(msg, RuntimeWarning, stacklevel=3)
     Xr, Yr = V[..., :n], V[..., n:]
-    return Xr, Yr[..., 0] if v.y_was_vector else Yr, v.sample_weight, factors, n_iter
+    return Xr, Yr[..., 0] if v.y_was_vector else Yr, weights, factors, n_iter
