@@ -429,11 +429,9 @@ def lstsq(
         msg = f"refine applies to the direct methods; method={method!r} takes atol/btol instead"
         raise ValueError(msg)
     options = solver_options(method, atol, btol, max_iter, conlim, x0, precondition) if record(method).iterative else {}
-    drop_singletons = check_bool(drop_singletons, "drop_singletons")
-    if (
-        absorb is not None or absorb_n_groups is not None or drop_singletons
-    ):  # partialled out first; then fitted as without
-        X, y, sample_weight = absorbed(X, y, sample_weight, absorb, absorb_n_groups, check_finite, drop_singletons)[:3]
+    singles = drop_singletons is not False and check_bool(drop_singletons, "drop_singletons")
+    if absorb is not None or absorb_n_groups is not None or singles:  # partialled out first
+        X, y, sample_weight = absorbed(X, y, sample_weight, absorb, absorb_n_groups, check_finite, singles)[:3]
         fit_intercept = False  # absorbed by the fixed effects
     spec = Spec(method, rcond, fit_intercept, check_finite, refine, options)
     if _compat.eager_jax(X, y, sample_weight):  # the lean route, then the full route compiled where it fails
@@ -532,11 +530,9 @@ def ridge(
         msg = f"method={method!r} fits one alpha (or one per target); a 1-D alpha path needs a direct method"
         raise ValueError(msg)
     options = solver_options(method, atol, btol, max_iter, conlim, x0, precondition) if record(method).iterative else {}
-    drop_singletons = check_bool(drop_singletons, "drop_singletons")
-    if (
-        absorb is not None or absorb_n_groups is not None or drop_singletons
-    ):  # partialled out first; then fitted as without
-        X, y, sample_weight = absorbed(X, y, sample_weight, absorb, absorb_n_groups, check_finite, drop_singletons)[:3]
+    singles = drop_singletons is not False and check_bool(drop_singletons, "drop_singletons")
+    if absorb is not None or absorb_n_groups is not None or singles:  # partialled out first
+        X, y, sample_weight = absorbed(X, y, sample_weight, absorb, absorb_n_groups, check_finite, singles)[:3]
         fit_intercept = False  # absorbed by the fixed effects
     spec = Spec(method, None, fit_intercept, check_finite, 0, options, True, per_target, path)
     if _compat.eager_jax(X, y, sample_weight, alpha):  # the lean route, then the full route compiled where it fails

@@ -19,7 +19,8 @@ the data, so the subtractions ``X - x_shift`` are exact or nearly so for columns
 factor ~(1 + d**2 / var) of its rounding (negligible for a sample mean), which the
 refinement step removes: its residual pass shifts by means exact to rounding. The residual of
 the centered problem is ``r = r' - root c`` with ``r' = V - Z W`` and ``c = root^T r' / total``,
-so ``X_c^T r = Z^T r' - s c`` and ``||r||^2 = ||r'||^2 - total c^2``.
+so ``X_c^T r = Z^T r' - s c`` and ``||r||^2 = ||r'||^2 - total c^2`` (by row blocks; on whole arrays
+``r`` itself is formed, one m x k subtraction, and its products taken as they are).
 
 On NumPy (2-D X of many rows) each product is one pass over X in row blocks that stay in
 cache: the block is shifted (again by the exact means for the residual) and weighted into a
@@ -65,7 +66,7 @@ class TallGram:
         self.centered = centered
         self.root = root
         self.x_shift = self.y_shift = None  # near the means (centered): module docstring
-        self.s = self.t = self.total = None
+        self.s = self.t_mean = self.total = None  # s (..., n, 1); t_mean: V's mean (..., 1, k)
         self._offset_sq = None
         self.kept = None  # (Z, V): the one shifted copy, made by ``products`` (whole arrays)
         m, n = X.shape[-2:]
@@ -133,17 +134,20 @@ class TallGram:
                 roots = roots if tuple(roots.shape) == shape else xp.broadcast_to(roots, shape)  # shared by a batch
             Bs = _compat.cross(xp, Z, xp.concat([V, roots], axis=-1))
             B, self.s = Bs[..., :k], Bs[..., k:]  # s: (..., n, 1)
-            self.t = _compat.matmul(xp, _compat.mT(xp, V), roots)  # (..., k, 1)
+            if self.root is None:  # V's mean, one reduction (a product and its division took two)
+                self.t_mean = _compat.reduce_mean(xp, V, axis=-2, keepdims=True)
+            else:
+                self.t_mean = _compat.mT(xp, _compat.matmul(xp, _compat.mT(xp, V), roots)) / self.total
         else:
             A = B = s = t = None
             for Z, V, rb in self._blocks(X, Y):
                 Zt = Z.T
                 a, b, s_, t_ = Zt @ Z, Zt @ V, Zt @ rb, V.T @ rb
                 A, B, s, t = (a, b, s_, t_) if A is None else (A + a, B + b, s + s_, t + t_)
-            self.s, self.t = s, t
+            self.s, self.t_mean = s, _compat.mT(xp, t) / self.total
 
         # s / total first: s s^T alone under- or overflows where the weights are tiny or huge
-        s_mean, t_mean = _compat.mT(xp, self.s) / self.total, _compat.mT(xp, self.t) / self.total
+        s_mean, t_mean = _compat.mT(xp, self.s) / self.total, self.t_mean
         A, B = A - self.s * s_mean, B - self.s * t_mean
         # The exact means (the shifts only need to be near them), the shifts of the residual
         # pass, where they keep X^T r free of the offsets' rounding.
@@ -174,26 +178,24 @@ class TallGram:
             if self.centered:
                 X, Y = self.kept
             R = _compat.minus_fresh(xp, Y, _compat.matmul(xp, X, W))
-            h = _compat.cross(xp, X, R) if cross else None
-            if self.centered:
+            if self.centered:  # the centered problem's residual r = r' - root c: X_c^T r = Z^T r, ||r||^2 its own
                 if self.weights is None:
-                    c = _compat.reduce_sum(xp, R, axis=-2, keepdims=True) / self.total  # (..., 1, k)
+                    R = R - _compat.reduce_mean(xp, R, axis=-2, keepdims=True)
                 else:
-                    c = _compat.matmul(xp, _compat.mT(xp, self.weights), R) / self.total
-                s = self.s  # the kept copy's sums: X_c^T r = h - s c
-            rss = _compat.sum_of_squares(xp, R, axis=-2)  # R is not used after this
-        else:
-            h = rss = c = s = None
-            for Z, V, rb in self._blocks(X, Y):
-                R = V - Z @ W
-                h_, rss_ = Z.T @ R, xp.sum(R * R, axis=0)
-                h, rss = (h_, rss_) if h is None else (h + h_, rss + rss_)
-                if rb is not None:
-                    c_, s_ = rb.T @ R, Z.T @ rb
-                    c, s = (c_, s_) if c is None else (c + c_, s + s_)
-            if self.centered:
-                c = c / self.total
-        if self.centered:
+                    c = _compat.matmul(xp, _compat.mT(xp, self.weights), R) / self.total  # (..., 1, k)
+                    R = R - _compat.as_rank(xp, self.weights, R.ndim) * c
+            h = _compat.cross(xp, X, R) if cross else None
+            return h, _compat.sum_of_squares(xp, R, axis=-2)  # R is not used after this
+        h = rss = c = s = None
+        for Z, V, rb in self._blocks(X, Y):
+            R = V - Z @ W
+            h_, rss_ = Z.T @ R, xp.sum(R * R, axis=0)
+            h, rss = (h_, rss_) if h is None else (h + h_, rss + rss_)
+            if rb is not None:
+                c_, s_ = rb.T @ R, Z.T @ rb
+                c, s = (c_, s_) if c is None else (c + c_, s + s_)
+        if self.centered:  # by blocks, the corrections on the n x n side: X_c^T r = h - s c, ||r||^2 less total c^2
+            c = c / self.total
             h = None if h is None else h - s * c
             rss = rss - (self.total * c * c)[..., 0, :]
         return h, rss
@@ -212,7 +214,7 @@ class TallGram:
             return G, C
         q = _compat.matmul(xp, _compat.mT(xp, M), self.s)  # (..., n, 1)
         qt = _compat.mT(xp, q) / self.total
-        return G - q * qt, C - q * (_compat.mT(xp, self.t) / self.total)
+        return G - q * qt, C - q * self.t_mean
 
     def whole(self):
         """This data with its products on whole arrays (centered: from the one kept shifted copy,

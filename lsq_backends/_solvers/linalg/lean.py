@@ -119,7 +119,6 @@ def fit(xp, X, Y, weights, alpha, form, limits=None):
     low = _compat.reduce_min(xp, diagonal(xp, L), axis=-1)
     parts = [top, s, low * low / top, rss]
     if choose:  # NumPy's rank rule too (trace(A) trace(A^-1) c**2 < 1), where CLEAR's is narrower
-        c = default_cutoff(xp, X, *X.shape[-2:], None)
         t = _compat.reduce_sum(xp, d, axis=-1) * _compat.reduce_sum(xp, inv, axis=-1)
         parts.append(xp.minimum(t, s * (X.shape[-1] * CLEAR**2)))  # at most 1 / (4 c**2)
         conv = ks <= CONTRACTION / eps(xp, X)  # eps a power of two: ks eps <= CONTRACTION, exactly
