@@ -2,7 +2,8 @@
 and ``auto`` form ``X^T W X`` by the library's own sparse product (JAX: pairs of entries in a row), the
 intercept a rank-one correction, then ``normal``'s solve. Against the dense fit of the same data by the SVD,
 within the normal equations' bound eps cond**2; the minimum-norm solution where X is rank-deficient or
-wide; ``positive=True``; under ``jax.jit`` traced, without a host read; X never densified."""
+wide; ``positive=True``; leave-one-out and GCV ``ridge_cv`` (the Gram matrix's eigendecomposition); under
+``jax.jit`` traced, without a host read; X never densified."""
 
 from __future__ import annotations
 
@@ -26,9 +27,14 @@ def _problem(m=300, n=25, k=2, seed=0, grade=0.0):
 
 def _kinds(be, A):
     """X in the backend's own sparse kinds, on its device; the test is skipped where it has none."""
-    if be.library == "torch":
-        dense = be.asarray(A.toarray())
-        return [dense.to_sparse_coo(), dense.to_sparse_csr(), dense.to_sparse_csc()]
+    if be.library == "torch":  # from A's arrays, never dense (test_never_densified's X would be 960 MB)
+        import torch
+
+        dev = be.asarray(np.zeros(1)).device
+        C = sp.coo_array(A)
+        index = torch.asarray(np.vstack([C.row, C.col]).astype(np.int64), device=dev)
+        coo = torch.sparse_coo_tensor(index, torch.asarray(C.data, device=dev), A.shape).coalesce()
+        return [coo, coo.to_sparse_csr(), coo.to_sparse_csc()]
     if be.library == "jax":
         from jax.experimental import sparse as jsparse
 
@@ -122,12 +128,17 @@ def test_never_densified(be, monkeypatch):
     A = sp.csr_array((rng.standard_normal(2 * m), (rows, cols)), shape=(m, n))
     y, sw = A @ rng.standard_normal(n) + rng.standard_normal(m), rng.uniform(0.5, 2.0, m)
     want = lsq.ridge(A, y, 1.0, fit_intercept=True, sample_weight=sw)
+    alphas = np.array([0.1, 1.0, 10.0])
+    cv = lsq.ridge_cv(A[:, :20], y, alphas, sample_weight=sw)
     kinds = _kinds(be, A)
     _refuse_dense(be, monkeypatch, m)
     for X in kinds:
         got = lsq.ridge(X, be.asarray(y), 1.0, fit_intercept=True, sample_weight=be.asarray(sw))
         assert got.n_iter is None
         np.testing.assert_allclose(be.to_numpy(got.coef), want.coef, rtol=1e-10, atol=1e-12)
+    few = _kinds(be, A[:, :20])[0]  # leave-one-out: X's products on blocks of columns of V (20 here, not 300)
+    got = lsq.ridge_cv(few, be.asarray(y), alphas, sample_weight=be.asarray(sw))
+    np.testing.assert_allclose(be.to_numpy(got.cv_values), cv.cv_values, rtol=1e-9, atol=1e-12)
 
 
 def _refuse_dense(be, monkeypatch, m):
@@ -186,3 +197,52 @@ def test_under_jit_without_host_reads(request):
         np.asarray(est(jsparse.BCOO.from_scipy_sparse(A), jnp.asarray(Y[:, 0]))),
         lsq.Ridge(3.0, positive=True).fit(A.toarray(), Y[:, 0]).coef_, rtol=0, atol=1e-12,
     )  # fmt: skip
+
+
+ALPHAS = np.logspace(-3, 3, 9)
+
+
+@pytest.mark.parametrize("cv", [None, "gcv"])
+def test_ridge_cv_leave_one_out_and_gcv(be, cv):
+    """Leave-one-out and GCV from the eigendecomposition of the Gram matrix, in X's library: the dense route's
+    errors, scores, choice and refit (``mode="svd"``) within eps times the regularized Gram matrix's condition
+    number at the smallest penalty; with and without an intercept and weights, one penalty or one per target, a
+    scoring; ``RidgeCV()`` alike."""
+    A, Y, sw = _problem(m=150, n=12, seed=6)
+    lam = np.linalg.eigvalsh(A.toarray().T @ A.toarray())
+    bound = 1e3 * EPS * (lam[-1] + ALPHAS[0]) / (lam[0] + ALPHAS[0])
+    for X in _kinds(be, A)[:2]:
+        for fit_intercept, weights, per_target in ((False, None, False), (True, sw, True), (True, None, False)):
+            for scoring in (None, "r2") if cv is None else (None,):
+                kw = dict(cv=cv, fit_intercept=fit_intercept, alpha_per_target=per_target, scoring=scoring)
+                w = None if weights is None else be.asarray(weights)
+                got = lsq.ridge_cv(X, be.asarray(Y), ALPHAS, sample_weight=w, **kw)
+                want = lsq.ridge_cv(A.toarray(), Y, ALPHAS, mode="svd", sample_weight=weights, **kw)
+                np.testing.assert_array_equal(be.to_numpy(got.best_index), want.best_index)
+                for g, r in zip(got, want, strict=True):
+                    g = be.to_numpy(g)
+                    assert g.shape == np.shape(r) and g.dtype == np.asarray(r).dtype
+                    np.testing.assert_allclose(g, r, rtol=bound, atol=bound * np.abs(r).max())
+    est = lsq.RidgeCV(alphas=ALPHAS, store_cv_results=cv is None, cv=cv)
+    got = est.fit(_kinds(be, A)[0], be.asarray(Y[:, 0]), sample_weight=be.asarray(sw))
+    ref = lsq.RidgeCV(alphas=ALPHAS, store_cv_results=cv is None, cv=cv, gcv_mode="svd")
+    want = ref.fit(A.toarray(), Y[:, 0], sample_weight=sw)
+    assert float(be.to_numpy(got.alpha_)) == want.alpha_
+    np.testing.assert_allclose(be.to_numpy(got.coef_), want.coef_, rtol=1e-10)
+    if cv is None:
+        np.testing.assert_allclose(be.to_numpy(got.cv_results_), want.cv_results_, rtol=1e-10)
+
+
+def test_ridge_cv_under_jit(request):
+    """Leave-one-out of a BCOO X under ``jax.jit``: traced through (no host read), the eager fit's results."""
+    if "jax" not in request.config._lsq_backends:
+        pytest.skip("runs in the jax session")
+    jax = pytest.importorskip("jax")
+    from jax.experimental import sparse as jsparse
+
+    A, Y, sw = _problem(m=150, n=12, seed=6)
+    fit = jax.jit(lambda X, y, w: lsq.ridge_cv(X, y, ALPHAS, fit_intercept=True, sample_weight=w))
+    got = fit(jsparse.BCOO.from_scipy_sparse(A), jax.numpy.asarray(Y), jax.numpy.asarray(sw))
+    want = lsq.ridge_cv(A.toarray(), Y, ALPHAS, mode="svd", fit_intercept=True, sample_weight=sw)
+    for g, r in zip(got, want, strict=True):
+        np.testing.assert_allclose(np.asarray(g), r, rtol=1e-10, atol=1e-12 * np.abs(r).max())
