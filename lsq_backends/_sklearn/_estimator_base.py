@@ -116,7 +116,7 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
         return tags
 
     def _accepts_sparse(self):
-        """Whether ``fit`` takes a SciPy sparse X: where the fit forms X's Gram matrix (``method`` "normal" or
+        """Whether ``fit`` takes a sparse X: where the fit forms X's Gram matrix (``method`` "normal" or
         "auto", the non-negative fits, ``RidgeCV``'s leave-one-out and GCV but with ``gcv_mode="svd"``) or is
         iterative ("lsmr", "lsqr", and "auto" past the Gram route's columns, ``RidgeCV``'s held-out folds)."""
         if getattr(self, "positive", False) is True:
