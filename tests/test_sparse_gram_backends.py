@@ -246,3 +246,28 @@ def test_ridge_cv_under_jit(request):
     want = lsq.ridge_cv(A.toarray(), Y, ALPHAS, mode="svd", fit_intercept=True, sample_weight=sw)
     for g, r in zip(got, want, strict=True):
         np.testing.assert_allclose(np.asarray(g), r, rtol=1e-10, atol=1e-12 * np.abs(r).max())
+
+
+def test_jax_layouts(request):
+    """A BCOO with a batch or a dense axis (no transpose of its own: made a plain BCOO, O(nnz)) and a BCSR: the
+    Gram route's, LSMR's and leave-one-out's results as the dense fit's, eager and under ``jax.jit``."""
+    if "jax" not in request.config._lsq_backends:
+        pytest.skip("runs in the jax session")
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    from jax.experimental import sparse as jsparse
+
+    A, Y, _ = _problem(m=60, n=6, k=1, seed=9)
+    D, y = jnp.asarray(A.toarray()), jnp.asarray(Y[:, 0])
+    want = lsq.lstsq(A.toarray(), Y[:, 0], method="svd", fit_intercept=True).coef
+    cv = lsq.ridge_cv(A.toarray(), Y[:, 0], [0.1, 1.0]).coef
+    layouts = [jsparse.BCOO.fromdense(D, n_batch=1), jsparse.BCOO.fromdense(D, n_dense=1), jsparse.BCSR.fromdense(D)]
+    for X in layouts:
+        for fit in (
+            lambda X, y: lsq.lstsq(X, y, fit_intercept=True).coef,
+            lambda X, y: lsq.lstsq(X, y, method="lsmr", atol=1e-12, btol=1e-12, fit_intercept=True).coef,
+        ):
+            np.testing.assert_allclose(np.asarray(fit(X, y)), want, rtol=1e-10)
+            np.testing.assert_allclose(np.asarray(jax.jit(fit)(X, y)), want, rtol=1e-10)
+        got = jax.jit(lambda X, y: lsq.ridge_cv(X, y, [0.1, 1.0]).coef)(X, y)
+        np.testing.assert_allclose(np.asarray(got), cv, rtol=1e-10)

@@ -316,8 +316,11 @@ def linear_map(X, xp, dtype, device):
     elif _compat.is_torch_sparse(X):
         Xt = X.mT  # COO: indices swapped; CSR as CSC and back
     else:
-        if _jax_sparse(X) and type(X).__name__ == "BCSR":
-            X = X.to_bcoo()  # BCSR has no transpose: as BCOO, O(nnz)
+        if _jax_sparse(X) and (type(X).__name__ == "BCSR" or X.n_batch or X.n_dense):
+            from jax.experimental import sparse
+
+            # BCSR, and batch or dense axes, have no transpose: as a plain BCOO, O(nnz) (padded batches)
+            X = sparse.bcoo_update_layout(X.to_bcoo() if type(X).__name__ == "BCSR" else X, n_batch=0, n_dense=0)
         Xt = X.T  # BCOO: indices swapped; cupyx: as SciPy
 
     def squares(U):
