@@ -271,3 +271,17 @@ def test_jax_layouts(request):
             np.testing.assert_allclose(np.asarray(jax.jit(fit)(X, y)), want, rtol=1e-10)
         got = jax.jit(lambda X, y: lsq.ridge_cv(X, y, [0.1, 1.0]).coef)(X, y)
         np.testing.assert_allclose(np.asarray(got), cv, rtol=1e-10)
+
+
+def test_operator_refused(numpy_reference):
+    """An operator has no entries to form a Gram matrix from: ``normal`` and ``positive=True`` refuse it by name
+    (``auto`` is LSMR for it), as do leave-one-out and GCV."""
+    A, Y, _ = _problem(k=1)
+    op = lsq.operator(lambda v: A @ v, lambda u: A.T @ u, A.shape)
+    with pytest.raises(ValueError, match="method='normal' forms X's Gram matrix from a sparse matrix's entries"):
+        lsq.lstsq(op, Y[:, 0], method="normal")
+    assert lsq.lstsq(op, Y[:, 0]).istop is not None
+    with pytest.raises(TypeError, match="positive=True forms X's Gram matrix from a sparse matrix's entries"):
+        lsq.LinearRegression(positive=True).fit(op, Y[:, 0])
+    with pytest.raises(TypeError, match="leave-one-out and 'gcv' form X's Gram matrix"):
+        lsq.ridge_cv(op, Y[:, 0], [0.1, 1.0])
