@@ -285,3 +285,24 @@ def test_operator_refused(numpy_reference):
         lsq.LinearRegression(positive=True).fit(op, Y[:, 0])
     with pytest.raises(TypeError, match="leave-one-out and 'gcv' form X's Gram matrix"):
         lsq.ridge_cv(op, Y[:, 0], [0.1, 1.0])
+
+
+def test_cupy_gram_is_scipys_code(numpy_reference, monkeypatch):
+    """No GPU here: CuPy's Gram product is SciPy's code on ``cupyx.scipy.sparse`` (its module's ``diags``, which
+    has no ``diags_array``), run on a stand-in, a SciPy matrix whose type names a cupyx module."""
+    import sys
+    import types
+
+    from lsq_backends._backend import _compat
+
+    class csr_matrix(sp.csr_matrix):  # noqa: N801 (cupyx's name)
+        __module__ = "cupyx.scipy.sparse._csr"
+
+    used = []
+    standin = types.ModuleType("cupyx.scipy.sparse")
+    standin.diags = lambda d: used.append(d) or sp.diags(d)
+    monkeypatch.setitem(sys.modules, "cupyx.scipy.sparse", standin)
+    A, _, sw = _problem()
+    G = _compat.sparse_gram(csr_matrix(A), sw[:, None])
+    assert len(used) == 1
+    np.testing.assert_allclose(G, A.toarray().T @ (sw[:, None] * A.toarray()), rtol=1e-13, atol=1e-13)
