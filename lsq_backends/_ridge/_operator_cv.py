@@ -154,7 +154,7 @@ def _leave_one_out(xp, X, Y, w, alphas, how):
     floats = [d for d in (entry_dtype(X, xp), Y.dtype) if _compat.isdtype(xp, d, "real floating")]
     out = xp.result_type(*floats) if floats else _compat.default_dtypes(xp, dev)[0]  # the inputs' float dtype
     dtype = _compat.float64_for(xp, dev) or out  # float64 throughout, as the dense route computes float32
-    A, Y0 = linear_map(X, xp, dtype, dev), xp.astype(Y, dtype)
+    A, Y0 = linear_map(X, xp, dtype, dev), xp.astype(Y, dtype, copy=False)  # never written to
     m, n = A.shape
     ws = xp.ones((m, 1), dtype=dtype, device=dev) if w is None else xp.astype(w, dtype)[:, None]
     root = None if w is None else xp.sqrt(ws)
@@ -208,13 +208,8 @@ def _leave_one_out(xp, X, Y, w, alphas, how):
     den = spec.lam[:, None] + chosen[None, :]
     coef = matmul(xp, spec.V, spectral.inverse(xp, den, spec.cut[:, None]) * spec.P)
     intercept = xp.zeros((k,), dtype=dtype, device=dev) if y_mean is None else (y_mean - matmul(xp, x_mean, coef))[0]
-    return (
-        *(xp.astype(v, out) for v in (coef, intercept)),
-        alpha,
-        best,
-        xp.astype(values, out),
-        xp.astype(scores, out),
-    )
+    coef, intercept, values, scores = (xp.astype(v, out, copy=False) for v in (coef, intercept, values, scores))
+    return coef, intercept, alpha, best, values, scores  # values: no copy where already in the inputs' dtype
 
 
 def _leverages(xp, A, V, f, centering):
@@ -230,5 +225,6 @@ def _leverages(xp, A, V, f, centering):
             F = _compat.update_fresh(xp, F, "subtract", matmul(xp, x_mean, V[:, j : j + cols]))
         if root is not None:
             F = _compat.update_fresh(xp, F, "multiply", root)
-        out = _compat.update_fresh(xp, out, "add", matmul(xp, f[:, j : j + cols], mT(xp, F * F)))
+        F = _compat.update_fresh(xp, F, "multiply", F)  # squared in place (NumPy)
+        out = _compat.update_fresh(xp, out, "add", matmul(xp, f[:, j : j + cols], mT(xp, F)))
     return out
