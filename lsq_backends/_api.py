@@ -329,7 +329,7 @@ def lstsq(
         factor, and otherwise let the SVD of that factor decide). ``"lsmr"``,
         ``"lsqr"``: Fong and Saunders' LSMR, Paige and Saunders' LSQR, iterative, X used only
         through products (X may be sparse or an operator, where ``"auto"`` means ``"lsmr"``; a
-        SciPy sparse X with at most 2048 columns ``"auto"`` and ``"normal"`` fit from its Gram
+        sparse X with at most 2048 columns ``"auto"`` and ``"normal"`` fit from its Gram
         matrix instead, see the sparse page), to
         the accuracy ``atol``/``btol`` ask for (minimum-norm too; ``rank`` -1: not estimated;
         a column that centering leaves at rounding level, against its norm before, gets 0).

@@ -7,7 +7,7 @@ never densified: centering is a rank-one correction inside the products and weig
 scaling of them (``_operator.centered``), so memory stays O(nnz + (m + n) k).
 
 Where the method asks for the normal equations (``Record.sparse_gram``: ``normal``, and ``auto`` up
-to ``GRAM_COLUMNS`` columns) a SciPy sparse X is fitted from its Gram matrix instead: ``X^T W X``
+to ``GRAM_COLUMNS`` columns) a sparse X (SciPy, PyTorch, JAX, CuPy) is fitted from its Gram matrix instead: ``X^T W X``
 by a sparse product into a dense n x n array, centered by a rank-one correction
 (``_operator.centered``), factorized and refined by ``normal``'s solve
 (``_operator_gram.MapGram``): memory O(nnz + n**2 + m k).
@@ -80,7 +80,7 @@ def operator_route(target):
 
 
 def fit_nnls(X, y, alpha, *, fit_intercept, sample_weight, check_finite, per_target):
-    """Non-negative (ridge) least squares of a SciPy sparse X from its Gram matrix (``_solvers.nnls``, default
+    """Non-negative (ridge) least squares of a sparse X from its Gram matrix (``_solvers.nnls``, default
     iterations and tolerance): ``(coef, intercept, rss, n_iter, converged)``, the fields of ``nnls``'s result."""
     r = fit(
         X, y, alpha, method="normal", fit_intercept=fit_intercept, sample_weight=sample_weight, check_finite=check_finite,
@@ -126,7 +126,7 @@ def method_for(method, X, **options):
 
 def _method(method, X, **options):
     """The method that fits a sparse or operator X in ``method``'s stead: the Gram route (``Record.sparse_gram``)
-    for a SciPy sparse X, for "auto" only up to :data:`GRAM_COLUMNS` columns and without iterative options; else
+    for a sparse X, for "auto" only up to :data:`GRAM_COLUMNS` columns and without iterative options; else
     ``Record.matrix_free`` (``auto`` is ``lsmr``). The others are refused."""
     check_method(method, None)
     rec = record(method)
@@ -139,7 +139,7 @@ def _method(method, X, **options):
         if rec.sparse_gram is None:
             why = f"method={method!r} factorizes X itself"
         else:
-            why = f"method={method!r} forms X's Gram matrix from a SciPy sparse X only"
+            why = f"method={method!r} forms X's Gram matrix from a sparse matrix's entries"
         msg = (
             f"{why}; X is a {describe(X)} of shape {(m, n)}: use method='lsmr' (the default for operator X and "
             "many columns) or 'lsqr', or pass a dense array"
@@ -185,7 +185,7 @@ def fit(X, y, alpha=None, *, method, fit_intercept, sample_weight, check_finite,
     coefficients (:func:`fit_nnls`), its ``converged`` in the result's ``istop``."""
     given = {"atol": atol, "btol": btol, "max_iter": max_iter, "conlim": conlim, "x0": x0, "precondition": precondition}
     if positive and not has_gram(X):
-        msg = f"positive=True forms X's Gram matrix from a SciPy sparse X only; X is a {describe(X)}"
+        msg = f"positive=True forms X's Gram matrix from a sparse matrix's entries; X is a {describe(X)}"
         raise TypeError(msg)
     method = "normal" if positive else _method(method, X, **given)
     check_options(method, atol, btol, max_iter, conlim, x0, precondition)

@@ -53,7 +53,6 @@ CAPABILITIES = {
     },
     "lstsq (sparse X)": {
         **DIRECT_FEATURES,
-        "jax_grad": False,
         "torch_autograd": False,
         "dask_lazy": False,
         "host_reads": "as lsmr (a SciPy X: y copied to the host once, the results back; by its Gram matrix, as normal)",
@@ -115,7 +114,15 @@ NOTES = {
     (
         "lstsq (sparse X)",
         "jax_grad",
-    ): "no derivative rule for sparse or operator X: the `while_loop` has no reverse mode (nor the loop in PyTorch).",
+    ): (
+        "with respect to y on the Gram route of a BCOO X (`auto` up to 2048 columns, `normal`): JAX"
+        " differentiates its operations; not with respect to X's entries or the weights, nor through LSMR/LSQR (no"
+        " derivative rule for sparse or operator X: the `while_loop` has no reverse mode)."
+    ),
+    (
+        "lstsq (sparse X)",
+        "torch_autograd",
+    ): "a y, X or weights that require grad are refused with a sparse or operator X.",
 }
 
 

@@ -48,7 +48,7 @@ class LinearRegression(LinearModelBase):
         Refuse NaN and infinity in ``X``, ``y`` and ``sample_weight`` (eager arrays only).
     positive : bool, default False
         Constrain the coefficients to be non-negative (the intercept stays free): solved by
-        :func:`lsq_backends.nnls` (a SciPy sparse X by its active-set method on X's Gram matrix);
+        :func:`lsq_backends.nnls` (a sparse X by its active-set method on X's Gram matrix);
         ``method`` must then be ``"auto"`` and ``rcond`` None.
 
     Attributes
@@ -134,7 +134,7 @@ class Ridge(LinearModelBase):
         Refuse NaN and infinity in the inputs (eager arrays only).
     positive : bool, default False
         Constrain the coefficients to be non-negative (the intercept stays free): solved by
-        :func:`lsq_backends.nnls` with the penalty (a SciPy sparse X by its active-set method on
+        :func:`lsq_backends.nnls` with the penalty (a sparse X by its active-set method on
         X's Gram matrix); ``method`` must then be ``"auto"``.
 
     Attributes
@@ -238,7 +238,7 @@ def _check_positive(positive, method, rcond=None, absorb=None):
 def _positive_fit(est, X, y, sample_weight, alpha, check_finite, single_target_1d=False):
     """The fitted attributes of a non-negative fit (:func:`nnls`); warns where a target ran
     out of iterations (eager arrays: one host read)."""
-    if is_operator_input(X):  # a SciPy sparse X: the active-set method on its Gram matrix
+    if is_operator_input(X):  # a sparse X: the active-set method on its Gram matrix
         per_target = getattr(alpha, "ndim", 0) == 1
         fit = fit_nnls(X, y, alpha, fit_intercept=bool(est.fit_intercept), sample_weight=sample_weight,
                        check_finite=check_finite, per_target=per_target)  # fmt: skip
@@ -424,7 +424,7 @@ def _alpha_arg(alpha, X, name):
         return alpha
     import numpy as np
 
-    if not _compat.is_array(X):  # a SciPy sparse X: its fits run in NumPy
+    if not _compat.is_array(X):  # a SciPy, JAX or CuPy sparse X: taken to X's library by the fit
         return np.asarray(alpha, dtype=np.float64)
     xp, dev = _compat.array_namespace(X), _compat.device(X)
     dtype = _compat.float64_for(xp, dev) or _compat.default_dtypes(xp, dev)[0]

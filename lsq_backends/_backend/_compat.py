@@ -22,6 +22,7 @@ Private helpers belong to this layer and are reached through it:
 - :mod:`._devices`: constants made on the device, the input's device entered on CuPy;
 - :mod:`._vectors`: the Krylov solvers' column norms and masked updates; ``sign`` and ``clip``.
 - :mod:`._segments`: ``segment_sum``, sums of rows over integer codes (cluster covariances).
+- :mod:`._sparse`: ``sparse_gram``, a sparse X's Gram matrix in its own library.
 
 The quirks of the functions below (the figures behind them are in the design notes):
 
@@ -88,6 +89,7 @@ from ._factorizations import (
 )
 from ._products import cross, matmul
 from ._segments import segment_sum
+from ._sparse import sparse_gram
 from ._triangular import SMALL_STACK, batch_last, cho_solve, inverse_diagonal, solve_triangular, triangular_inverse
 from ._vectors import (
     add_to_diagonal,
@@ -120,7 +122,7 @@ __all__ = [
     "multiply_add", "Namespace", "nonzero_or_one", "normal_products", "on_input_device", "one_pass_qr", "one_task",
     "over_columns", "own_trace", "plain_namespace", "plain_numpy", "positive_or_one", "positive_or_zero", "powers_of_two", "qr",
     "qr_apply", "qr_implicit", "qr_r", "read_now", "reduce_all", "reduce_max", "reduce_mean", "reduce_min",
-    "reduce_sum", "segment_sum", "select", "sign", "SMALL_STACK", "solve_triangular", "sum_of_squares", "svd",
+    "reduce_sum", "segment_sum", "select", "sign", "SMALL_STACK", "sparse_gram", "solve_triangular", "sum_of_squares", "svd",
     "take_rows", "to_numpy", "traits", "Traits", "triangular_inverse", "update_fresh", "within", "zero_first_row",
 ]  # fmt: skip
 

@@ -233,7 +233,10 @@ def branch(xp, pred, true_fn, false_fn, operands):
     if _aac.is_jax_namespace(xp):
         import jax
 
-        return jax.lax.cond(pred, true_fn, false_fn, *operands)
+        if all(a is None or _aac.is_array_api_obj(a) for a in operands):
+            return jax.lax.cond(pred, true_fn, false_fn, *operands)
+        # lax.cond takes JAX types as operands: another object (a sparse X known by its products) is closed over
+        return jax.lax.cond(pred, lambda: true_fn(*operands), lambda: false_fn(*operands))
     if _aac.is_dask_namespace(xp):
         # Both branches go into the graph, each on operands gated by ``pred``: at compute time
         # the blocks of the branch not taken become zero-stride constants (no memory, no

@@ -163,9 +163,9 @@ def ridge_cv(
     ``r_i / (1 - H_ii)``, ``r`` the residual of the fit on all samples. Sample weights scale the
     squared errors by ``w_i`` and the score is their plain mean, exactly as scikit-learn does.
 
-    A SciPy sparse X: leave-one-out and GCV by the eigendecomposition of its Gram matrix (``mode``
-    "auto" or "eigen", formed by a sparse product, never an m x n array), held-out folds by LSMR
-    (see the sparse page).
+    A sparse X (SciPy, PyTorch, JAX, CuPy): leave-one-out and GCV by the eigendecomposition of its
+    Gram matrix (``mode`` "auto" or "eigen", formed by a sparse product, never an m x n array);
+    held-out folds of a SciPy sparse X by LSMR (see the sparse page).
 
     Precision: float32 data are validated and scaled in float32, then cast (exactly) to float64
     where the library has float64 on X's device (NumPy, PyTorch, CuPy, Dask, JAX with x64

@@ -1,12 +1,13 @@
-"""``ridge_cv`` with a sparse X: leave-one-out and GCV from its Gram matrix, held-out folds each
-fitted by LSMR for every penalty at once.
+"""``ridge_cv`` with a sparse X: leave-one-out and GCV from its Gram matrix (SciPy, PyTorch, JAX,
+CuPy), held-out folds (SciPy) each fitted by LSMR for every penalty at once.
 
 Leave-one-out and GCV (:func:`_leave_one_out`) take the eigendecomposition of the centered,
 weighted Gram matrix ``X_c^T W X_c`` (formed by a sparse product, the intercept a rank-one
 correction: ``spectral.gram`` of the ``_operator.centered`` map), as the dense route's ``eigen``
 mode: every penalty's coefficients ``V diag(f) P``, its fitted values by X's products, and the
-leverages ``H_ii = sum_j F_ij**2 f_j`` from ``F = X_c V`` formed by blocks of rows (``ROWS``), so
-that no m x n array is made: memory O(nnz + n**2 + a m k), the last the errors themselves.
+leverages ``H_ii = sum_j F_ij**2 f_j`` from ``F = X_c V`` formed by blocks of columns (``ROWS``
+elements each, X's products), so that no m x n array is made: memory O(nnz + n**2 + a m k), the
+last the errors themselves. It runs in X's library (no host read under ``jax.jit``).
 Error ~ eps times the condition number of the regularized Gram matrix at the smallest penalty
 (the dense route's ``eigen``; no ``svd`` mode, which needs X's QR).
 
@@ -21,10 +22,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._backend._compat import to_numpy
+from .._backend import _compat
+from .._backend._compat import matmul, mT, to_numpy
 from .._operator_fit import caller_of, fit_ridge
+from .._problem._input import as_array
 from .._solvers import spectral
-from .._solvers.linalg._operator import centered, describe, finite_entries, home_of, linear_map, on_host
+from .._solvers.linalg._operator import (
+    centered,
+    describe,
+    entry_dtype,
+    finite_entries,
+    has_gram,
+    home_of,
+    linear_map,
+    on_host,
+)
 from . import _scoring
 from ._kfold import fold_score, folds
 
@@ -35,13 +47,13 @@ __all__ = ["ridge_cv_operator"]
 
 def ridge_cv_operator(X, y, alphas, *, fit_intercept, sample_weight, alpha_per_target, mode, check_finite, cv,
                       scoring, groups, target_batch):  # fmt: skip
-    """``ridge_cv`` (see there) with a SciPy sparse X: leave-one-out and GCV from its Gram matrix, held-out folds by
-    LSMR; the fields of its ``RidgeCVResult``, in y's library."""
+    """``ridge_cv`` (see there) with a sparse X: leave-one-out and GCV from its Gram matrix, held-out folds (a SciPy
+    X) by LSMR; the fields of its ``RidgeCVResult``, in y's library."""
     held_out = cv is not None and not (isinstance(cv, str) and cv == "gcv")
-    if not on_host(X) or not hasattr(X, "tocsr"):
+    if not has_gram(X) or (held_out and not (on_host(X) and hasattr(X, "tocsr"))):
         msg = (
-            f"X is a {describe(X)}: leave-one-out and 'gcv' form X's Gram matrix from its entries, and held-out "
-            "folds slice its rows; a SciPy sparse X is cross-validated (or pass a dense array)"
+            f"X is a {describe(X)}: leave-one-out and 'gcv' form X's Gram matrix from a sparse matrix's entries, and "
+            "held-out folds slice the rows of a SciPy sparse X (or pass a dense array)"
         )
         raise TypeError(msg)
     modes = ("auto",) if held_out else ("auto", "eigen")  # leave-one-out and GCV: the Gram matrix's eigen
@@ -55,13 +67,17 @@ def ridge_cv_operator(X, y, alphas, *, fit_intercept, sample_weight, alpha_per_t
     if scoring not in (None, "neg_mean_squared_error") and cv is not None and not held_out:
         msg = "cv='gcv' scores the generalized cross-validation criterion; scoring must be None there"
         raise ValueError(msg)
-    X = X.tocsr() if X.format not in ("csr", "csc") else X
-    Y = to_numpy(y)
+    xp, dev = home_of(X)
+    if on_host(X):  # SciPy: NumPy, y and the weights copied to the host
+        X = X.tocsr() if X.format not in ("csr", "csc") else X
+        Y, w = to_numpy(y), None if sample_weight is None else to_numpy(sample_weight)
+    else:
+        Y = as_array(xp, y, "y", dev)
+        w = None if sample_weight is None else as_array(xp, sample_weight, "sample_weight", dev)
     vector = Y.ndim == 1
     # Every scoring as the dense route scores it (scikit-learn's names, callables).
     scoring = _scoring.bind(scoring, joint=not alpha_per_target, vector=vector, unit=None)
     Y = Y[:, None] if vector else Y
-    w = None if sample_weight is None else to_numpy(sample_weight)
     a = np.asarray(to_numpy(alphas) if hasattr(alphas, "shape") else alphas, dtype=np.float64).reshape(-1)
     if a.size == 0 or not np.all(np.isfinite(a)) or np.any(a <= 0):
         msg = f"alphas must be a non-empty 1-D array of positive penalties for cross-validation; got {a!r}"
@@ -71,9 +87,9 @@ def ridge_cv_operator(X, y, alphas, *, fit_intercept, sample_weight, alpha_per_t
         msg = f"cross-validation needs at least 2 samples; X has {m}"
         raise ValueError(msg)
     if not held_out:
-        _check_values(X, Y, w, check_finite)
-        out = _leave_one_out(X, Y, w, a, (fit_intercept, alpha_per_target, cv is not None, scoring))
-        return _to_caller(y, sample_weight, out, vector, alpha_per_target)
+        _check_values(xp, X, Y, w, check_finite)
+        out = _leave_one_out(xp, X, Y, w, a, (fit_intercept, alpha_per_target, cv is not None, scoring))
+        return _to_caller(xp, (y, sample_weight), out, vector, alpha_per_target)
     per_fold = []
     for train, test in folds(cv, m, groups):
         wtr = None if w is None else w[train]
@@ -97,112 +113,118 @@ def ridge_cv_operator(X, y, alphas, *, fit_intercept, sample_weight, alpha_per_t
         atol=None, btol=None, max_iter=None, conlim=None, x0=None, per_target=True,
     )  # fmt: skip
     out = (final.coef, final.intercept, alpha, best, values, scores)
-    return _to_caller(y, sample_weight, out, vector, alpha_per_target)
+    return _to_caller(np, (y, sample_weight), out, vector, alpha_per_target)
 
 
-def _to_caller(y, sample_weight, out, vector, alpha_per_target):
-    """The fields ``(coef, intercept, alpha, best, values, scores)`` with y's vector shape, in y's library."""
+def _to_caller(home, given, out, vector, alpha_per_target):
+    """The fields ``(coef, intercept, alpha, best, values, scores)`` (arrays of ``home``) with y's vector shape, in
+    the library of ``given``, (y, sample_weight)."""
     coef, intercept, alpha, best, values, scores = out
     if vector:
         coef, intercept, values, scores = coef[:, 0], intercept[0], values[..., 0], scores[..., 0]
         if alpha_per_target:
             alpha, best = alpha[0], best[0]
-    xp, dev = caller_of(y, sample_weight)
-    out = (coef, intercept, np.asarray(alpha, coef.dtype), np.asarray(best), values, scores)
-    return tuple(a if xp is np else xp.asarray(a, device=dev) for a in out)
+    xp, dev = caller_of(*given)
+    out = (coef, intercept, home.astype(home.asarray(alpha), coef.dtype), home.asarray(best), values, scores)
+    return tuple(a if _compat.is_array(a) and xp is _compat.array_namespace(a) else xp.asarray(a, device=dev)
+                 for a in out)  # fmt: skip
 
 
-def _check_values(X, Y, w, check_finite):
-    """The value checks of a leave-one-out fit (the held-out folds' fits make their own): finite entries of X, y
-    and the weights (with ``check_finite``), weights non-negative with a positive sum; each error names its input."""
+def _check_values(xp, X, Y, w, check_finite):
+    """The value checks of a leave-one-out fit, where the values can be read (not under ``jax.jit``): finite entries
+    of X, y and the weights (with ``check_finite``), weights non-negative with a positive sum; each names its input."""
     if check_finite:
-        if not bool(finite_entries(X)):
+        ok = finite_entries(X)
+        if ok is not None and not _compat.is_lazy(ok) and not bool(ok):
             raise ValueError("X contains NaN or infinity in its stored entries")
         for name, v in (("y", Y), ("sample_weight", w)):
-            if v is not None and not np.all(np.isfinite(v)):
+            if v is not None and not _compat.is_lazy(v) and not bool(xp.all(xp.isfinite(v))):
                 msg = f"{name} contains NaN or infinity"
                 raise ValueError(msg)
-    if w is not None and (np.any(w < 0) or not np.sum(w) > 0):
+    if w is not None and not _compat.is_lazy(w) and (bool(xp.any(w < 0)) or not bool(xp.sum(w) > 0)):
         raise ValueError("sample_weight must be non-negative, with a positive sum")
 
 
-def _leave_one_out(X, Y, w, alphas, how):
-    """Leave-one-out (or GCV) of a SciPy sparse X (m, n), Y (m, k), weights (m,) or None, penalties (a,), ``how`` =
-    (fit_intercept, alpha_per_target, gcv, scoring bound by ``_scoring.bind``): ``(coef (n, k), intercept (k,),
-    alpha, best, values (a, m, k), scores (a, k))`` (module docstring)."""
+def _leave_one_out(xp, X, Y, w, alphas, how):
+    """Leave-one-out (or GCV) of a sparse X (m, n) of ``xp``, Y (m, k), weights (m,) or None, penalties (a,) (NumPy),
+    ``how`` = (fit_intercept, alpha_per_target, gcv, scoring bound by ``_scoring.bind``): ``(coef (n, k), intercept
+    (k,), alpha, best, values (a, m, k), scores (a, k))`` (module docstring)."""
     fit_intercept, alpha_per_target, gcv, scoring = how
-    xp, _ = home_of(X)
-    X0_dtype = X.dtype
-    dtype = np.result_type(X.dtype, Y.dtype, np.float64)  # float64 throughout, as the dense route computes float32
-    X, Y0 = X.tocsr().astype(dtype, copy=False), Y.astype(dtype, copy=False)
-    m, n = X.shape
-    ws = np.ones((m, 1), dtype=dtype) if w is None else w.astype(dtype)[:, None]
-    root = None if w is None else np.sqrt(ws)
-    A = linear_map(X, xp, dtype, "cpu")
+    dev = _compat.device(Y)
+    floats = [d for d in (entry_dtype(X, xp), Y.dtype) if _compat.isdtype(xp, d, "real floating")]
+    out = xp.result_type(*floats) if floats else _compat.default_dtypes(xp, dev)[0]  # the inputs' float dtype
+    dtype = _compat.float64_for(xp, dev) or out  # float64 throughout, as the dense route computes float32
+    A, Y0 = linear_map(X, xp, dtype, dev), xp.astype(Y, dtype, copy=False)  # never written to
+    m, n = A.shape
+    ws = xp.ones((m, 1), dtype=dtype, device=dev) if w is None else xp.astype(w, dtype)[:, None]
+    root = None if w is None else xp.sqrt(ws)
     x_mean = y_mean = offset_sq = lev0 = None
     Yc = Y0
     if fit_intercept:
-        total = ws.sum()
-        x_mean = A.rmatvec(ws).T / total  # (1, n)
-        y_mean = (ws * Y0).sum(axis=0, keepdims=True) / total
+        total = xp.sum(ws)
+        x_mean = mT(xp, A.rmatvec(ws)) / total  # (1, n)
+        y_mean = xp.sum(ws * Y0, axis=0, keepdims=True) / total
         Yc = Y0 - y_mean
-        offset_sq = (total * x_mean * x_mean)[0]
+        offset_sq = (total * x_mean * x_mean)[0, :]
         lev0 = (ws / total)[:, 0]
     if root is not None:
         Yc = root * Yc
     spec = spectral.gram(xp, centered(xp, A, root, x_mean), Yc, offset_sq)
-    f = spectral.filters(xp, spec, xp.asarray(alphas))  # (a, n)
-    W = spec.V @ (f[..., None] * spec.P)  # (a, n, k): every penalty's coefficients
-    a, k = alphas.size, Y0.shape[1]
-    XW = np.moveaxis(np.asarray(X @ np.moveaxis(W, 0, 1).reshape(n, a * k)).reshape(m, a, k), 1, 0)  # (a, m, k)
+    alphas = xp.asarray(alphas, dtype=dtype, device=dev)
+    f = spectral.filters(xp, spec, alphas)  # (a, n)
+    W = matmul(xp, spec.V, f[..., None] * spec.P[None, ...])  # (a, n, k): every penalty's coefficients
+    a, k = alphas.shape[0], Y0.shape[1]
+    if not gcv:  # the leverages first, before the (a, m, k) fitted values: their blocks' temporaries then cost less
+        lev = _leverages(xp, A, spec.V, f, (x_mean, root))  # (a, m)
+        if lev0 is not None:
+            lev = _compat.update_fresh(xp, lev, "add", lev0[None, :])
+        lev1 = _compat.update_fresh(xp, lev, "subtract", 1.0)  # H_ii - 1, written into lev
+    XW = xp.reshape(A.matvec(xp.reshape(xp.permute_dims(W, (1, 0, 2)), (n, a * k))), (m, a, k))
+    XW = xp.permute_dims(XW, (1, 0, 2))  # (a, m, k)
     if x_mean is not None:
-        XW = XW - x_mean @ W  # the centered X's fitted values, unweighted
-    if gcv or scoring is None:  # the weighted residuals, written into XW (one (a, m, k) array)
+        XW = _compat.update_fresh(xp, XW, "subtract", matmul(xp, x_mean, W))  # the centered X's, unweighted
+    if gcv or scoring is None:  # the weighted residuals, written into XW (one (a, m, k) array on NumPy)
         if root is not None:
-            np.multiply(XW, root, out=XW)
-        resid = np.subtract(Yc, XW, out=XW)
+            XW = _compat.update_fresh(xp, XW, "multiply", root[None, ...])
+        resid = _compat.minus_fresh(xp, Yc[None, ...], XW)
     if gcv:
-        df = (f * spec.lam).sum(axis=-1) + (1.0 if fit_intercept else 0.0)  # (a,)
-        values = np.divide(resid * resid, ((1 - df / m) ** 2)[:, None, None], out=resid)
-        scores = -values.mean(axis=-2)
+        df = xp.sum(f * spec.lam[None, :], axis=-1) + (1.0 if fit_intercept else 0.0)  # (a,)
+        values = _compat.update_fresh(xp, _compat.update_fresh(xp, resid, "multiply", resid), "divide",
+                                      ((1 - df / m) ** 2)[:, None, None])  # fmt: skip
+        scores = -xp.mean(values, axis=-2)
     else:
-        lev = _leverages(X, spec.V, f, x_mean, root) + (0 if lev0 is None else lev0)  # (a, m)
-        if scoring is None:
-            e = np.divide(resid, (1 - lev)[..., None], out=resid)
-            values = np.multiply(e, e, out=e)
-            scores = -values.mean(axis=-2)
+        if scoring is None:  # the leave-one-out errors r / (1 - H_ii), squared (their sign flipped: no matter)
+            e = _compat.update_fresh(xp, resid, "divide", lev1[..., None])
+            values = _compat.update_fresh(xp, e, "multiply", e)
+            scores = -xp.mean(values, axis=-2)
         else:  # the leave-one-out predictions, in y's units, scored
-            pred = XW if y_mean is None else XW + y_mean
-            values = Y0 - (Y0 - pred) / (1 - lev)[..., None]
-            scores = fold_score(np, Y0, values, None if w is None else ws, scoring)
+            pred = XW if y_mean is None else XW + y_mean[None, ...]
+            values = Y0[None, ...] + (Y0[None, ...] - pred) / lev1[..., None]
+            scores = fold_score(xp, Y0, values, None if w is None else ws, scoring)
     mse = -scores
-    best = np.argmin(mse, axis=0) if alpha_per_target else np.argmin(mse.mean(axis=-1))
+    best = _compat.arg_best(xp, mse, 0) if alpha_per_target else _compat.arg_best(xp, xp.mean(mse, axis=-1), 0)
     alpha = alphas[best]
-    chosen = alpha if alpha_per_target else np.full(k, alpha)
-    coef = spec.V @ (spectral.inverse(xp, spec.lam[:, None] + chosen[None, :], spec.cut[:, None]) * spec.P)
-    intercept = np.zeros(k, dtype) if y_mean is None else (y_mean - x_mean @ coef)[0]
-    floats = [d for d in (X0_dtype, Y.dtype) if np.issubdtype(d, np.floating)]
-    out = np.result_type(*floats) if floats else np.float64  # the inputs' float dtype, as the dense route's
-    return (
-        *(v.astype(out, copy=False) for v in (coef, intercept)),
-        alpha,
-        best,
-        values.astype(out),
-        scores.astype(out),
-    )
+    chosen = alpha if alpha_per_target else xp.broadcast_to(xp.reshape(alpha, (1,)), (k,))
+    den = spec.lam[:, None] + chosen[None, :]
+    coef = matmul(xp, spec.V, spectral.inverse(xp, den, spec.cut[:, None]) * spec.P)
+    intercept = xp.zeros((k,), dtype=dtype, device=dev) if y_mean is None else (y_mean - matmul(xp, x_mean, coef))[0]
+    coef, intercept, values, scores = (xp.astype(v, out, copy=False) for v in (coef, intercept, values, scores))
+    return coef, intercept, alpha, best, values, scores  # values: no copy where already in the inputs' dtype
 
 
-def _leverages(X, V, f, x_mean, root):
-    """``H_ii`` (a, m) of the centered, weighted X's ridge hat matrices, ``sum_j F_ij**2 f_j`` with ``F = X_c V``,
-    by blocks of ``ROWS`` rows (no m x n array)."""
-    m, n = X.shape
-    rows = max(ROWS // max(n, 1), 1)
-    out = np.empty((f.shape[0], m), dtype=V.dtype)
-    for i in range(0, m, rows):
-        F = np.asarray(X[i : i + rows] @ V)
+def _leverages(xp, A, V, f, centering):
+    """``H_ii`` (a, m) of the centered, weighted X's ridge hat matrices, ``sum_j F_ij**2 f_j`` with ``F = X_c V``
+    (``centering`` = (x_mean, root)), by blocks of columns of ``ROWS`` elements (no m x n array)."""
+    x_mean, root = centering
+    m, n = A.shape
+    cols = max(ROWS // max(m, 1), 1)
+    out = xp.zeros((f.shape[0], m), dtype=V.dtype, device=_compat.device(V))
+    for j in range(0, n, cols):
+        F = A.matvec(V[:, j : j + cols])
         if x_mean is not None:
-            F = F - x_mean @ V
+            F = _compat.update_fresh(xp, F, "subtract", matmul(xp, x_mean, V[:, j : j + cols]))
         if root is not None:
-            F = F * root[i : i + rows]
-        out[:, i : i + rows] = f @ (F * F).T
+            F = _compat.update_fresh(xp, F, "multiply", root)
+        F = _compat.update_fresh(xp, F, "multiply", F)  # squared in place (NumPy)
+        out = _compat.update_fresh(xp, out, "add", matmul(xp, f[:, j : j + cols], mT(xp, F)))
     return out

@@ -31,6 +31,7 @@ from .._problem import _input
 from .._problem._kinds import check_kind
 from .._problem._scaling import exponent, log2_abs, powers, times
 from .._solvers import DEFAULT, RECORDS
+from .._solvers.linalg._operator import describe, is_operator_input
 
 try:
     from sklearn.base import BaseEstimator, RegressorMixin
@@ -115,7 +116,7 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
         return tags
 
     def _accepts_sparse(self):
-        """Whether ``fit`` takes a SciPy sparse X: where the fit forms X's Gram matrix (``method`` "normal" or
+        """Whether ``fit`` takes a sparse X: where the fit forms X's Gram matrix (``method`` "normal" or
         "auto", the non-negative fits, ``RidgeCV``'s leave-one-out and GCV but with ``gcv_mode="svd"``) or is
         iterative ("lsmr", "lsqr", and "auto" past the Gram route's columns, ``RidgeCV``'s held-out folds)."""
         if getattr(self, "positive", False) is True:
@@ -157,6 +158,10 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
             msg = f"{type(self).__name__} requires y to be passed, but the target y is None."
             raise ValueError(msg)
         sparse = _scipy_sparse(X)
+        native = not sparse and is_operator_input(X) and not _compat.is_array(X)  # JAX's and CuPy's sparse kinds
+        if native and not self._accepts_sparse():
+            msg = f"X is a {describe(X)}: {self!r} factorizes a dense X; see the SciPy sparse X's methods"
+            raise TypeError(msg)
         if sparse and not self._accepts_sparse():
             msg = (
                 f"X is a SciPy sparse {type(X).__name__}: {self!r} factorizes a dense X; sparse X is fitted with "
@@ -167,6 +172,8 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
         for name, a in (("X", X), ("y", y), ("sample_weight", sample_weight)):
             if not (sparse and name == "X"):
                 check_kind(a, name)  # scikit-learn's validation would drop a mask silently
+        if native:  # the fit validates it (lsq_backends._operator_fit)
+            return X, y, sample_weight, bool(self.check_finite), {"n_features_in_": X.shape[1]}
         if _sklearn_route(X, y, sample_weight):
             import numpy as np
 

@@ -65,7 +65,7 @@ class LinearMap:
     a row-weighted X; None for an operator. ``norms()`` returns X's column norms (1, n) (None where unknown).
     ``fresh``: the products return new arrays, which the caller may write into (a sparse
     matrix's; not a user's callables, whose results may be held elsewhere). ``gram()``, where X's entries are known
-    (a SciPy sparse matrix), returns ``X^T X`` as a dense (n, n) array, formed by a sparse product (None: unknown);
+    (a sparse matrix), returns ``X^T X`` as a dense (n, n) array, formed by a sparse product (None: unknown);
     ``gram(w)`` the weighted ``X^T diag(w) X`` (w (m, 1))."""
 
     ndim = 2
@@ -176,9 +176,9 @@ def has_entries(X):
 
 
 def has_gram(X):
-    """True where :func:`linear_map` gives X a Gram product (``LinearMap.gram``): SciPy's sparse matrices (the
-    sparse kinds of PyTorch, JAX and CuPy are fitted by their products only)."""
-    return _scipy_sparse(X)
+    """True where :func:`linear_map` gives X a Gram product (``LinearMap.gram``): a sparse matrix of SciPy,
+    PyTorch, JAX or CuPy (not an operator, which has no entries)."""
+    return is_operator_input(X) and has_entries(X)
 
 
 def describe(X):
@@ -316,20 +316,19 @@ def linear_map(X, xp, dtype, device):
     elif _compat.is_torch_sparse(X):
         Xt = X.mT  # COO: indices swapped; CSR as CSC and back
     else:
+        if _jax_sparse(X) and (type(X).__name__ == "BCSR" or X.n_batch or X.n_dense):
+            from jax.experimental import sparse
+
+            # BCSR, and batch or dense axes, have no transpose: as a plain BCOO, O(nnz) (padded batches)
+            X = sparse.bcoo_update_layout(X.to_bcoo() if type(X).__name__ == "BCSR" else X, n_batch=0, n_dense=0)
         Xt = X.T  # BCOO: indices swapped; cupyx: as SciPy
 
     def squares(U):
         S, c = _squared(X)  # built when asked (preconditioning): nnz more entries
         return S.T @ U, c
 
-    gram = None
-    if _scipy_sparse(X):
-
-        def gram(w=None):
-            import scipy.sparse
-
-            Xw = X if w is None else scipy.sparse.diags_array(w[:, 0]) @ X  # rows weighted: O(nnz)
-            return (Xt @ Xw).toarray()  # sparse times sparse: O(nnz + n**2) memory, never O(m n)
+    def gram(w=None):
+        return _compat.sparse_gram(X, w)  # by a sparse product: O(nnz + n**2) memory, never O(m n)
 
     products = (lambda V: X @ V, lambda U: Xt @ U, gram)
     return LinearMap(xp, (m, n), dtype, device, products, squares, fresh=True)
