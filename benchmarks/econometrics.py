@@ -19,9 +19,9 @@ the CPU, SciPy), each at its default tolerance, and linearmodels'
 ``AbsorbingLS(y, X, absorb=...).fit(cov_type="clustered", clusters=firm, debiased=True)``. The largest
 relative difference of each peer's coefficients and standard errors from ``lsq.diagnostics``' is printed.
 
-Times are medians of ``--repeat`` interleaved rounds after one untimed call (compilation included there),
-every library on ``--threads`` threads (1 by default: stable on a shared machine; 0: each library's
-default), with the load average before and after. A peer that is not installed is skipped with a
+Times are medians of ``--repeat`` interleaved rounds after one first call (printed as it ends: compilation
+included), every library on ``--threads`` threads (1 by default: stable on a shared machine; 0: each
+library's default), with the load average before and after. A peer that is not installed is skipped with a
 printed line. Compare ratios within one run, not seconds across runs.
 """
 
@@ -46,10 +46,13 @@ def medians(fns, repeat):
     function whose untimed call raises is dropped with a printed line."""
     out = {}
     for name, fn in fns.items():
+        t0 = time.perf_counter()
         try:
             out[name] = fn()
         except Exception as exc:  # a peer that cannot run this size or version is skipped, not fatal
             print(f"  {name}: skipped ({type(exc).__name__}: {str(exc)[:200]})")
+        else:
+            print(f"  {name}: first call {time.perf_counter() - t0:.3f} s", flush=True)
     times = {name: [] for name in out}
     for _ in range(repeat):
         for name in out:
