@@ -28,6 +28,7 @@ printed line. Compare ratios within one run, not seconds across runs.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import time
 import warnings
@@ -265,6 +266,7 @@ def main(argv=None):
         limit_threads(args.threads, ["torch"])  # before JAX starts (pyfixest's JAX demeaner)
         os.environ.setdefault("RAYON_NUM_THREADS", str(args.threads))  # pyfixest's Rust demeaners
         os.environ.setdefault("NUMBA_NUM_THREADS", str(args.threads))
+    logging.getLogger("jax._src.xla_bridge").setLevel(logging.WARNING)  # "no TPU", from pyfixest's JAX demeaner
     print(f"lsq_backends {lsq.__version__}; numpy {np.__version__}; {os.cpu_count()} CPUs")
     if args.part in ("cluster", "both"):
         clusters(args)
