@@ -22,7 +22,9 @@ relative difference of each peer's coefficients and standard errors from ``lsq.d
 Times are medians of ``--repeat`` interleaved rounds after one first call (printed as it ends: compilation
 included), every library on ``--threads`` threads (1 by default: stable on a shared machine; 0: each
 library's default), with the load average before and after. A peer that is not installed is skipped with a
-printed line. Compare ratios within one run, not seconds across runs.
+printed line. Compare ratios within one run, not seconds across runs. Where the kernel's page faults are
+slow, the call after a smaller one pays for new memory (the order of the rows moves the cluster ratios at
+10^6: docs/econometrics.md, "Cost"; ``MALLOC_MMAP_THRESHOLD_`` and ``MALLOC_TRIM_THRESHOLD_`` keep it).
 """
 
 from __future__ import annotations
