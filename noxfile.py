@@ -103,6 +103,15 @@ def accuracy(session):
 
 
 @nox.session
+def econometrics(session):
+    """Cluster covariances against statsmodels, absorbed fixed effects against pyfixest's demeaners and
+    linearmodels, in one run (``nox -s econometrics -- --full`` for 10^7 x 20 and a 10^6-row panel)."""
+    _install(session, "bench")
+    session.install("--no-compile", "statsmodels>=0.14", "pyfixest>=0.60", "linearmodels>=6")
+    session.run("python", "-m", "benchmarks.econometrics", *session.posargs)
+
+
+@nox.session
 def lint(session):
     """ruff: the rule set of pyproject.toml, and the formatting."""
     session.install("ruff>=0.6")

@@ -42,3 +42,14 @@ def test_numpy_run_imports_no_other_backend():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, check=True).stdout
     assert "IMPORTED []" in out, out[-2000:]
+
+
+def test_the_econometrics_benchmark_runs_at_a_tiny_size(capsys):
+    """``python -m benchmarks.econometrics``' rows, lsq_backends' only (the peers take seconds to import),
+    each part at 2000 rows, one round, the libraries' own thread settings left as they are."""
+    from benchmarks import econometrics
+
+    econometrics.main(["--m", "2000", "--panel-m", "2000", "--repeat", "1", "--threads", "0", "--no-peers"])
+    out = capsys.readouterr().out
+    assert out.count("x lsq nonrobust") == 3 and out.count("x lsq diagnostics") == 2, out  # the rows timed
+    assert "coef rel. diff. 0.0e+00, stderr 0.0e+00" in out, out  # diagnostics against itself
