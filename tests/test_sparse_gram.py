@@ -12,6 +12,7 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from problems import center, cond
 
 import lsq_backends as lsq
 
@@ -30,12 +31,8 @@ def _problem(m=300, n=25, k=2, seed=0, grade=0.0, fmt="csr"):
 
 
 def _cond(A, sw, fit_intercept):
-    X = A.toarray()
-    w = np.ones(X.shape[0]) if sw is None else sw
-    if fit_intercept:
-        X = X - np.average(X, axis=0, weights=w)
-    s = np.linalg.svd(np.sqrt(w)[:, None] * X, compute_uv=False)
-    return s[0] / s[-1]
+    """The condition number of the weighted, centered design (``problems.center``)."""
+    return cond(center(A.toarray(), np.zeros(A.shape[0]), sw, fit_intercept)[0])
 
 
 @pytest.mark.parametrize("fmt", ["csr", "csc", "coo"])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from problems import center, cond
 
 import lsq_backends as lsq
 
@@ -47,12 +48,8 @@ def _kinds(be, A):
 
 
 def _cond(A, sw, fit_intercept):
-    X = A.toarray()
-    w = np.ones(X.shape[0]) if sw is None else sw
-    if fit_intercept:
-        X = X - np.average(X, axis=0, weights=w)
-    s = np.linalg.svd(np.sqrt(w)[:, None] * X, compute_uv=False)
-    return s[0] / s[-1]
+    """The condition number of the weighted, centered design (``problems.center``)."""
+    return cond(center(A.toarray(), np.zeros(A.shape[0]), sw, fit_intercept)[0])
 
 
 @pytest.mark.parametrize("method", ["auto", "normal"])
