@@ -11,6 +11,9 @@ launch, which ``benchmarks.gpu`` measures.
 bare refined pipeline jitted, with the fusions of each compiled program (the fit's holds both branches of its
 ``lax.cond``; the taken branch is counted on its own), and the first call of a new shape, compile included, of
 ``normal`` at 300 x 6, eager and under ``jax.jit``, against the bare pipeline's.
+
+``python -m benchmarks.lean --numpy``: NumPy, an intercept with columns offset by 1e8 and 1e9 against the same fit
+without offsets (200000 x 50), and float32 ``normal`` against float64 ``normal`` and float32 ``qr`` (20000 x 400).
 """
 
 from __future__ import annotations
@@ -129,13 +132,58 @@ def jax_main(repeat):
         print(f"  {name:30s} {sorted(times)[len(times) // 2]:.3f} s")
 
 
+def numpy_main(repeat):
+    """The two cliffs the lean route removes, on NumPy (one BLAS thread where the caller sets it): an intercept
+    with columns offset by 1e8 and 1e9 against the same fit without offsets (200000 x 50), and float32 ``normal``
+    against float64 ``normal`` and float32 ``qr`` (20000 x 400); medians of interleaved rounds."""
+    import os
+
+    import numpy as np
+
+    import lsq_backends as lsq
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((200000, 50))
+    y = X @ rng.standard_normal(50) + 0.1 * rng.standard_normal(200000) + 3.0
+    W = rng.standard_normal((20000, 400))
+    v = W @ rng.standard_normal(400) + 0.1 * rng.standard_normal(20000)
+    W32, v32 = W.astype(np.float32), v.astype(np.float32)
+    cases = {}
+    for offset in (0.0, 1e8, 1e9):
+        Xo = X + offset
+        for method in ("normal", "auto"):
+            fit = lambda Xo=Xo, method=method: lsq.lstsq(Xo, y, method=method, fit_intercept=True)  # noqa: E731
+            cases[f"{method}, intercept, offset {offset:g}"] = fit
+    cases["float64 normal 20000 x 400"] = lambda: lsq.lstsq(W, v, method="normal")
+    cases["float32 normal 20000 x 400"] = lambda: lsq.lstsq(W32, v32, method="normal")
+    cases["float32 qr 20000 x 400"] = lambda: lsq.lstsq(W32, v32, method="qr")
+    for fn in cases.values():
+        fn()
+    times = {name: [] for name in cases}
+    for _ in range(repeat):
+        for name, fn in cases.items():
+            t = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t)
+    median = {name: sorted(t)[len(t) // 2] for name, t in times.items()}
+    print(f"NumPy, medians of {repeat} interleaved rounds, load {os.getloadavg()}:")
+    for name, t in median.items():
+        base = median[f"{name.split(',')[0]}, intercept, offset 0"] if "offset" in name else median[
+            "float64 normal 20000 x 400"]  # fmt: skip
+        print(f"  {name:32s} {t * 1e3:8.1f} ms  {t / base:5.2f}x " + ("no offset" if "offset" in name else "float64"))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=7, help="rounds; the minimum of each is reported")
     parser.add_argument("--jax", action="store_true", help="JAX (jitted and eager) instead of PyTorch")
+    parser.add_argument("--numpy", action="store_true", help="NumPy: columns offset by 1e8 and 1e9, float32 width")
     args = parser.parse_args(argv)
     if args.jax:
         jax_main(args.repeat)
+        return
+    if args.numpy:
+        numpy_main(args.repeat)
         return
     import torch
 
