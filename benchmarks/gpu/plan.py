@@ -52,6 +52,7 @@ GPU_TESTS = (
     "test_rank.py",
     "test_lsmr.py",
     "test_sparse.py",
+    "test_sparse_gram_backends.py",  # CuPy's and CUDA PyTorch's sparse Gram products run only here
     "test_diagnostics.py",
     "test_diagnostics_cluster.py",  # segment_sum: CuPy's scatter_add and CUDA index_add run only here
     "test_absorb.py",  # absorbed fixed effects: the sweeps' loop reads every 10th test on a GPU
