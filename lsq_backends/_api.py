@@ -375,9 +375,10 @@ def lstsq(
     absorb : integer array, shape (m,) or (m, K), optional
         Fixed effects to absorb: K factors' codes in ``[0, n_groups)`` (e.g. ``pandas.factorize``),
         shared by a stack. Every column of X and y is partialled out of the factors' dummies (weighted by
-        ``sample_weight``) by alternating projections, then fitted without an intercept: ``coef`` and
-        ``rss`` are those of the regression with one dummy column per group; ``intercept`` is zero (it is
-        absorbed: ``fit_intercept`` is ignored) and ``rank`` is the rank of the partialled-out X.
+        ``sample_weight``) by alternating projections accelerated by conjugate gradient, then fitted without
+        an intercept: ``coef`` and ``rss`` are those of the regression with one dummy column per group;
+        ``intercept`` is zero (it is absorbed: ``fit_intercept`` is ignored) and ``rank`` is the rank of
+        the partialled-out X.
         See the econometrics page. Dense X only.
     absorb_n_groups : int or tuple of ints, optional
         The number of groups of each factor of ``absorb``, static under ``jax.jit`` (required there and on

@@ -1,7 +1,7 @@
 """Absorbed fixed effects (``absorb=``): lstsq, ridge and diagnostics against the same regression with
 explicit dummy columns (NumPy's lstsq and statsmodels' OLS on [X, dummies]), one-, two- (worker-firm-like)
 and three-way; every backend against the dummy regression (JAX also under jax.jit); the absorbed rank;
-the convergence of the alternating projections; bad codes."""
+bad codes (the partialling out itself: test_absorb_convergence.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import lsq_backends as lsq
-from lsq_backends._problem._absorb import absorb_codes, absorbed_rank, partial_out
+from lsq_backends._problem._absorb import absorb_codes, absorbed_rank
 
 M, N = 240, 3
 SIZES = (24, 9, 4)  # groups of the first (worker), second (firm) and third factor
@@ -108,30 +108,6 @@ def test_ridge_fixed_effects_unpenalized(numpy_reference):
     want = np.linalg.solve(A.T @ A + P, A.T @ y)[:N]
     got = lsq.ridge(X, y, 4.0, absorb=codes)
     assert _rel(got.coef, want) < 1e-8
-
-
-@pytest.mark.parametrize("k", [2, 3])
-def test_converges(numpy_reference, k):
-    """The sweeps stop on their tolerance, well before the limit; the partialled-out columns are orthogonal
-    to every dummy."""
-    X, y, _, codes = _data(k, k)
-    V = np.column_stack([X, y])
-    factors = absorb_codes(np, X, codes, None, None)
-    out, n_iter = partial_out(np, V, factors, max_iter=5000)
-    assert 1 < int(n_iter) < 5000
-    D = np.hstack([np.eye(g)[codes[:, j]] for j, g in enumerate(factors.counts)])
-    assert np.max(np.abs(D.T @ out)) < 1e-10 * np.max(np.abs(V))
-    _, stopped = partial_out(np, V, factors, max_iter=3)
-    assert int(stopped) == 3  # the limit: not converged
-
-
-def test_warns_when_not_converged(numpy_reference, monkeypatch):
-    from lsq_backends._problem import _absorb
-
-    X, y, _, codes = _data(2, 2)
-    monkeypatch.setattr(_absorb, "MAX_SWEEPS", 2)
-    with pytest.warns(RuntimeWarning, match="did not converge"):
-        lsq.lstsq(X, y, absorb=codes)
 
 
 def test_absorbed_rank(numpy_reference):

@@ -55,7 +55,8 @@ GPU_TESTS = (
     "test_sparse_gram_backends.py",  # CuPy's and CUDA PyTorch's sparse Gram products run only here
     "test_diagnostics.py",
     "test_diagnostics_cluster.py",  # segment_sum: CuPy's scatter_add and CUDA index_add run only here
-    "test_absorb.py",  # absorbed fixed effects: the sweeps' loop reads every 10th test on a GPU
+    "test_absorb.py",  # absorbed fixed effects: the steps' loop reads every 10th test on a GPU
+    "test_absorb_convergence.py",  # the conjugate gradient's steps on a slowly mixing panel
     "test_estimators.py",
     "test_estimator_state.py",
     "test_nist.py",

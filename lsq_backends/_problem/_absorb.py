@@ -1,14 +1,27 @@
 """Absorbed fixed effects (``absorb=`` of :func:`lsq_backends.lstsq` and :func:`lsq_backends.diagnostics`):
 the factor codes checked, every column of [X, y] partialled out of the K factors, the absorbed rank.
 
-``partial_out``: the method of alternating projections. One sweep subtracts each factor's (weighted) group
-means in turn (:func:`lsq_backends._backend._compat.segment_sum`: O(m c + G c) memory, no m x G dummy
-matrix), all columns of [X, y] at once. By Frisch-Waugh-Lovell, the regression of the residualized y on
-the residualized X without an intercept gives the coefficients, residuals and rss of the regression with
-one dummy column per group (the intercept lies in their span). Sweeps stop once no entry moved by more
-than ``tol`` times its column's largest magnitude at the start, or after ``max_iter`` sweeps: one factor
-converges in one sweep, two or more linearly, at a rate set by how well the factors mix. The loop is
-``_compat.loop``: a ``lax.while_loop`` on traced JAX, a read every 10th sweep on GPU libraries.
+``partial_out``: conjugate gradient on the symmetric sweep, checked by plain sweeps. ``P_k`` subtracts factor
+k's (weighted) group means (:func:`lsq_backends._backend._compat.segment_sum`: O(m c + G c) memory, no m x G
+dummy matrix), ``Q_k = I - P_k``, from all columns of [X, y] at once. By Frisch-Waugh-Lovell, the regression
+of the residualized y on the residualized X without an intercept gives the coefficients, residuals and rss of
+the regression with one dummy column per group (the intercept lies in their span). Sweeps ``Q_K .. Q_1`` (the
+method of alternating projections) converge to V's part orthogonal to every dummy, but linearly, at a rate set
+by how well the factors mix: 206 sweeps to 1e-14 on the benchmark's panel, thousands where few workers move.
+The symmetric sweep ``T = Q_1 .. Q_K .. Q_1`` is self-adjoint and positive semidefinite in the weighted inner
+product and fixes exactly that part, ``R``; ``D = V - R`` lies in the dummies' span S, on which ``I - T`` is
+positive definite, so conjugate gradient solves ``(I - T) D = (I - T) V`` from ``D = 0`` (reghdfe's ``cg``
+acceleration), keeping ``R = V - D`` and the residual ``(I - T) R`` (the move a symmetric sweep would make),
+each column with its own steps. It converges at about the square root of the sweeps' rate: 18 steps of
+``2K - 1`` projections on that panel, 9 where plain sweeps take 4,554 (tests). A column freezes once no entry
+of its residual exceeds ``tol`` times its largest magnitude at the start; plain sweeps then run from the result
+until one moves no entry by more than that bound (one, in the measurements), so the result passes the test the
+sweeps alone stopped on: a sweep's output that the last sweep moved by at most ``tol`` of the column's scale.
+No such test bounds the distance to the exact projection (it is up to that move over one minus the rate): on
+the test's slow design the result lies within 3e-14 of it, the sweeps stopped by that test alone 2e-12 away.
+Each phase runs at most ``max_iter`` times (the sweeps none if CG reached it); ``n_iter``, steps plus sweeps,
+is capped at ``max_iter``, which then means no convergence. One factor takes one sweep, exact. The loops are
+``_compat.loop``: a ``lax.while_loop`` on traced JAX, a read every 10th iteration on GPU libraries.
 
 ``absorbed_rank``: the rank of the dummy matrix, counted on the host from the codes. One factor: its
 groups with observations. Two: ``G1 + G2 - c``, c the connected components of the bipartite graph
@@ -42,7 +55,7 @@ from .._backend import _compat
 from ._alpha import failure
 from ._input import validate
 
-# Sweeps: the limit, and the tolerance (relative to a column's largest magnitude) by dtype.
+# Steps (and then sweeps): the limit, and the tolerance (relative to a column's largest magnitude) by dtype.
 MAX_SWEEPS = 10_000
 _TOL = {"float64": 1e-14, "float32": 1e-6}
 
@@ -116,37 +129,93 @@ class _Sweep(NamedTuple):
     n_iter: object  # 0-d int: sweeps that changed V
 
 
-def partial_out(xp, V, factors, weights=None, max_iter=None):
-    """``V`` (..., m, c) minus its projection on the dummies of ``factors`` (:class:`Factors`), the
-    projection weighted by ``weights`` (m,) or (..., m) if given; and the sweeps taken (0-d int array).
-    ``n_iter == max_iter`` means no convergence (module docstring: ``partial_out``)."""
+class _CG(NamedTuple):
+    R: object  # (..., m, c): V minus a combination of dummies, the columns partialled out so far
+    P: object  # (..., m, c): the search directions, one per column
+    res: object  # (..., m, c): R - T R, by recursion
+    rho: object  # (..., 1, c): <res, res>_w
+    spent: object  # (..., 1, c) bool: the columns whose res is within the bound (frozen)
+    done: object  # 0-d bool: every column spent
+    n_iter: object  # 0-d int: steps that changed R
+
+
+def _projector(xp, factors, w, like):
+    """``project(W, j)``: W's (weighted) group means of factor j, one per row (the projection P_j W)."""
     codes, counts = factors.codes, factors.counts
-    max_iter = MAX_SWEEPS if max_iter is None else max_iter
-    tol = _TOL["float32" if V.dtype == xp.float32 else "float64"]
-    w = None if weights is None else _compat.as_rank(xp, weights[..., None], V.ndim)
-    ones = xp.ones((V.shape[-2], 1), dtype=V.dtype, device=_compat.device(V))
+    ones = xp.ones((like.shape[-2], 1), dtype=like.dtype, device=_compat.device(like))
     inverses = []
     for j, g in enumerate(counts):
         total = _compat.segment_sum(xp, ones if w is None else xp.broadcast_to(w, (*w.shape[:-1], 1)), codes[:, j], g)
         inverses.append(xp.where(total > 0, 1 / xp.where(total > 0, total, xp.ones_like(total)), xp.zeros_like(total)))
-    scale = xp.max(xp.abs(V), axis=-2, keepdims=True)
-    bound = tol * scale
+
+    def project(W, j):
+        sums = _compat.segment_sum(xp, W if w is None else w * W, codes[:, j], counts[j])
+        return xp.take(sums * inverses[j], codes[:, j], axis=-2)
+
+    return project
+
+
+def _safe_ratio(xp, a, b):
+    """``a / b`` where ``b > 0``, else 0 (a column whose step is spent)."""
+    return xp.where(b > 0, a / xp.where(b > 0, b, xp.ones_like(b)), xp.zeros_like(a))
+
+
+def _conjugate_gradient(xp, V, k, project, dot, bound, max_iter):
+    """Conjugate gradient on ``(I - T) D = (I - T) V`` for every column at once, ``R = V - D`` kept
+    (module docstring: ``partial_out``). Returns the final :class:`_CG`."""
+
+    def sym(Z):  # T Z = Q_1 Q_2 .. Q_K .. Q_2 Q_1 Z
+        for j in (*range(k), *range(k - 2, -1, -1)):
+            Z = Z - project(Z, j)
+        return Z
+
+    def step(s):
+        AP = s.P - sym(s.P)
+        alpha = xp.where(s.spent, xp.zeros_like(s.rho), _safe_ratio(xp, s.rho, dot(s.P, AP)))
+        R, res = s.R - alpha * s.P, s.res - alpha * AP  # a spent column (all, once done) stays as it is
+        rho = dot(res, res)
+        P = res + xp.where(s.spent, xp.zeros_like(rho), _safe_ratio(xp, rho, s.rho)) * s.P
+        spent = s.spent | (xp.max(xp.abs(res), axis=-2, keepdims=True) <= bound)
+        return _CG(R, P, res, rho, spent, xp.all(spent), s.n_iter + xp.astype(~s.done, s.n_iter.dtype))
+
+    res = V - sym(V)
+    spent = xp.max(xp.abs(res), axis=-2, keepdims=True) <= bound
+    zero = xp.asarray(0, device=_compat.device(V))
+    start = _CG(V, res, res, dot(res, res), spent, xp.all(spent), zero)
+    return _compat.loop(xp, step, start, max_iter, lambda s: s.done)
+
+
+def partial_out(xp, V, factors, weights=None, max_iter=None):
+    """``V`` (..., m, c) minus its projection on the dummies of ``factors`` (:class:`Factors`), the
+    projection weighted by ``weights`` (m,) or (..., m) if given; and the steps taken (0-d int array).
+    ``n_iter == max_iter`` means no convergence (module docstring: ``partial_out``)."""
+    counts = factors.counts
+    max_iter = MAX_SWEEPS if max_iter is None else max_iter
+    tol = _TOL["float32" if V.dtype == xp.float32 else "float64"]
+    w = None if weights is None else _compat.as_rank(xp, weights[..., None], V.ndim)
+    project = _projector(xp, factors, w, V)
+    bound = tol * xp.max(xp.abs(V), axis=-2, keepdims=True)
 
     def sweep(s):
         W = s.V
-        for j, g in enumerate(counts):
-            sums = _compat.segment_sum(xp, W if w is None else w * W, codes[:, j], g)
-            W = W - xp.take(sums * inverses[j], codes[:, j], axis=-2)
+        for j in range(len(counts)):
+            W = W - project(W, j)
         moved = xp.all(xp.abs(W - s.V) <= bound)
         keep = s.done
         return _Sweep(xp.where(keep, s.V, W), keep | moved, s.n_iter + xp.astype(~keep, s.n_iter.dtype))
 
-    start = _Sweep(V, xp.asarray(False, device=_compat.device(V)), xp.asarray(0, device=_compat.device(V)))
+    zero = xp.asarray(0, device=_compat.device(V))
     if len(counts) == 1:  # one projection: exact after one sweep
-        end = sweep(start)
+        end = sweep(_Sweep(V, xp.asarray(False, device=_compat.device(V)), zero))
         return end.V, xp.ones_like(end.n_iter)
-    end = _compat.loop(xp, sweep, start, max_iter, lambda s: s.done)
-    return end.V, end.n_iter
+
+    def dot(A, B):
+        return xp.sum(A * B if w is None else w * A * B, axis=-2, keepdims=True)
+
+    cg = _conjugate_gradient(xp, V, len(counts), project, dot, bound, max_iter)
+    # Sweeps until one moves no entry by more than the bound: today's test, on CG's result (none if CG failed).
+    end = _compat.loop(xp, sweep, _Sweep(cg.R, cg.n_iter >= max_iter, zero), max_iter, lambda s: s.done)
+    return end.V, xp.minimum(cg.n_iter + end.n_iter, xp.asarray(max_iter, device=_compat.device(V)))
 
 
 def _components(np, a, b, n):
@@ -292,7 +361,7 @@ def absorbed(X, y, sample_weight, absorb, n_groups, check_finite, drop_singleton
     V, n_iter = partial_out(xp, xp.concat([X, Y], axis=-1), factors, weights)  # y's batch is X's
     if len(factors.counts) > 1 and not _compat.is_lazy(n_iter) and int(n_iter) >= MAX_SWEEPS:  # one read, at the end
         msg = (
-            f"absorb: the alternating projections did not converge in {MAX_SWEEPS} sweeps (factors that barely "
+            f"absorb: the partialling out did not converge in {MAX_SWEEPS} steps (factors that barely "
             "mix): the fit is that of partly partialled-out data"
         )
         warnings.warn(msg, RuntimeWarning, stacklevel=3)
