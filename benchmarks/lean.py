@@ -142,6 +142,8 @@ def numpy_main(repeat):
 
     import lsq_backends as lsq
 
+    from .ridge_cv import median_times
+
     rng = np.random.default_rng(0)
     X = rng.standard_normal((200000, 50))
     y = X @ rng.standard_normal(50) + 0.1 * rng.standard_normal(200000) + 3.0
@@ -157,15 +159,7 @@ def numpy_main(repeat):
     cases["float64 normal 20000 x 400"] = lambda: lsq.lstsq(W, v, method="normal")
     cases["float32 normal 20000 x 400"] = lambda: lsq.lstsq(W32, v32, method="normal")
     cases["float32 qr 20000 x 400"] = lambda: lsq.lstsq(W32, v32, method="qr")
-    for fn in cases.values():
-        fn()
-    times = {name: [] for name in cases}
-    for _ in range(repeat):
-        for name, fn in cases.items():
-            t = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - t)
-    median = {name: sorted(t)[len(t) // 2] for name, t in times.items()}
+    median = median_times(cases, repeat)[0]
     print(f"NumPy, medians of {repeat} interleaved rounds, load {os.getloadavg()}:")
     for name, t in median.items():
         base = median[f"{name.split(',')[0]}, intercept, offset 0"] if "offset" in name else median[
