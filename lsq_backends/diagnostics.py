@@ -445,7 +445,7 @@ def diagnostics(
     if not isinstance(fixef_k, str) or fixef_k not in ("nested", "full"):
         msg = f"fixef_k must be 'nested' or 'full'; got {fixef_k!r}"
         raise ValueError(msg)
-    given, n_absorbed, fe, clusters = (X, y), 0, None, groups
+    given, n_absorbed, fe = (X, y), 0, None
     if absorb is not None or absorb_n_groups is not None or drop_singletons:  # partialled out first (``absorb``)
         if cov_type in ("HC2", "HC3"):
             msg = f"cov_type={cov_type!r} takes the leverages of the whole design: not with absorb (use 'HC1' or 'cluster')"
@@ -460,7 +460,7 @@ def diagnostics(
     options = cov_options(v.xp, v.X, cov_type, {**kwds, "use_correction": use_correction}, v.checks)
     if options is not None:  # nested factors left out of a cluster correction's p (``_absorb``: ``nested``)
         nested = fe is not None and cov_type == "cluster" and options.correction and fixef_k == "nested"
-        options = options._replace(absorbed=nested_rank(fe, clusters) if nested else n_absorbed)
+        options = options._replace(absorbed=nested_rank(fe, groups) if nested else n_absorbed)
     problem = prepare(v, keep_original=True, scale="per_target")
     _check_shapes(problem, fit_intercept)
     xp = problem.xp

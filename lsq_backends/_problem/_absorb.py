@@ -146,7 +146,7 @@ def _projector(xp, factors, w, like):
     inverses = []
     for j, g in enumerate(counts):
         total = _compat.segment_sum(xp, ones if w is None else xp.broadcast_to(w, (*w.shape[:-1], 1)), codes[:, j], g)
-        inverses.append(xp.where(total > 0, 1 / xp.where(total > 0, total, xp.ones_like(total)), xp.zeros_like(total)))
+        inverses.append(_safe_ratio(xp, 1.0, total))
 
     def project(W, j):
         sums = _compat.segment_sum(xp, W if w is None else w * W, codes[:, j], counts[j])
@@ -156,8 +156,8 @@ def _projector(xp, factors, w, like):
 
 
 def _safe_ratio(xp, a, b):
-    """``a / b`` where ``b > 0``, else 0 (a column whose step is spent)."""
-    return xp.where(b > 0, a / xp.where(b > 0, b, xp.ones_like(b)), xp.zeros_like(a))
+    """``a / b`` where ``b > 0``, else 0 (a column whose step is spent, an empty group); ``a`` b's shape or a number."""
+    return xp.where(b > 0, a / _compat.positive_or_one(xp, b), xp.zeros_like(b))
 
 
 def _conjugate_gradient(xp, V, k, project, dot, bound, max_iter):
@@ -304,7 +304,7 @@ def _drop(xp, arrays, factors):
 
 def nested_rank(factors, groups):
     """The absorbed rank a cluster correction counts (module docstring: ``nested``): that of the factors not nested
-    in the clusters ``groups`` (the caller's (m,) or (m, c) codes, rows before any drop), or 1 if all are."""
+    in the clusters ``groups`` ((m,) or (m, c) codes of the rows kept: :func:`kept_rows`), or 1 if all are."""
     import numpy as np
 
     if hasattr(groups, "to_numpy") and not _compat.is_array(groups):  # pandas
@@ -316,7 +316,7 @@ def nested_rank(factors, groups):
         )
         raise ValueError(msg)
     g = np.asarray(_compat.to_numpy(groups) if _compat.is_array(groups) else groups)
-    g = g.reshape(g.shape[0], -1) if factors.kept is None else g.reshape(g.shape[0], -1)[factors.kept]
+    g = g.reshape(g.shape[0], -1)
     c = np.asarray(factors.host)
     free = [j for j in range(c.shape[1]) if not any(_nested(np, c[:, j], g[:, i]) for i in range(g.shape[1]))]
     return _rank(c[:, free]) if free else 1
