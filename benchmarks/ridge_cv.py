@@ -12,6 +12,11 @@ backends (float64, CPU), both scoring minus the held-out squared error over the 
 resident memory above the data (Linux: ``VmHWM`` after resetting it through
 ``/proc/self/clear_refs``) and saves its chosen penalties; the parent compares them.
 
+``python -m benchmarks.ridge_cv --sparse 0.01 [--m 20000] [--n 500] [--alphas 13]``: a SciPy CSR X of that
+density (plus 0.1 on its diagonal) against scikit-learn's ``RidgeCV``; and the held-out folds fitted from each fold's
+Gram matrix against the same folds by LSMR, whatever the columns (``FOLD_COLUMNS`` set for the call): the line
+``FOLD_COLUMNS`` draws.
+
 ``lsq.ridge_cv(X, y, alphas, cv=k, scoring="r2")`` factorizes each fold's training rows once
 (the eigendecomposition of their Gram matrix) for all penalties; scikit-learn's ``RidgeCV`` with
 ``cv=k`` runs ``GridSearchCV``: one ``Ridge`` fit per fold and penalty. Both use scikit-learn's
@@ -173,6 +178,7 @@ def main(argv=None):
     p.add_argument("--folds", type=int, default=5)
     p.add_argument("--targets", type=int, default=1)
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--sparse", type=float, default=None, help="a SciPy CSR X of this density")
     p.add_argument("--himalaya", action="store_true", help="many targets against himalaya (defaults below)")
     p.add_argument("--target-batch", type=int, default=1000)
     p.add_argument("--backends", default="numpy,torch")
@@ -189,7 +195,13 @@ def main(argv=None):
     from sklearn.linear_model import RidgeCV
 
     rng = np.random.default_rng(0)
-    X = rng.standard_normal((args.m, args.n)) * np.geomspace(1, 0.01, args.n)
+    if args.sparse is not None:
+        import scipy.sparse as sp
+
+        X = sp.csr_array(sp.random(args.m, args.n, density=args.sparse, format="csr", random_state=0)
+                         + 0.1 * sp.eye(args.m, args.n))  # fmt: skip
+    else:
+        X = rng.standard_normal((args.m, args.n)) * np.geomspace(1, 0.01, args.n)
     shape = (args.m,) if args.targets == 1 else (args.m, args.targets)
     y = X @ rng.standard_normal((args.n,) + shape[1:]) + rng.standard_normal(shape)
     alphas = np.logspace(-3, 4, args.alphas)
@@ -197,6 +209,9 @@ def main(argv=None):
         "lsq.ridge_cv": lambda: float(np.mean(lsq.ridge_cv(X, y, alphas, cv=args.folds, scoring="r2").alpha)),
         "sklearn RidgeCV": lambda: float(np.mean(RidgeCV(alphas=alphas, cv=args.folds).fit(X, y).alpha_)),
     }
+    if args.sparse is not None:
+        fns["folds from Gram"] = lambda: _folds(X, y, alphas, args.folds, X.shape[1])
+        fns["folds by LSMR"] = lambda: _folds(X, y, alphas, args.folds, 0)
     times, chosen = median_times(fns, args.repeat)
     load = os.getloadavg()[0]
     print(
@@ -209,6 +224,20 @@ def main(argv=None):
         f"  sklearn / lsq: {times['sklearn RidgeCV'] / times['lsq.ridge_cv']:.1f}x; same alpha: "
         f"{np.isclose(chosen['lsq.ridge_cv'], chosen['sklearn RidgeCV'])}"
     )
+    if args.sparse is not None:
+        print(f"  folds by LSMR / from Gram matrices: {times['folds by LSMR'] / times['folds from Gram']:.2f}x")
+
+
+def _folds(X, y, alphas, folds, columns):
+    """``ridge_cv``'s held-out folds of a sparse X with ``FOLD_COLUMNS`` set to ``columns`` for the call: from the
+    folds' Gram matrices up to it, by LSMR past it."""
+    from lsq_backends._ridge import _operator_cv
+
+    kept, _operator_cv.FOLD_COLUMNS = _operator_cv.FOLD_COLUMNS, columns
+    try:
+        return float(np.mean(lsq.ridge_cv(X, y, alphas, cv=folds, scoring="r2").alpha))
+    finally:
+        _operator_cv.FOLD_COLUMNS = kept
 
 
 if __name__ == "__main__":

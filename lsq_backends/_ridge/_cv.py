@@ -165,7 +165,8 @@ def ridge_cv(
 
     A sparse X (SciPy, PyTorch, JAX, CuPy): leave-one-out and GCV by the eigendecomposition of its
     Gram matrix (``mode`` "auto" or "eigen", formed by a sparse product, never an m x n array);
-    held-out folds of a SciPy sparse X by LSMR (see the sparse page).
+    held-out folds of a SciPy sparse X from each fold's Gram matrix, by LSMR past 512 columns (see
+    the sparse page).
 
     Precision: float32 data are validated and scaled in float32, then cast (exactly) to float64
     where the library has float64 on X's device (NumPy, PyTorch, CuPy, Dask, JAX with x64

@@ -1,24 +1,29 @@
 """``ridge_cv`` with a sparse X: leave-one-out and GCV from its Gram matrix (SciPy, PyTorch, JAX,
-CuPy), held-out folds (SciPy) each fitted by LSMR for every penalty at once.
+CuPy), held-out folds (SciPy) from each fold's Gram matrix (LSMR past ``FOLD_COLUMNS`` columns).
 
 Leave-one-out and GCV (:func:`_leave_one_out`) take the eigendecomposition of the centered,
 weighted Gram matrix ``X_c^T W X_c`` (formed by a sparse product, the intercept a rank-one
-correction: ``spectral.gram`` of the ``_operator.centered`` map), as the dense route's ``eigen``
-mode: every penalty's coefficients ``V diag(f) P``, its fitted values by X's products, and the
-leverages ``H_ii = sum_j F_ij**2 f_j`` from ``F = X_c V`` formed by blocks of columns (``ROWS``
-elements each, X's products), so that no m x n array is made: memory O(nnz + n**2 + a m k), the
-last the errors themselves. It runs in X's library (no host read under ``jax.jit``).
-Error ~ eps times the condition number of the regularized Gram matrix at the smallest penalty
-(the dense route's ``eigen``; no ``svd`` mode, which needs X's QR).
+correction: ``spectral.gram`` of the ``_operator.centered`` map, :func:`_centered`), as the dense
+route's ``eigen`` mode: every penalty's coefficients ``V diag(f) P``, its fitted values by X's
+products, and the leverages ``H_ii = sum_j F_ij**2 f_j`` from ``F = X_c V`` formed by blocks of
+columns (``ROWS`` elements each, X's products), so that no m x n array is made: memory
+O(nnz + n**2 + a m k), the last the errors themselves. It runs in X's library (no host read under
+``jax.jit``). Error ~ eps times the condition number of the regularized Gram matrix at the smallest
+penalty (the dense route's ``eigen``; no ``svd`` mode, which needs X's QR).
 
-Held-out folds only need the fit of each penalty on the training rows. LSMR damps every column
-of its right-hand side on its own, so one call per fold fits all ``a`` penalties: y's k columns
-repeated a times, column ``i k + j`` damped by ``sqrt(alphas[i])``; X's products are shared by
-all a k columns. The chosen penalty is then refitted on all samples. The fold's rows are a row
-slice of X (SciPy's CSR and CSC slice without densifying; a ``LinearOperator`` cannot be sliced).
+Held-out folds only need the fit of each penalty on the training rows: the same eigendecomposition
+of the training rows' Gram matrix gives every penalty's coefficients at once. Past ``FOLD_COLUMNS``
+columns, where the eigendecompositions cost more than X's products, LSMR fits them instead: it
+damps every column of its right-hand side on its own, so one call per fold fits all ``a``
+penalties (y's k columns repeated a times, column ``i k + j`` damped by ``sqrt(alphas[i])``; X's
+products shared by all a k columns). The chosen penalty is then refitted on all samples. The
+fold's rows are a row slice of X (SciPy's CSR and CSC slice without densifying; a
+``LinearOperator`` cannot be sliced).
 """
 
 from __future__ import annotations
+
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -41,6 +46,10 @@ from . import _scoring
 from ._kfold import fold_score, folds
 
 ROWS = 1 << 18  # elements of a block of F = X_c V (2 MiB of float64): the leverages without an m x n array
+# The most columns for which held-out folds are fitted from each fold's Gram matrix (exact); past it by LSMR (to its
+# tolerance). An eigendecomposition costs ~9 n**3: on a 20000 x n X, 1% dense, 5 folds of 13 penalties, LSMR took
+# 2.9 times as long at n = 200, 0.87 times at 500 and 0.26 times at 1000 (``python -m benchmarks.ridge_cv --sparse``).
+FOLD_COLUMNS = 512
 
 __all__ = ["ridge_cv_operator"]
 
@@ -90,10 +99,51 @@ def ridge_cv_operator(X, y, alphas, *, fit_intercept, sample_weight, alpha_per_t
         _check_values(xp, X, Y, w, check_finite)
         out = _leave_one_out(xp, X, Y, w, a, (fit_intercept, alpha_per_target, cv is not None, scoring))
         return _to_caller(xp, (y, sample_weight), out, vector, alpha_per_target)
+    if X.shape[1] > FOLD_COLUMNS:
+        how = (fit_intercept, alpha_per_target, check_finite, scoring)
+        return _to_caller(np, (y, sample_weight), _folds_lsmr(X, Y, w, a, (cv, groups), how), vector, alpha_per_target)
+    _check_values(np, X, Y, w, check_finite)
+    out_dtype, dtype = _float_dtypes(np, X, Y)
+    Y0 = Y.astype(dtype, copy=False)
     per_fold = []
     for train, test in folds(cv, m, groups):
         wtr = None if w is None else w[train]
-        # Every penalty at once: y's columns repeated, column i k + j damped by alphas[i].
+        if wtr is not None and not np.sum(wtr) > 0:
+            msg = "sample_weight must have a positive sum on every fold's training rows"
+            raise ValueError(msg)
+        # Every penalty's coefficients from the training rows' Gram matrix, as leave-one-out's.
+        c = _centered(np, linear_map(X[train], np, dtype, "cpu"), Y0[train], wtr, fit_intercept)
+        W = c.spec.V @ (spectral.filters(np, c.spec, a)[..., None] * c.spec.P[None, ...])  # (a, n, k)
+        pred = np.asarray(X[test] @ np.moveaxis(W, 0, 1).reshape(W.shape[1], a.size * k))  # (m_test, a k)
+        pred = np.moveaxis(pred.reshape(len(test), a.size, k), 1, 0)  # (a, m_test, k)
+        if c.y_mean is not None:
+            pred += c.y_mean - c.x_mean @ W  # (a, 1, k)
+        w_test = None if w is None else w[test][:, None]
+        per_fold.append(fold_score(np, Y0[test], pred, w_test, scoring))
+    values, scores, best, alpha = _choose(per_fold, a, alpha_per_target)
+    chosen = (alpha if alpha_per_target else np.full(k, alpha)).astype(dtype)
+    coef, intercept = _coef(np, _centered(np, linear_map(X, np, dtype, "cpu"), Y0, w, fit_intercept), chosen)
+    out = (coef.astype(out_dtype), intercept.astype(out_dtype), alpha, best, values, scores)
+    return _to_caller(np, (y, sample_weight), out, vector, alpha_per_target)
+
+
+def _choose(per_fold, a, alpha_per_target):
+    """``(values (a, f, k), scores (a, k), best, alpha)`` of the folds' scores (a, k) each: the penalty with the best
+    mean score, per target or over targets."""
+    values = np.stack(per_fold, axis=-2)  # (a, f, k)
+    scores = values.mean(axis=-2)  # (a, k)
+    best = np.argmax(scores, axis=0) if alpha_per_target else np.argmax(scores.mean(axis=-1))
+    return values, scores, best, a[best]
+
+
+def _folds_lsmr(X, Y, w, a, split, how):
+    """Held-out folds of a SciPy X past :data:`FOLD_COLUMNS`, every penalty at once by LSMR: y's columns repeated,
+    column i k + j damped by alphas[i] (module docstring); the fields of the result, NumPy."""
+    fit_intercept, alpha_per_target, check_finite, scoring = how
+    (cv, groups), (m, k) = split, Y.shape
+    per_fold = []
+    for train, test in folds(cv, m, groups):
+        wtr = None if w is None else w[train]
         fit = fit_ridge(
             X[train], np.tile(Y[train], (1, a.size)), np.repeat(a, k), method="lsmr", fit_intercept=fit_intercept,
             sample_weight=wtr, check_finite=check_finite, atol=None, btol=None, max_iter=None, conlim=None, x0=None,
@@ -103,17 +153,13 @@ def ridge_cv_operator(X, y, alphas, *, fit_intercept, sample_weight, alpha_per_t
         pred = np.moveaxis(pred.reshape(len(test), a.size, k), 1, 0)  # (a, m_test, k)
         w_test = None if w is None else w[test][:, None]
         per_fold.append(fold_score(np, Y[test].astype(pred.dtype), pred, w_test, scoring))
-    values = np.stack(per_fold, axis=-2)  # (a, f, k)
-    scores = values.mean(axis=-2)  # (a, k)
-    best = np.argmax(scores, axis=0) if alpha_per_target else np.argmax(scores.mean(axis=-1))
-    alpha = a[best]
+    values, scores, best, alpha = _choose(per_fold, a, alpha_per_target)
     chosen = alpha if alpha_per_target else np.full(k, alpha)
     final = fit_ridge(
         X, Y, chosen, method="lsmr", fit_intercept=fit_intercept, sample_weight=w, check_finite=check_finite,
         atol=None, btol=None, max_iter=None, conlim=None, x0=None, per_target=True,
     )  # fmt: skip
-    out = (final.coef, final.intercept, alpha, best, values, scores)
-    return _to_caller(np, (y, sample_weight), out, vector, alpha_per_target)
+    return final.coef, final.intercept, alpha, best, values, scores
 
 
 def _to_caller(home, given, out, vector, alpha_per_target):
@@ -145,20 +191,25 @@ def _check_values(xp, X, Y, w, check_finite):
         raise ValueError("sample_weight must be non-negative, with a positive sum")
 
 
-def _leave_one_out(xp, X, Y, w, alphas, how):
-    """Leave-one-out (or GCV) of a sparse X (m, n) of ``xp``, Y (m, k), weights (m,) or None, penalties (a,) (NumPy),
-    ``how`` = (fit_intercept, alpha_per_target, gcv, scoring bound by ``_scoring.bind``): ``(coef (n, k), intercept
-    (k,), alpha, best, values (a, m, k), scores (a, k))`` (module docstring)."""
-    fit_intercept, alpha_per_target, gcv, scoring = how
-    dev = _compat.device(Y)
-    floats = [d for d in (entry_dtype(X, xp), Y.dtype) if _compat.isdtype(xp, d, "real floating")]
-    out = xp.result_type(*floats) if floats else _compat.default_dtypes(xp, dev)[0]  # the inputs' float dtype
-    dtype = _compat.float64_for(xp, dev) or out  # float64 throughout, as the dense route computes float32
-    A, Y0 = linear_map(X, xp, dtype, dev), xp.astype(Y, dtype, copy=False)  # never written to
-    m, n = A.shape
-    ws = xp.ones((m, 1), dtype=dtype, device=dev) if w is None else xp.astype(w, dtype)[:, None]
+class _Centered(NamedTuple):
+    """The eigendecomposition of a sparse X's centered, weighted Gram matrix and what was centered: X's and y's
+    weighted means (1, n), (1, k) (None without an intercept), the weights (m, 1) and their roots (None without
+    weights), y centered and weighted (m, k)."""
+
+    spec: Any
+    x_mean: Any
+    y_mean: Any
+    ws: Any
+    root: Any
+    Yc: Any
+
+
+def _centered(xp, A, Y0, w, fit_intercept):
+    """:class:`_Centered` of the map ``A`` (m, n), ``Y0`` (m, k), weights (m,) or None, in Y0's dtype."""
+    dtype, dev = Y0.dtype, _compat.device(Y0)
+    ws = xp.ones((A.shape[0], 1), dtype=dtype, device=dev) if w is None else xp.astype(w, dtype)[:, None]
     root = None if w is None else xp.sqrt(ws)
-    x_mean = y_mean = offset_sq = lev0 = None
+    x_mean = y_mean = offset_sq = None
     Yc = Y0
     if fit_intercept:
         total = xp.sum(ws)
@@ -166,10 +217,41 @@ def _leave_one_out(xp, X, Y, w, alphas, how):
         y_mean = xp.sum(ws * Y0, axis=0, keepdims=True) / total
         Yc = Y0 - y_mean
         offset_sq = (total * x_mean * x_mean)[0, :]
-        lev0 = (ws / total)[:, 0]
     if root is not None:
         Yc = root * Yc
-    spec = spectral.gram(xp, centered(xp, A, root, x_mean), Yc, offset_sq)
+    return _Centered(spectral.gram(xp, centered(xp, A, root, x_mean), Yc, offset_sq), x_mean, y_mean, ws, root, Yc)
+
+
+def _coef(xp, c, alpha):
+    """Coefficients (n, k) and intercepts (k,) of the penalties ``alpha`` (k,), one per target, from :func:`_centered`
+    ``c``."""
+    den = c.spec.lam[:, None] + alpha[None, :]
+    coef = matmul(xp, c.spec.V, spectral.inverse(xp, den, c.spec.cut[:, None]) * c.spec.P)
+    zero = xp.zeros((coef.shape[1],), dtype=coef.dtype, device=_compat.device(coef))
+    return coef, zero if c.y_mean is None else (c.y_mean - matmul(xp, c.x_mean, coef))[0]
+
+
+def _float_dtypes(xp, X, Y):
+    """The inputs' float dtype (the result's) and the one computed in: float64 where the device has it, as the
+    dense route computes float32."""
+    dev = _compat.device(Y)
+    floats = [d for d in (entry_dtype(X, xp), Y.dtype) if _compat.isdtype(xp, d, "real floating")]
+    out = xp.result_type(*floats) if floats else _compat.default_dtypes(xp, dev)[0]
+    return out, _compat.float64_for(xp, dev) or out
+
+
+def _leave_one_out(xp, X, Y, w, alphas, how):
+    """Leave-one-out (or GCV) of a sparse X (m, n) of ``xp``, Y (m, k), weights (m,) or None, penalties (a,) (NumPy),
+    ``how`` = (fit_intercept, alpha_per_target, gcv, scoring bound by ``_scoring.bind``): ``(coef (n, k), intercept
+    (k,), alpha, best, values (a, m, k), scores (a, k))`` (module docstring)."""
+    fit_intercept, alpha_per_target, gcv, scoring = how
+    dev = _compat.device(Y)
+    out, dtype = _float_dtypes(xp, X, Y)
+    A, Y0 = linear_map(X, xp, dtype, dev), xp.astype(Y, dtype, copy=False)  # never written to
+    m, n = A.shape
+    c = _centered(xp, A, Y0, w, fit_intercept)
+    spec, x_mean, y_mean, ws, root, Yc = c
+    lev0 = None if x_mean is None else (ws / xp.sum(ws))[:, 0]
     alphas = xp.asarray(alphas, dtype=dtype, device=dev)
     f = spectral.filters(xp, spec, alphas)  # (a, n)
     W = matmul(xp, spec.V, f[..., None] * spec.P[None, ...])  # (a, n, k): every penalty's coefficients
@@ -205,9 +287,7 @@ def _leave_one_out(xp, X, Y, w, alphas, how):
     best = _compat.arg_best(xp, mse, 0) if alpha_per_target else _compat.arg_best(xp, xp.mean(mse, axis=-1), 0)
     alpha = alphas[best]
     chosen = alpha if alpha_per_target else xp.broadcast_to(xp.reshape(alpha, (1,)), (k,))
-    den = spec.lam[:, None] + chosen[None, :]
-    coef = matmul(xp, spec.V, spectral.inverse(xp, den, spec.cut[:, None]) * spec.P)
-    intercept = xp.zeros((k,), dtype=dtype, device=dev) if y_mean is None else (y_mean - matmul(xp, x_mean, coef))[0]
+    coef, intercept = _coef(xp, c, chosen)
     coef, intercept, values, scores = (xp.astype(v, out, copy=False) for v in (coef, intercept, values, scores))
     return coef, intercept, alpha, best, values, scores  # values: no copy where already in the inputs' dtype
 
