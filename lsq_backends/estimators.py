@@ -63,6 +63,11 @@ class LinearRegression(LinearModelBase):
         with an intercept).
     n_iter_ : integer array, shape () or (n_targets,)
         With ``positive=True`` or ``method="lsqr"`` only: the iterations each target took.
+    method_ : str
+        The method that fitted (scikit-learn's ``solver_``): ``method`` itself for a dense X
+        (``"auto"`` stays ``"auto"``: the normal equations with their certified fallbacks); for
+        a sparse or operator X the one that fitted in its stead (``"normal"``, the Gram matrix
+        formed by a sparse product, or ``"lsmr"``); ``"nnls"`` with ``positive=True``.
     n_features_in_ : int
 
     Examples
@@ -95,7 +100,9 @@ class LinearRegression(LinearModelBase):
         tol = _check_tol(self.tol)
         positive = _check_positive(self.positive, self.method, rcond=rcond, absorb=absorb)
         X, y, sample_weight, check_finite, fitted = self._validate_fit(X, y, sample_weight)
-        tolerances = _lsqr_tol(tol, method_for(self.method, X))
+        ran = method_for(self.method, X)
+        tolerances = _lsqr_tol(tol, ran)
+        fitted["method_"] = "nnls" if positive else ran
         if positive:
             return self._store({**fitted, **_positive_fit(self, X, y, sample_weight, 0.0, check_finite)}, _OPTIONAL)
         r = lstsq(
@@ -143,6 +150,11 @@ class Ridge(LinearModelBase):
     intercept_ : array, shape () or (n_targets,)
     n_iter_ : integer array, shape () or (n_targets,)
         With ``positive=True`` or ``method="lsqr"`` only: the iterations each target took.
+    method_ : str
+        The method that fitted (scikit-learn's ``solver_``): ``method`` itself for a dense X
+        (``"auto"`` stays ``"auto"``: the normal equations with their certified fallbacks); for
+        a sparse or operator X the one that fitted in its stead (``"normal"``, the Gram matrix
+        formed by a sparse product, or ``"lsmr"``); ``"nnls"`` with ``positive=True``.
     n_features_in_ : int
 
     Examples
@@ -171,7 +183,9 @@ class Ridge(LinearModelBase):
         tol = _check_tol(self.tol)
         positive = _check_positive(self.positive, self.method, absorb=absorb)
         X, y, sample_weight, check_finite, fitted = self._validate_fit(X, y, sample_weight)
-        tolerances = _lsqr_tol(tol, method_for(self.method, X))
+        ran = method_for(self.method, X)
+        tolerances = _lsqr_tol(tol, ran)
+        fitted["method_"] = "nnls" if positive else ran
         alpha = _alpha_arg(self.alpha, X, "alpha")
         # A vector of penalties is one per target (a 1-D alpha alone would be a path for ridge);
         # a single one, in any form, applies to every target as in scikit-learn.
@@ -227,7 +241,7 @@ def _check_positive(positive, method, rcond=None, absorb=None):
         msg = "absorb= is not with positive=True (the non-negative solver takes no fixed effects)"
         raise ValueError(msg)
     if positive and method != DEFAULT:
-        msg = f"positive=True is solved by the non-negative active-set method; method must be 'auto', got {method!r}"
+        msg = f"method={method!r} does not support positive=True, which the non-negative active-set method solves: use method='auto'"
         raise ValueError(msg)
     if positive and rcond is not None:
         msg = f"rcond applies to positive=False; got rcond={rcond!r} with positive=True"
@@ -281,7 +295,11 @@ class RidgeCV(LinearModelBase):
     store_cv_results : bool, default False
         Keep the leave-one-out errors (or, with a ``scoring``, predictions) in ``cv_results_``.
     gcv_mode : {"auto", "eigen", "svd"}, default "auto"
-        Factorization of :func:`lsq_backends.ridge_cv` (its ``mode``; scikit-learn's name).
+        Factorization of :func:`lsq_backends.ridge_cv` (its ``mode``; scikit-learn's name). A
+        sparse X has no SVD here: ``"svd"`` falls back to ``"eigen"`` with a ``FutureWarning``,
+        as in scikit-learn, which will refuse it from its release 1.11 (and so will RidgeCV).
+        Held-out folds of a sparse X are fitted from each fold's Gram matrix (by LSMR past 512
+        columns), whatever ``gcv_mode`` says.
     cv : None, "gcv", int, splitter or iterable of (train, test), default None
         ``None``: leave-one-out; otherwise as :func:`lsq_backends.ridge_cv`'s ``cv`` (an integer
         k: ``KFold(k)``). Groups for a splitter go to ``fit(..., groups=...)``.
@@ -367,6 +385,17 @@ class RidgeCV(LinearModelBase):
             raise ValueError(msg)
         _check_alphas(self.alphas, held_out)
         X, y, sample_weight, check_finite, fitted = self._validate_fit(X, y, sample_weight)
+        sparse, mode = is_operator_input(X), self.gcv_mode
+        if sparse and held_out:  # folds of a sparse X: the Gram matrix's eigendecomposition or LSMR, no choice
+            mode = "auto"
+        if mode == "svd" and sparse:
+            msg = (
+                "The 'svd' mode is not supported for sparse X: RidgeCV falls back to gcv_mode='eigen' (the "
+                "eigendecomposition of X's Gram matrix), as scikit-learn does until it refuses this (its release "
+                "1.11; RidgeCV will follow): use the default or pass gcv_mode='eigen' to suppress this warning"
+            )
+            warnings.warn(msg, FutureWarning, stacklevel=3)
+            mode = "eigen"
         if X.shape[0] is not None and X.shape[0] < 2:
             msg = f"RidgeCV needs at least 2 samples for cross-validation; got {X.shape[0]} sample"
             raise ValueError(msg)
@@ -380,7 +409,7 @@ class RidgeCV(LinearModelBase):
             fit_intercept=bool(self.fit_intercept),
             sample_weight=sample_weight,
             alpha_per_target=bool(self.alpha_per_target),
-            mode=self.gcv_mode,
+            mode=mode,
             check_finite=check_finite,
             cv=self.cv,
             scoring=scoring,

@@ -114,7 +114,11 @@ def validate_alpha(xp, alpha, k, dtype, dev, per_target, checks=None, name="alph
             raise ValueError(msg) from exc
     if per_target:
         if a.ndim != 1 or a.shape[0] != k:
-            msg = f"{name} must have shape ({k},) with per_target=True, one penalty per column of y; got shape {tuple(a.shape)}"
+            count = f": {a.shape[0]} != {k}" if a.ndim == 1 else ""  # scikit-learn's words (penalties != targets)
+            msg = (
+                f"Number of targets and number of penalties do not correspond{count}; {name} must have shape ({k},) "
+                f"with per_target=True, one penalty per column of y; got shape {tuple(a.shape)}"
+            )
             raise ValueError(msg)
     elif a.ndim == 0:
         a = xp.reshape(a, (1,))

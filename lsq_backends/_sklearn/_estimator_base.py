@@ -117,13 +117,13 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
 
     def _accepts_sparse(self):
         """Whether ``fit`` takes a sparse X: where the fit forms X's Gram matrix (``method`` "normal" or
-        "auto", the non-negative fits, ``RidgeCV``'s leave-one-out and GCV but with ``gcv_mode="svd"``) or is
-        iterative ("lsmr", "lsqr", and "auto" past the Gram route's columns, ``RidgeCV``'s held-out folds)."""
+        "auto", the non-negative fits, ``RidgeCV``'s leave-one-out and GCV, whose ``gcv_mode="svd"`` falls back to
+        "eigen" there) or is iterative ("lsmr", "lsqr", and "auto" past the Gram route's columns, ``RidgeCV``'s
+        held-out folds)."""
         if getattr(self, "positive", False) is True:
             return getattr(self, "method", DEFAULT) == DEFAULT  # the active-set method on X's Gram matrix
-        if hasattr(self, "cv"):  # leave-one-out and GCV by the Gram matrix's eigendecomposition, not gcv_mode="svd"
-            held_out = self.cv is not None and not (isinstance(self.cv, str) and self.cv == "gcv")
-            return held_out or getattr(self, "gcv_mode", "auto") in ("auto", "eigen")
+        if hasattr(self, "cv"):
+            return True
         return getattr(self, "method", "auto") in SPARSE_METHODS
 
     def __sklearn_is_fitted__(self):
