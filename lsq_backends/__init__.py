@@ -6,9 +6,9 @@ PyTorch, Dask and array-api-strict; results stay in the caller's namespace, devi
 
 from ._api import lstsq, ridge
 from ._nnls import NNLSResult, nnls
+from ._problem._operator import operator
 from ._result import LstsqResult
 from ._ridge._cv import RidgeCVResult, ridge_cv
-from ._solvers.linalg._operator import operator
 from ._streaming._accumulators import NormalAccumulator, QRAccumulator
 from .diagnostics import Diagnostics, diagnostics
 

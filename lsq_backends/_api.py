@@ -22,21 +22,18 @@ from typing import Any, NamedTuple
 
 from ._autodiff import _derivatives, rule_of
 from ._backend import _compat
-from ._backend._compat import matmul
+from ._backend._compat import full_int, matmul
 from ._iterative import solver_options, start_of
 from ._operator_fit import fit_lstsq, fit_ridge, operator_route
 from ._problem._absorb import absorbed
 from ._problem._empty import pad_empty_batch
-from ._problem._input import Penalty, check_bool, check_method, compiled_fit, intercept_of, prepare, validate
+from ._problem._input import Penalty, check_bool, check_count, compiled_fit, intercept_of, prepare, validate
 from ._problem._scaling import Rescale, uncertified, unscale
 from ._refine import refine as _refine
 from ._result import LstsqResult
 from ._ridge._path import fit_path
-from ._solvers import Given, check_options, lean, record
+from ._solvers import Given, TallGram, check_method, check_options, drop_centering_noise, lean, record
 from ._solvers import solve as solve_by_method
-from ._solvers.linalg._gram_data import TallGram
-from ._solvers.linalg._shared import check_count, full_int
-from ._solvers.lsqr import drop_centering_noise
 from ._types import Array, Method
 
 # Says at DEBUG level where a fit's lean route fell back to the full route (the docs' lean-route page).

@@ -5,13 +5,21 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from ._backend import _compat
-from ._backend._compat import matmul
+from ._backend._compat import full_int, matmul
 from ._problem._empty import pad_empty_batch
-from ._problem._input import Penalty, check_bool, compiled_fit, intercept_of, prepare, validate
+from ._problem._input import (
+    Penalty,
+    check_bool,
+    check_count,
+    check_fraction,
+    compiled_fit,
+    intercept_of,
+    prepare,
+    validate,
+)
 from ._problem._scaling import unscale
 from ._result import LstsqResult, plain_signature
-from ._solvers import nnls as _solver
-from ._solvers.linalg._shared import check_count, check_fraction, full_int
+from ._solvers import solve_nnls
 from ._types import Array
 
 NNLS_STATIC = ("fit_intercept", "check_finite", "max_iter", "tol")
@@ -128,7 +136,7 @@ def nnls(
         n_iter = full_int(xp, tuple(Yp.shape[:-2]) + (Yp.shape[-1],), 0, Xp)
         converged = n_iter == 0
     else:
-        coef, n_iter, converged = _solver.solve(xp, Xp, Yp, problem.alpha, max_iter=max_iter, tol=tol)
+        coef, n_iter, converged = solve_nnls(xp, Xp, Yp, problem.alpha, max_iter=max_iter, tol=tol)
     intercept = intercept_of(xp, problem, coef, fit_intercept)
     resid = Yp - matmul(xp, Xp, coef)
     rss = xp.sum(resid * resid, axis=-2)

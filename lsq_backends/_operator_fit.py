@@ -25,15 +25,12 @@ import inspect
 import numpy as np
 
 from ._backend import _compat
+from ._backend._compat import full_int
 from ._iterative import check_start, solver_options
 from ._problem._alpha import failure, validate_alpha
-from ._problem._input import as_array, check_bool, check_dtype, check_finite_values, check_method, namespace_of
+from ._problem._input import as_array, check_bool, check_dtype, check_finite_values, namespace_of
 from ._problem._kinds import check_kind
-from ._problem._scaling import exponent, log2_abs, penalty_times, powers, times
-from ._result import LstsqResult
-from ._solvers import Given, Solution, check_options, record
-from ._solvers import solve as solve_by_method
-from ._solvers.linalg._operator import (
+from ._problem._operator import (
     LinearMap,
     centered,
     describe,
@@ -47,9 +44,11 @@ from ._solvers.linalg._operator import (
     linear_map,
     on_host,
 )
-from ._solvers.linalg._operator_gram import MapGram
-from ._solvers.linalg._shared import full_int
-from ._solvers.nnls import solve as nnls_solve
+from ._problem._scaling import exponent, log2_abs, penalty_times, powers, times
+from ._result import LstsqResult
+from ._solvers import Given, MapGram, Solution, check_method, check_options, record
+from ._solvers import solve as solve_by_method
+from ._solvers import solve_nnls as nnls_solve
 
 __all__ = ["caller_of", "fit", "fit_lstsq", "fit_nnls", "fit_ridge", "method_for", "operator_route"]
 

@@ -15,7 +15,7 @@ import html
 import math
 
 from ._backend import _compat
-from ._solvers.linalg._shared import as_real
+from ._problem._input import as_real
 
 _WIDTH = 78
 

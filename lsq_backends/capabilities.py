@@ -22,8 +22,7 @@ False
 
 from __future__ import annotations
 
-from ._solvers import RECORDS
-from ._solvers._record import DIRECT_FEATURES, SVD_SYNC
+from ._solvers import DIRECT_FEATURES, RECORDS, SVD_SYNC
 
 # Columns, with the header the table gives them. Eager NumPy, CuPy, PyTorch (CPU and CUDA)
 # and array-api-strict run every entry: they are not columns.

@@ -38,15 +38,13 @@ from typing import Any, NamedTuple
 
 from ._api import check_refine, refined_solution
 from ._backend import _compat
-from ._backend._compat import eps, matmul, mT
+from ._backend._compat import all_true, eps, full_int, matmul, mT
 from ._problem._absorb import absorbed, absorbed_rank, kept_rows, nested_rank
-from ._problem._cov_options import cov_options
+from ._problem._cov_options import ROBUST_COV_TYPES, cov_options
 from ._problem._input import check_bool, intercept_of, prepare, validate
 from ._problem._scaling import powers, times
 from ._result import plain_signature
-from ._solvers.linalg._shared import all_true, default_cutoff, full_int
-from ._solvers.linalg.pinv import filtered_solve, uncentered_scale
-from ._solvers.linalg.sandwich import ROBUST_COV_TYPES, robust_cov
+from ._solvers import default_cutoff, filtered_solve, robust_cov, uncentered_scale
 from ._types import Array, CovType
 
 COV_TYPES = ("nonrobust", "HC0", "HC1", "HC2", "HC3", *ROBUST_COV_TYPES)

@@ -17,12 +17,12 @@ from ._backend import _compat
 from ._nnls import NNLSResult, nnls
 from ._operator_fit import fit_nnls, method_for
 from ._problem._alpha import check_alpha_type
-from ._problem._input import check_bool, check_method
+from ._problem._input import check_bool
+from ._problem._operator import is_operator_input
 from ._ridge._cv import ridge_cv
 from ._ridge._scoring import sklearn_callable
 from ._sklearn._estimator_base import LinearModelBase
-from ._solvers import DEFAULT, record
-from ._solvers.linalg._operator import is_operator_input
+from ._solvers import DEFAULT, check_method, record
 
 __all__ = ["LinearRegression", "Ridge", "RidgeCV"]
 

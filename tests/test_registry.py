@@ -14,8 +14,7 @@ import pytest
 import lsq_backends as lsq
 from lsq_backends import _types
 from lsq_backends._backend import _compat
-from lsq_backends._problem import _input
-from lsq_backends._solvers import DEFAULT, METHODS, RECORDS, Given, Solution, record
+from lsq_backends._solvers import DEFAULT, METHODS, RECORDS, Given, Solution, check_method, record
 from lsq_backends.capabilities import CAPABILITIES, FEATURES, NOTES
 from lsq_backends.check.problems import LSTSQ_METHODS, PATH_METHODS
 
@@ -69,7 +68,9 @@ def test_no_method_name_compared_outside_the_solver_layer():
 
 
 def test_the_lists_come_from_the_registry():
-    assert METHODS == tuple(typing.get_args(_types.Method)) == _input.METHODS
+    assert METHODS == tuple(typing.get_args(_types.Method))
+    with pytest.raises(ValueError, match=", ".join(map(repr, METHODS))):  # the registry's own check
+        check_method("no_such_method", None)
     assert DEFAULT in METHODS
     assert [r.name for r in RECORDS] == list(METHODS)
     for rec in RECORDS:

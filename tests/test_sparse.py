@@ -417,7 +417,7 @@ def test_sparse_column_norms_without_densifying(numpy_reference):
     """The norms the preconditioner scales by: those of the centered, weighted X, from X's
     squared entries (duplicates of a COO summed first, X untouched); a zero column and a
     constant one (centered to rounding) get 0, and keep scale 1."""
-    from lsq_backends._solvers.linalg._operator import centered, linear_map
+    from lsq_backends._problem._operator import centered, linear_map
 
     rng = np.random.default_rng(13)
     dense = rng.standard_normal((50, 5)) * np.array([1e200, 1.0, 1e-3, 1.0, 1.0])  # squares over/underflow

@@ -109,8 +109,9 @@ def test_solvers_never_import_each_other():
 # from layers below its own. The reading order of docs/development.md follows it.
 LAYERS = (
     ("_backend", "_result"),  # the array libraries (one entry: ``_backend._compat``); the result type
-    ("_solvers",),  # the methods, on their building blocks (``_solvers/linalg``)
-    ("_types", "_problem", "_autodiff", "_refine", "_summary", "capabilities", "check"),
+    ("_problem",),  # the problem as the solvers take it: checks, preparation, X as a linear map
+    ("_solvers",),  # the methods, on their building blocks (``_solvers/linalg``); one door, its ``__init__``
+    ("_types", "_autodiff", "_refine", "_summary", "capabilities", "check"),
     ("_iterative", "_nnls", "_streaming", "_sklearn"),
     ("_operator_fit",),  # lstsq and ridge on a linear map (sparse, operators)
     ("_ridge",),  # penalty grids: paths, cross-validation
@@ -129,6 +130,44 @@ def _layer_graph():
     for mod, deps in graph.items():
         out[room(mod)] |= {room(d) for d in deps} - {room(mod)}
     return out
+
+
+# Imports from outside ``_solvers/`` that name one of its inner modules (``from .._solvers.linalg.x import``, or
+# ``from .._solvers import spectral``, a module) rather than what its ``__init__`` exports: at most these.
+SOLVER_SIDE_DOORS = {
+    ("lsq_backends._ridge._cv", "lsq_backends._solvers.spectral"),  # the penalty grids use the spectral solver whole
+    ("lsq_backends._ridge._kfold", "lsq_backends._solvers.spectral"),
+    ("lsq_backends._ridge._operator_cv", "lsq_backends._solvers.spectral"),
+    ("lsq_backends._api", "lsq_backends._solvers.linalg.lean"),  # the lean route: its gate read between its steps
+    ("lsq_backends._autodiff._derivatives", "lsq_backends._solvers.linalg.lean"),  # and its derivative rule
+}
+
+
+def test_the_solver_layer_has_one_door():
+    import ast
+    import inspect
+
+    import lsq_backends._solvers as solvers
+
+    found = set()
+    for path in PACKAGE.rglob("*.py"):
+        rel = path.relative_to(PACKAGE.parent).with_suffix("")
+        if rel.parts[1:2] == ("_solvers",):
+            continue
+        module = ".".join(rel.parts if rel.name != "__init__" else rel.parts[:-1])
+        package = list(rel.parts[:-1])
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            base = package[: len(package) - node.level + 1] if node.level else []
+            target = ".".join(base + ([node.module] if node.module else [])) if node.level else node.module
+            if target.startswith("lsq_backends._solvers."):
+                found.add((module, target))
+            elif target == "lsq_backends._solvers":  # a module the door exports is a side door too
+                inner = {a.name for a in node.names if inspect.ismodule(getattr(solvers, a.name))}
+                found |= {(module, getattr(solvers, name).__name__) for name in inner}
+    assert found <= SOLVER_SIDE_DOORS, sorted(found - SOLVER_SIDE_DOORS)
+    assert len(SOLVER_SIDE_DOORS) <= 5
 
 
 def test_every_layer_imports_only_the_layers_below():

@@ -59,10 +59,8 @@ import array_api_compat as _aac
 
 from .._backend import _compat
 from .._backend._compat import matmul, mT
-from .._solvers import Given, lean, record
+from .._solvers import Given, Operators, lean, record, solve_path
 from .._solvers import solve as solve_by_method
-from .._solvers.linalg._factor import Operators
-from .._solvers.spectral import solve_path
 from ._rule import linearize, penalty, singular_tangent, tangent
 
 

@@ -33,7 +33,7 @@ from typing import Any, NamedTuple
 
 from .._backend import _compat
 from .._backend._compat import matmul, mT
-from .._solvers.linalg._factor import Operators
+from .._solvers import Operators
 
 
 class Linearization(NamedTuple):

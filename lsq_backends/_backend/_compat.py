@@ -113,7 +113,8 @@ Array = Any
 Namespace = Any
 
 __all__ = [
-    "add_to_diagonal", "align_rows", "arg_best", "Array", "array_namespace", "as_rank", "batch_last", "branch", "call_kind",
+    "add_to_diagonal", "all_true", "align_rows", "arg_best", "Array", "array_namespace", "as_rank", "batch_last", "branch",
+    "call_kind", "full_int",
     "checked_cholesky", "Checks", "cho_solve", "choice_is_free", "cholesky", "cholesky_ex", "clip", "column_norms", "column_squares",
     "compiled", "constants", "cross", "default_dtypes", "deferred", "device", "device_scope", "diagonal", "dots",
     "eager_jax", "eigh", "eps", "exact_powers", "eye_like", "finfo", "finite_test", "flat_concat", "float64_for",
@@ -578,3 +579,14 @@ def zero_first_row(xp, a, first):
         a[..., :1, :] = 0
         return a
     return xp.where(first, xp.zeros((), dtype=a.dtype, device=device(a)), a)
+
+
+def full_int(xp, batch_shape, value, like):
+    """An integer array of shape ``batch_shape`` filled with ``value``, on ``like``'s device."""
+    _, int_dtype = default_dtypes(xp, device(like))
+    return full(xp, batch_shape, value, int_dtype, like)
+
+
+def all_true(xp, mask):
+    """Scalar: every entry of ``mask`` (the whole batch takes one branch); a Python bool is its own answer."""
+    return mask if type(mask) is bool else reduce_all(xp, mask)

@@ -8,10 +8,40 @@ The covariances themselves: :mod:`lsq_backends._solvers.linalg.sandwich`.
 from __future__ import annotations
 
 import operator
+from typing import Any, NamedTuple
 
 from .._backend import _compat
-from .._solvers.linalg.sandwich import KERNELS, CovOptions, panel_runs
 from ._alpha import failure
+
+ROBUST_COV_TYPES = ("cluster", "HAC", "hac-groupsum", "hac-panel")
+KERNELS = ("bartlett", "uniform")
+
+
+class CovOptions(NamedTuple):
+    """A robust covariance's validated options: codes (m,) or (m, 2) (``hac-panel``: panel numbers) or None,
+    one static segment count per column of codes, the lags, the kernel, the correction (``True``/``False``,
+    ``"hac"``, ``"cluster"``) and the absorbed rank that the corrections count among the parameters."""
+
+    cov_type: str
+    codes: Any
+    n_groups: tuple
+    maxlags: int
+    kernel: str
+    correction: Any
+    absorbed: int = 0  # the rank of absorbed fixed effects: counted in p, the parameters of the corrections
+
+
+def runs(xp, new, dtype):
+    """Run numbers 0, 1, ... (m,) of ``dtype``, a new run at each row after the first where ``new`` (m - 1,)."""
+    first = xp.zeros((1,), dtype=new.dtype, device=_compat.device(new))
+    return xp.cumulative_sum(xp.astype(xp.concat([first, new]), dtype))
+
+
+def panel_runs(xp, codes, by_time):
+    """Each row's panel number (m,) from ``codes`` (m,): a new panel where the code changes (groups) or
+    decreases (``by_time``); statsmodels' ``hac-panel`` panels."""
+    return runs(xp, codes[1:] < codes[:-1] if by_time else codes[1:] != codes[:-1], codes.dtype)
+
 
 COV_KEYWORDS = ("groups", "time", "n_groups", "maxlags", "kernel", "use_correction")
 # The keywords each covariance type takes (the others must be left at None).

@@ -36,16 +36,16 @@ is that test: NaN or infinity on the diagonal fails it, and the fit prepared aga
 from __future__ import annotations
 
 import math
+import numbers
+import operator
 import sys
 from collections.abc import Callable
 from typing import NamedTuple
 
 from .._backend import _compat
 from .._backend._compat import Array, Checks, Namespace
-from .._solvers import METHODS, record
-from .._solvers.linalg._center import eliminate_intercept
-from .._solvers.linalg._shared import check_fraction
 from ._alpha import failure, validate_alpha
+from ._center import eliminate_intercept
 from ._frames import from_pandas
 from ._kinds import check_kind, check_known_shape
 from ._scaling import Scale, flushed, gram_certificate, scale_problem
@@ -182,25 +182,6 @@ def check_devices(arrays):
         where = ", ".join(f"{k} on {d!r}" for k, d in devs.items())
         msg = f"X, y and sample_weight must be on one device; got {where}"
         raise ValueError(msg)
-
-
-def check_method(method, rcond):
-    """Validate ``method`` and ``rcond``; returns ``rcond`` as a Python float (or None). ``rcond`` is a
-    cutoff on singular values, which only the direct methods resolve. With ``method="lsmr"`` or
-    ``"lsqr"`` (no singular values, no rank estimate) an explicit one is refused rather than ignored."""
-    if method not in METHODS:
-        msg = f"method must be one of {', '.join(map(repr, METHODS))}; got {method!r}"
-        raise ValueError(msg)
-    if rcond is None:
-        return None
-    rcond = check_fraction(rcond, "rcond")
-    if record(method).iterative:
-        msg = (
-            f"rcond applies to the direct methods (a singular-value cutoff); method={method!r} estimates no "
-            f"singular values: leave rcond=None and set its accuracy with atol/btol; got rcond={rcond!r}"
-        )
-        raise ValueError(msg)
-    return rcond
 
 
 def check_bool(value, name):
@@ -435,3 +416,47 @@ def prepare(
         xp, X, Y, alpha, x_offset, y_offset, y_was_vector, offset_sq, original, check,
         checks if defer_checks else None, scaling, gram_center, root if gram_center else None,
     )  # fmt: skip
+
+
+def as_integer(value):
+    """``value`` as a Python int where it is an integer (an ``int``, a NumPy integer scalar:
+    anything ``operator.index`` takes), else None; booleans are not integers here (NumPy's
+    bool has no ``__index__``)."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None
+
+
+def as_real(value):
+    """``value`` as a Python float where it is a real number (``numbers.Real``: int, float,
+    NumPy's integer and float scalars), else None; booleans are not numbers here."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    return float(value)
+
+
+def check_count(value, name, minimum=1, what="None or a positive integer"):
+    """An iteration budget or block size: None or an integer >= ``minimum`` (NumPy's integer
+    scalars too), returned as a Python int; ``ValueError`` otherwise, bools refused."""
+    if value is None:
+        return None
+    count = as_integer(value)
+    if count is None or count < minimum:
+        msg = f"{name} must be {what}; got {value!r}"
+        raise ValueError(msg)
+    return count
+
+
+def check_fraction(value, name):
+    """A relative tolerance: None or a number in [0, 1) (NumPy's scalars too), returned as a
+    Python float; ``ValueError`` otherwise, bools refused."""
+    if value is None:
+        return None
+    x = as_real(value)
+    if x is None or not 0 <= x < 1:
+        msg = f"{name} must be None or a number in [0, 1); got {value!r}"
+        raise ValueError(msg)
+    return x

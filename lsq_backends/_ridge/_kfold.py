@@ -16,8 +16,8 @@ from typing import Any, NamedTuple
 
 from .._backend import _compat
 from .._backend._compat import matmul
+from .._problem._center import eliminate_intercept
 from .._solvers import spectral
-from .._solvers.linalg._center import eliminate_intercept
 
 
 class FoldFit(NamedTuple):

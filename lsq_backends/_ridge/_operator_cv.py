@@ -31,8 +31,7 @@ from .._backend import _compat
 from .._backend._compat import matmul, mT, to_numpy
 from .._operator_fit import caller_of, fit_ridge
 from .._problem._input import as_array
-from .._solvers import spectral
-from .._solvers.linalg._operator import (
+from .._problem._operator import (
     centered,
     describe,
     entry_dtype,
@@ -42,6 +41,7 @@ from .._solvers.linalg._operator import (
     linear_map,
     on_host,
 )
+from .._solvers import spectral
 from . import _scoring
 from ._kfold import fold_score, folds
 

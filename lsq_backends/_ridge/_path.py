@@ -12,12 +12,11 @@ from __future__ import annotations
 
 from .._autodiff import rule_of
 from .._backend import _compat
+from .._backend._compat import full_int
 from .._problem._input import intercept_of
 from .._problem._scaling import unscale
 from .._result import LstsqResult
-from .._solvers import record
-from .._solvers.linalg._shared import full_int
-from .._solvers.spectral import over_alphas, solve_path
+from .._solvers import over_alphas, record, solve_path
 
 
 def fit_path(problem, method, fit_intercept):

@@ -29,9 +29,9 @@ import warnings
 from .._backend import _compat
 from .._problem import _input
 from .._problem._kinds import check_kind
+from .._problem._operator import describe, is_operator_input
 from .._problem._scaling import exponent, log2_abs, powers, times
 from .._solvers import DEFAULT, RECORDS
-from .._solvers.linalg._operator import describe, is_operator_input
 
 try:
     from sklearn.base import BaseEstimator, RegressorMixin

@@ -26,13 +26,31 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Literal, get_args
 
-from ._record import NOTHING, Given, Record, Solution
+from .._problem._input import check_count, check_fraction
+from . import spectral
+from ._record import DIRECT_FEATURES, NOTHING, SVD_SYNC, Given, Record, Solution
 from .linalg import lean
+from .linalg._factor import Operators
+from .linalg._gram_data import TallGram
 from .linalg._krylov import PRECONDITIONERS, preconditioned
-from .linalg._shared import check_count, check_fraction
+from .linalg._operator_gram import MapGram
+from .linalg._shared import add_penalty, default_cutoff, merge_targets, split_targets
+from .linalg.householder import solve as householder_solve
+from .linalg.pinv import filtered_solve, uncentered_scale
+from .linalg.rank import certified
+from .linalg.sandwich import robust_cov
+from .lsqr import drop_centering_noise
+from .nnls import solve as solve_nnls
+from .spectral import over_alphas, solve_path
 
+# The one door into the solver layer: the registry and its checks (below), and the blocks the layers above
+# build on. ``spectral`` (penalty paths, leave-one-out, folds) is a solver module the ridge layer uses whole.
 __all__ = [
-    "DEFAULT", "METHODS", "NOTHING", "RECORDS", "Given", "Method", "Record", "Solution", "check_options", "lean", "record", "solve",
+    "DEFAULT", "DIRECT_FEATURES", "METHODS", "NOTHING", "RECORDS", "SVD_SYNC", "Given", "MapGram", "Method",
+    "Operators", "Record", "Solution", "TallGram", "add_penalty", "certified", "check_method", "check_options",
+    "default_cutoff", "drop_centering_noise", "filtered_solve", "householder_solve", "lean", "merge_targets",
+    "over_alphas", "record", "robust_cov", "solve", "solve_nnls", "solve_path", "spectral", "split_targets",
+    "uncentered_scale",
 ]  # fmt: skip
 
 Method = Literal["auto", "normal", "qr", "svd", "lsqr", "lsmr"]  # one name per solver module
@@ -84,3 +102,22 @@ def check_options(method, atol, btol, max_iter, conlim=None, x0=None, preconditi
         msg = f"conlim must be None or a positive number (a bound on the condition estimate); got {conlim!r}"
         raise ValueError(msg)
     return check_fraction(atol, "atol"), check_fraction(btol, "btol"), check_count(max_iter, "max_iter")
+
+
+def check_method(method, rcond):
+    """Validate ``method`` and ``rcond``; returns ``rcond`` as a Python float (or None). ``rcond`` is a
+    cutoff on singular values, which only the direct methods resolve. With ``method="lsmr"`` or
+    ``"lsqr"`` (no singular values, no rank estimate) an explicit one is refused rather than ignored."""
+    if method not in METHODS:
+        msg = f"method must be one of {', '.join(map(repr, METHODS))}; got {method!r}"
+        raise ValueError(msg)
+    if rcond is None:
+        return None
+    rcond = check_fraction(rcond, "rcond")
+    if record(method).iterative:
+        msg = (
+            f"rcond applies to the direct methods (a singular-value cutoff); method={method!r} estimates no "
+            f"singular values: leave rcond=None and set its accuracy with atol/btol; got rcond={rcond!r}"
+        )
+        raise ValueError(msg)
+    return rcond

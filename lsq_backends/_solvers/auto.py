@@ -24,10 +24,10 @@ the safer path.
 from __future__ import annotations
 
 from .._backend import _compat
-from .._backend._compat import eps
+from .._backend._compat import all_true, eps
 from ._record import DIRECT_FEATURES, NOTHING, SVD_SYNC, Record, Solution
 from .linalg import gram, householder
-from .linalg._shared import all_true, gated, merge_targets
+from .linalg._shared import gated, merge_targets
 
 RESIDUAL_LIMIT = 1e4  # cond**2 * tan(theta) up to which the refined error stays QR-level
 

@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 
 from .._backend import _compat
 from .._backend._compat import matmul, mT
-from .linalg._operator import LinearMap
+from .._problem._operator import LinearMap
 
 
 def default_max_iter(n):

@@ -20,10 +20,10 @@ device) would be paid by every fit.
 from __future__ import annotations
 
 from .._backend import _compat
+from .._backend._compat import all_true
+from .._problem._operator import LinearMap
 from ._record import DIRECT_FEATURES, NOTHING, SVD_SYNC, Record
 from .linalg import gram, pinv
-from .linalg._operator import LinearMap
-from .linalg._shared import all_true
 
 
 def solve(xp, X, Y, alpha, given=NOTHING, *, factor=False):

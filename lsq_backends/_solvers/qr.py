@@ -27,11 +27,11 @@ minimum-norm solution, at O(p^3) extra.
 from __future__ import annotations
 
 from .._backend import _compat
-from .._backend._compat import matmul, mT
+from .._backend._compat import full_int, matmul, mT
 from ._record import DIRECT_FEATURES, NOTHING, SVD_SYNC, Given, Record, Solution
 from .linalg import cholqr, gram, householder
 from .linalg._factor import inverse_factor, triangular_inverse
-from .linalg._shared import full_int, gated
+from .linalg._shared import gated
 
 
 def solve(xp, X, Y, alpha, given=NOTHING, *, factor=False):

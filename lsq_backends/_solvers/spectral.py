@@ -32,10 +32,10 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from .._backend import _compat
-from .._backend._compat import matmul, mT
+from .._backend._compat import full_int, matmul, mT
+from .._problem._operator import LinearMap
 from .linalg._factor import path_factor
-from .linalg._operator import LinearMap
-from .linalg._shared import count, default_cutoff, full_int, gram_noise
+from .linalg._shared import count, default_cutoff, gram_noise
 
 
 class Spectrum(NamedTuple):

@@ -12,16 +12,21 @@ from __future__ import annotations
 import functools
 
 from .._backend import _compat
-from .._backend._compat import diagonal, eps, matmul, mT
+from .._backend._compat import all_true, diagonal, eps, full_int, matmul, mT
 from .._problem._alpha import validate_alpha
-from .._problem._input import check_bool, check_method
+from .._problem._input import as_real, check_bool
 from .._problem._scaling import scaled_alpha, times, unscale
 from .._result import LstsqResult
-from .._solvers import Given
-from .._solvers.linalg import householder as _householder
-from .._solvers.linalg import pinv as _pinv
-from .._solvers.linalg._shared import add_penalty, all_true, as_real, full_int, merge_targets, split_targets
-from .._solvers.linalg.rank import certified
+from .._solvers import (
+    Given,
+    add_penalty,
+    certified,
+    check_method,
+    filtered_solve,
+    householder_solve,
+    merge_targets,
+    split_targets,
+)
 from ._stream import Accumulator, canonical, gram
 
 
@@ -209,7 +214,7 @@ class NormalAccumulator(_Solvable):
             # when that is larger (all-constant columns are pure rounding noise).
             u, s, vh = _compat.svd(xp, A)
             colsq = diagonal(xp, Sxx) if offset_sq is None else diagonal(xp, Sxx) + offset_sq
-            W, rank = _pinv.filtered_solve(xp, (u, s, vh), B, None, tol * tol, n, xp.max(colsq))
+            W, rank = filtered_solve(xp, (u, s, vh), B, None, tol * tol, n, xp.max(colsq))
             if alpha is not None:
                 rank = xp.where(xp.all(alpha > 0), full_int(xp, (), n, W), xp.min(rank))
             return merge_targets(xp, W, alpha), rank
@@ -279,6 +284,6 @@ class QRAccumulator(_Solvable):
         R, offset_sq = _statistics(cls, xp, state, n, fit_intercept)
         cutoff = _default_cutoff(xp, state, n, rcond)
         # R_xx is already triangular: the solver's own QR of it costs O(n^3) and no accuracy.
-        W, rank = _householder.solve(xp, R[:n, :n], R[:n, n:], alpha, Given(rcond, offset_sq), cutoff=cutoff)[:2]
+        W, rank = householder_solve(xp, R[:n, :n], R[:n, n:], alpha, Given(rcond, offset_sq), cutoff=cutoff)[:2]
         resid = matmul(xp, R[:, :n], W) - R[:, n:]
         return W, rank, xp.sum(resid * resid, axis=0)

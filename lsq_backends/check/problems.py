@@ -27,8 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._backend import _compat
-from .._solvers import RECORDS, record
-from .._solvers.linalg._shared import default_cutoff
+from .._solvers import RECORDS, default_cutoff, record
 
 __all__ = ["SIZES", "Problem", "design", "make_problems", "score", "threshold"]
 

@@ -35,7 +35,7 @@ the products without an intercept."""
 from __future__ import annotations
 
 from ..._backend import _compat
-from ._center import eliminate_intercept
+from ..._problem._center import eliminate_intercept
 
 # Rows per block on NumPy: ~1 MB of float64, read from cache by every product of the block
 # (the block size that measured best, design notes).

@@ -20,10 +20,9 @@ entries longer. Its stopping rules read ``||r||`` and ``||X||`` of that augmente
 from __future__ import annotations
 
 from ..._backend import _compat
-from ..._backend._compat import matmul, mT
+from ..._backend._compat import full_int, matmul, mT
+from ..._problem._operator import LinearMap
 from .._record import DIRECT_FEATURES
-from ._operator import LinearMap
-from ._shared import full_int
 
 # the options of every Krylov method (``Record.options``)
 OPTIONS = ("atol", "btol", "max_iter", "precondition")

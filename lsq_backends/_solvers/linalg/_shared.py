@@ -31,16 +31,8 @@ fails (CholeskyQR2's three passes before shifted CholeskyQR3 on ill-conditioned 
 from __future__ import annotations
 
 import math
-import numbers
-import operator
 
 from ..._backend import _compat
-
-
-def full_int(xp, batch_shape, value, like):
-    """An integer array of shape ``batch_shape`` filled with ``value``, on ``like``'s device."""
-    _, int_dtype = _compat.default_dtypes(xp, _compat.device(like))
-    return _compat.full(xp, batch_shape, value, int_dtype, like)
 
 
 def count(xp, mask, like):
@@ -73,11 +65,6 @@ def merge_targets(xp, w, alpha):
     return xp.moveaxis(w[..., 0], -2, -1)
 
 
-def all_true(xp, mask):
-    """Scalar: every entry of ``mask`` (the whole batch takes one branch); a Python bool is its own answer."""
-    return mask if type(mask) is bool else _compat.reduce_all(xp, mask)
-
-
 def pivot_ratios(xp, pivots, colsq, offset_sq):
     """|pivot_j| / ||column j||, the scale-free rank test of the triangular factors, the column taken before
     centering (module docstring). ``pivots``, ``colsq`` (..., p), or (..., k, p) per target; ``colsq``: squared
@@ -106,50 +93,6 @@ def default_cutoff(xp, a, m, n, rcond):
     if _compat.finfo(xp, a.dtype).bits >= 64:
         return _compat.eps(xp, a) * max(m, n, 1)
     return _compat.eps(xp, a) * (math.sqrt(max(m, n, 1)) + min(m, n))
-
-
-def as_integer(value):
-    """``value`` as a Python int where it is an integer (an ``int``, a NumPy integer scalar:
-    anything ``operator.index`` takes), else None; booleans are not integers here (NumPy's
-    bool has no ``__index__``)."""
-    if isinstance(value, bool):
-        return None
-    try:
-        return operator.index(value)
-    except TypeError:
-        return None
-
-
-def as_real(value):
-    """``value`` as a Python float where it is a real number (``numbers.Real``: int, float,
-    NumPy's integer and float scalars), else None; booleans are not numbers here."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        return None
-    return float(value)
-
-
-def check_count(value, name, minimum=1, what="None or a positive integer"):
-    """An iteration budget or block size: None or an integer >= ``minimum`` (NumPy's integer
-    scalars too), returned as a Python int; ``ValueError`` otherwise, bools refused."""
-    if value is None:
-        return None
-    count = as_integer(value)
-    if count is None or count < minimum:
-        msg = f"{name} must be {what}; got {value!r}"
-        raise ValueError(msg)
-    return count
-
-
-def check_fraction(value, name):
-    """A relative tolerance: None or a number in [0, 1) (NumPy's scalars too), returned as a
-    Python float; ``ValueError`` otherwise, bools refused."""
-    if value is None:
-        return None
-    x = as_real(value)
-    if x is None or not 0 <= x < 1:
-        msg = f"{name} must be None or a number in [0, 1); got {value!r}"
-        raise ValueError(msg)
-    return x
 
 
 def gated(xp, gate, attempt, fallback, operands):

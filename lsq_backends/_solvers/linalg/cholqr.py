@@ -47,11 +47,11 @@ by blocks of columns (``_next_q``)."""
 from __future__ import annotations
 
 from ..._backend import _compat
-from ..._backend._compat import diagonal, eps, matmul, mT
+from ..._backend._compat import all_true, diagonal, eps, full_int, matmul, mT
 from . import gram
 from ._factor import inverse_factor, triangular_inverse
 from ._gram_data import BLOCK_ELEMENTS
-from ._shared import all_true, default_cutoff, full_int, gated
+from ._shared import default_cutoff, gated
 from .rank import certified, condition_estimate
 
 

@@ -60,11 +60,11 @@ from __future__ import annotations
 import math
 
 from ..._backend import _compat
-from ..._backend._compat import diagonal, eps, matmul, mT
+from ..._backend._compat import diagonal, eps, full_int, matmul, mT
 from .._record import Given, Solution
 from ._factor import inverse_factor, spectral_factor, triangular_inverse
 from ._gram_data import TallGram
-from ._shared import add_penalty, count, default_cutoff, full_int, gram_noise, merge_targets, split_targets
+from ._shared import add_penalty, count, default_cutoff, gram_noise, merge_targets, split_targets
 from .rank import SMALL, bounded, certified, condition_estimate
 
 

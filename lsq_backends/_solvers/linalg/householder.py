@@ -15,10 +15,10 @@ products of R's own entries. The block of Q2 against R then keeps its relative a
 from __future__ import annotations
 
 from ..._backend import _compat
-from ..._backend._compat import matmul, mT
+from ..._backend._compat import all_true, full_int, matmul, mT
 from .._record import NOTHING, Solution
 from ._factor import inverse_factor, triangular_inverse
-from ._shared import all_true, default_cutoff, full_int, merge_targets, split_targets
+from ._shared import default_cutoff, merge_targets, split_targets
 from .pinv import filtered_solve, uncentered_scale
 from .rank import certified
 

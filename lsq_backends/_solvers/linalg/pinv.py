@@ -17,11 +17,11 @@ is taken of that factor.
 from __future__ import annotations
 
 from ..._backend import _compat
-from ..._backend._compat import matmul, mT
+from ..._backend._compat import full_int, matmul, mT
 from .._record import NOTHING, Solution
 from . import cholqr
 from ._factor import spectral_factor
-from ._shared import count, default_cutoff, full_int
+from ._shared import count, default_cutoff
 
 
 def uncentered_scale(xp, colsq, offset_sq):

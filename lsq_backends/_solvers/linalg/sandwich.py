@@ -37,27 +37,9 @@ or lazy codes). The codes' range is a value check read with the fit's other chec
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
-
 from ..._backend import _compat
 from ..._backend._compat import matmul, mT
-
-ROBUST_COV_TYPES = ("cluster", "HAC", "hac-groupsum", "hac-panel")
-KERNELS = ("bartlett", "uniform")
-
-
-class CovOptions(NamedTuple):
-    """A robust covariance's validated options: codes (m,) or (m, 2) (``hac-panel``: panel numbers) or None,
-    one static segment count per column of codes, the lags, the kernel, the correction (``True``/``False``,
-    ``"hac"``, ``"cluster"``) and the absorbed rank that the corrections count among the parameters."""
-
-    cov_type: str
-    codes: Any
-    n_groups: tuple
-    maxlags: int
-    kernel: str
-    correction: Any
-    absorbed: int = 0  # the rank of absorbed fixed effects: counted in p, the parameters of the corrections
+from ..._problem._cov_options import runs
 
 
 def _gram(xp, T):
@@ -70,25 +52,13 @@ def _present(xp, codes, n_groups, U):
     return xp.sum(xp.astype(_compat.segment_sum(xp, ones, codes, n_groups) > 0, U.dtype))
 
 
-def _runs(xp, new, dtype):
-    """Run numbers 0, 1, ... (m,) of ``dtype``, a new run at each row after the first where ``new`` (m - 1,)."""
-    first = xp.zeros((1,), dtype=new.dtype, device=_compat.device(new))
-    return xp.cumulative_sum(xp.astype(xp.concat([first, new]), dtype))
-
-
 def _pairs(xp, codes):
     """The intersection clusters of two-way codes (m, 2): the rows' order sorted by (first, second) code
     and each sorted row's pair number (0, 1, ...; (m,))."""
     order = xp.argsort(codes[:, 1], stable=True)
     order = xp.take(order, xp.argsort(xp.take(codes[:, 0], order), stable=True))
     a, b = xp.take(codes[:, 0], order), xp.take(codes[:, 1], order)
-    return order, _runs(xp, (a[1:] != a[:-1]) | (b[1:] != b[:-1]), codes.dtype)
-
-
-def panel_runs(xp, codes, by_time):
-    """Each row's panel number (m,) from ``codes`` (m,): a new panel where the code changes (groups) or
-    decreases (``by_time``); statsmodels' ``hac-panel`` panels."""
-    return _runs(xp, codes[1:] < codes[:-1] if by_time else codes[1:] != codes[:-1], codes.dtype)
+    return order, runs(xp, (a[1:] != a[:-1]) | (b[1:] != b[:-1]), codes.dtype)
 
 
 def _hac_meat(xp, U, options, runs=None):

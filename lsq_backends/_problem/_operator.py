@@ -32,7 +32,7 @@ from typing import Any
 
 import array_api_compat as _aac
 
-from ..._backend import _compat
+from .._backend import _compat
 
 __all__ = [
     "LinearMap",

@@ -26,7 +26,7 @@ weighting and reflecting in turn made three.
 
 from __future__ import annotations
 
-from ..._backend import _compat
+from .._backend import _compat
 
 
 def _weights(xp, X, root):
