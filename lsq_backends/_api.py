@@ -23,16 +23,25 @@ from typing import Any, NamedTuple
 from ._autodiff import _derivatives, rule_of
 from ._backend import _compat
 from ._backend._compat import full_int, matmul
-from ._iterative import solver_options, start_of
 from ._operator_fit import fit_lstsq, fit_ridge, operator_route
 from ._problem._absorb import absorbed
 from ._problem._empty import pad_empty_batch
 from ._problem._input import Penalty, check_bool, check_count, compiled_fit, intercept_of, prepare, validate
 from ._problem._scaling import Rescale, uncertified, unscale
-from ._refine import refine as _refine
+from ._problem._start import start_of
 from ._result import LstsqResult
 from ._ridge._path import fit_path
-from ._solvers import Given, TallGram, check_method, check_options, drop_centering_noise, lean, record
+from ._solvers import (
+    Given,
+    TallGram,
+    check_method,
+    check_options,
+    drop_centering_noise,
+    lean,
+    record,
+    refine_augmented,
+    solver_options,
+)
 from ._solvers import solve as solve_by_method
 from ._types import Array, Method
 
@@ -56,7 +65,7 @@ class Spec(NamedTuple):
     fit_intercept: bool
     check_finite: bool
     refine: int = 0
-    options: Any = None  # the iterative methods' (``_iterative.solver_options``), else None
+    options: Any = None  # the iterative methods' (``_solvers.solver_options``), else None
     ridge: bool = False
     per_target: bool = False
     path: bool = False
@@ -238,7 +247,7 @@ def refined_solution(problem, coef, intercept, rank, steps):
         coef = xp.concat([intercept[..., None, :], coef], axis=-2)
     if root is not None:
         X, Y = root * X, root * Y
-    coef, resid = _refine(xp, X, Y, coef, rank + int(problem.x_offset is not None), steps)
+    coef, resid = refine_augmented(xp, X, Y, coef, rank + int(problem.x_offset is not None), steps)
     if problem.x_offset is not None:
         return coef[..., 1:, :], coef[..., 0, :], resid
     return coef, intercept, resid

@@ -26,7 +26,6 @@ import numpy as np
 
 from ._backend import _compat
 from ._backend._compat import full_int
-from ._iterative import check_start, solver_options
 from ._problem._alpha import failure, validate_alpha
 from ._problem._input import as_array, check_bool, check_dtype, check_finite_values, namespace_of
 from ._problem._kinds import check_kind
@@ -45,8 +44,9 @@ from ._problem._operator import (
     on_host,
 )
 from ._problem._scaling import exponent, log2_abs, penalty_times, powers, times
+from ._problem._start import check_start
 from ._result import LstsqResult
-from ._solvers import Given, MapGram, Solution, check_method, check_options, record
+from ._solvers import Given, MapGram, Solution, check_method, check_options, record, solver_options
 from ._solvers import solve as solve_by_method
 from ._solvers import solve_nnls as nnls_solve
 

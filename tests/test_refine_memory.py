@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from array_api_compat import array_namespace
 
-from lsq_backends._refine import refine
+from lsq_backends._solvers.linalg.refine import refine
 
 
 @pytest.mark.parametrize("k", [1, 4])

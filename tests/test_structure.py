@@ -111,8 +111,8 @@ LAYERS = (
     ("_backend", "_result"),  # the array libraries (one entry: ``_backend._compat``); the result type
     ("_problem",),  # the problem as the solvers take it: checks, preparation, X as a linear map
     ("_solvers",),  # the methods, on their building blocks (``_solvers/linalg``); one door, its ``__init__``
-    ("_types", "_autodiff", "_refine", "_summary", "capabilities", "check"),
-    ("_iterative", "_nnls", "_streaming", "_sklearn"),
+    ("_types", "_autodiff", "_summary", "capabilities", "check"),
+    ("_nnls", "_streaming", "_sklearn"),
     ("_operator_fit",),  # lstsq and ridge on a linear map (sparse, operators)
     ("_ridge",),  # penalty grids: paths, cross-validation
     ("_api",),  # lstsq and ridge

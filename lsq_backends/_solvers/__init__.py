@@ -17,9 +17,14 @@ squared column norms (``offset_sq``, for the rank tests), X's deferred finitenes
 Gram route's view of tall X (``data``, ``_gram_data.TallGram``); ``factor`` asks for the
 ``_factor.Factor`` solved with (``Solution.factor``). A caller holding a direct method's record
 calls ``record(m).solve`` (``_api``). Iterative methods (``record.iterative``): ``solve(xp, X,
-Y, alpha, given=NOTHING)``, X an array or a ``_operator.LinearMap``, their options (the
+Y, alpha, given=NOTHING)``, X an array or a ``_problem._operator.LinearMap``, their options (the
 record's ``options``: atol, btol, max_iter, ...) in ``given.options``.
-:func:`solve` calls either kind by name."""
+:func:`solve` calls either kind by name.
+
+This module is also the layer's one door: every name the layers above use is exported here
+(``__all__``: the registry and its checks, and the blocks the entry points, the derivative rules,
+the accumulators, the penalty grids and the diagnostics build on); ``tests/test_structure.py``
+holds the few imports of inner modules that remain."""
 
 from __future__ import annotations
 
@@ -38,6 +43,7 @@ from .linalg._shared import add_penalty, default_cutoff, merge_targets, split_ta
 from .linalg.householder import solve as householder_solve
 from .linalg.pinv import filtered_solve, uncentered_scale
 from .linalg.rank import certified
+from .linalg.refine import refine as refine_augmented
 from .linalg.sandwich import robust_cov
 from .lsqr import drop_centering_noise
 from .nnls import solve as solve_nnls
@@ -49,8 +55,8 @@ __all__ = [
     "DEFAULT", "DIRECT_FEATURES", "METHODS", "NOTHING", "RECORDS", "SVD_SYNC", "Given", "MapGram", "Method",
     "Operators", "Record", "Solution", "TallGram", "add_penalty", "certified", "check_method", "check_options",
     "default_cutoff", "drop_centering_noise", "filtered_solve", "householder_solve", "lean", "merge_targets",
-    "over_alphas", "record", "robust_cov", "solve", "solve_nnls", "solve_path", "spectral", "split_targets",
-    "uncentered_scale",
+    "over_alphas", "record", "refine_augmented", "robust_cov", "solve", "solve_nnls", "solve_path", "solver_options",
+    "spectral", "split_targets", "uncentered_scale",
 ]  # fmt: skip
 
 Method = Literal["auto", "normal", "qr", "svd", "lsqr", "lsmr"]  # one name per solver module
@@ -121,3 +127,13 @@ def check_method(method, rcond):
         )
         raise ValueError(msg)
     return rcond
+
+
+def solver_options(method, atol, btol, max_iter, conlim=None, x0=None, precondition=None):
+    """The keyword arguments of the iterative ``method``'s solver: atol, btol, max_iter,
+    precondition (``_solvers.solve`` takes it off), and its record's ``options`` (``lsmr``:
+    ``conlim`` and ``x0`` too). A direct method takes none (``check_options`` refused any)."""
+    rec = record(method)
+    options = {"atol": atol, "btol": btol, "max_iter": max_iter, "precondition": precondition}
+    options.update((k, v) for k, v in (("conlim", conlim), ("x0", x0)) if k in rec.options)
+    return options

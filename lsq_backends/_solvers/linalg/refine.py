@@ -38,8 +38,8 @@ then copied it.)
 
 from __future__ import annotations
 
-from ._backend import _compat
-from ._backend._compat import matmul, mT
+from ..._backend import _compat
+from ..._backend._compat import matmul, mT
 
 
 def _split(xp, x):

@@ -1,25 +1,13 @@
-"""The iterative methods' side of the entry points: their options as the solvers take them, and
-the warm start ``x0`` checked and carried into the prepared (scaled) problem."""
+"""The iterative methods' warm start ``x0``, checked and carried into the prepared (scaled) problem."""
 
 from __future__ import annotations
 
 import math
 
-from ._backend import _compat
-from ._problem._input import as_array, check_dtype, check_finite_values
-from ._solvers import record
+from .._backend import _compat
+from ._input import as_array, check_dtype, check_finite_values
 
-__all__ = ["solver_options", "start_of"]
-
-
-def solver_options(method, atol, btol, max_iter, conlim=None, x0=None, precondition=None):
-    """The keyword arguments of the iterative ``method``'s solver: atol, btol, max_iter,
-    precondition (``_solvers.solve`` takes it off), and its record's ``options`` (``lsmr``:
-    ``conlim`` and ``x0`` too). A direct method takes none (``check_options`` refused any)."""
-    rec = record(method)
-    options = {"atol": atol, "btol": btol, "max_iter": max_iter, "precondition": precondition}
-    options.update((k, v) for k, v in (("conlim", conlim), ("x0", x0)) if k in rec.options)
-    return options
+__all__ = ["check_start", "start_of"]
 
 
 def check_start(xp, x0, shape, y_was_vector, like, check_finite=True):
