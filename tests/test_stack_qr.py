@@ -12,7 +12,7 @@ The H100 self-check (CuPy 14.2, torch 2.11) on 10000 problems of 64 x 8:
   (float64: 10-40 ms): their condition gates send float32 to Householder QR, which CuPy
   (``linalg.qr``: geqrf and orgqr) and CUDA torch (``ormqr``) run as one cuSOLVER call per
   matrix. Such stacks now take Householder's steps over the whole stack
-  (``_backend/_householder.py``).
+  (``_backend/_stack_qr.py``).
 
 Tolerances: Householder QR is backward stable, ``X + dX = Q R`` with ``||dX|| <= c m n eps
 ||X||`` and ``||Q^T Q - I|| <= c m n eps`` (c = 1 here, measured ~4); two such R of one X
@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 
 import lsq_backends as lsq
-from lsq_backends._backend import _compat, _factorizations, _householder
+from lsq_backends._backend import _compat, _factorizations, _stack_qr
 from lsq_backends._solvers.linalg import rank
 from lsq_backends.check.problems import design, threshold
 
@@ -39,7 +39,7 @@ def _stack(rng, dtype, batch=20, m=64, n=8, kappa=50.0):
 
 def _explicit_q(xp, reflectors, n, m):
     eye = np.broadcast_to(np.eye(n), (*reflectors[0][1].shape, n, n)).astype(reflectors[0][1].dtype)
-    return np.asarray(_householder.apply_q(xp, reflectors, eye, m))
+    return np.asarray(_stack_qr.apply_q(xp, reflectors, eye, m))
 
 
 def _assert_householder(X, Q, R, y=None, qty=None):
@@ -71,17 +71,17 @@ def test_householder_stack_is_lapacks(dtype, shape, numpy_reference):
     X[2] = np.triu(X[2])
     X[3] *= 1e-150 if dtype == np.float64 else 1e-30
     xp = _compat.array_namespace(X)
-    R, reflectors = _householder.householder_stack(xp, X)
+    R, reflectors = _stack_qr.householder_stack(xp, X)
     Q = _explicit_q(xp, reflectors, n, m)
     y = rng.standard_normal((batch, m, 2)).astype(dtype)
-    _assert_householder(X, Q, R, y, _householder.apply_qt(xp, reflectors, y))
+    _assert_householder(X, Q, R, y, _stack_qr.apply_qt(xp, reflectors, y))
     np.testing.assert_array_equal(R[2], X[2, :n])
     ref = np.linalg.qr(X.astype(np.float64), mode="r")
     scale = np.max(np.abs(ref), axis=(-2, -1), keepdims=True)
     assert np.max(np.abs(R - ref) / scale) <= 100.0 * m * n * np.finfo(dtype).eps  # kappa * m n eps
     Xn = X.copy()
     Xn[4, 3, 1] = np.nan
-    Rn, refl_n = _householder.householder_stack(xp, Xn)
+    Rn, refl_n = _stack_qr.householder_stack(xp, Xn)
     assert np.all(np.isnan(Rn[4, 1:, 1:][np.triu_indices(n - 1)]))
     keep = [i for i in range(batch) if i != 4]
     np.testing.assert_array_equal(Rn[keep], R[keep])
@@ -93,17 +93,17 @@ def test_only_looping_libraries_take_the_stack_steps(monkeypatch, numpy_referenc
     launches would cost more than the per-matrix calls)."""
     torch = pytest.importorskip("torch")
     X = np.zeros((20, 64, 8))
-    assert not _householder.loops_over_stacks(_compat.array_namespace(X), X)
+    assert not _stack_qr.loops_over_stacks(_compat.array_namespace(X), X)
     tx = torch.asarray(X)
     txp = _compat.array_namespace(tx)
-    assert not _householder.loops_over_stacks(txp, tx)
-    monkeypatch.setattr(_householder, "torch_on_cuda", lambda x: True)
-    assert _householder.loops_over_stacks(txp, tx)
+    assert not _stack_qr.loops_over_stacks(txp, tx)
+    monkeypatch.setattr(_stack_qr, "torch_on_cuda", lambda x: True)
+    assert _stack_qr.loops_over_stacks(txp, tx)
     cupy = cupy_standin.install(monkeypatch)
-    assert _householder.loops_over_stacks(cupy.xp, X)
-    assert not _householder.loops_over_stacks(cupy.xp, X[:4])  # 4 matrices of 8 columns
-    assert not _householder.loops_over_stacks(cupy.xp, X[0])
-    assert not _householder.loops_over_stacks(cupy.xp, np.zeros((20, 4, 8)))  # wide
+    assert _stack_qr.loops_over_stacks(cupy.xp, X)
+    assert not _stack_qr.loops_over_stacks(cupy.xp, X[:4])  # 4 matrices of 8 columns
+    assert not _stack_qr.loops_over_stacks(cupy.xp, X[0])
+    assert not _stack_qr.loops_over_stacks(cupy.xp, np.zeros((20, 4, 8)))  # wide
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -154,7 +154,7 @@ def test_cuda_torch_stacks_skip_the_per_matrix_ormqr(monkeypatch, method, numpy_
     ``svd`` on 10000 problems of 64 x 8): with the device taken for CUDA, a float32 stack (past
     the float32 gates: Householder QR) runs neither, and every fit meets the self-check's bound."""
     torch = pytest.importorskip("torch")
-    monkeypatch.setattr(_householder, "torch_on_cuda", lambda x: True)
+    monkeypatch.setattr(_stack_qr, "torch_on_cuda", lambda x: True)
     rng = np.random.default_rng(2)
     X = _stack(rng, np.float64, batch=30)
     w = rng.standard_normal(8)
@@ -209,7 +209,7 @@ def test_stack_qr_on_the_session_device(be):
     rng = np.random.default_rng(3)
     X, y = _stack(rng, np.float32, batch=200), rng.standard_normal((200, 64, 1)).astype(np.float32)
     xp, Xd, yd = be.xp, be.asarray(X), be.asarray(y)
-    assert _householder.loops_over_stacks(xp, Xd)
+    assert _stack_qr.loops_over_stacks(xp, Xd)
     if be.name == "cupy":
         import cupy
 

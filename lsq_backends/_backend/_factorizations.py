@@ -35,7 +35,7 @@ its singular values are multiplied back.
 
 ``qr``, ``qr_apply``, ``qr_implicit`` of stacks of small matrices on CuPy and CUDA PyTorch:
 the library's QR loops over the matrices, one solver call each; Householder's steps run over the
-whole stack instead (:mod:`._householder`).
+whole stack instead (:mod:`._stack_qr`).
 
 ``retry_on_cpu``: torch's CUDA eigh and svd (cuSOLVER's Jacobi and QR-iteration drivers) raise
 on matrices the CPU's LAPACK factors (clustered or tiny singular values). The matrices here are
@@ -48,8 +48,8 @@ import array_api_compat as _aac
 
 from ._dask_blocks import dask_per_matrix, dask_tsqr_apply, numpy_eigh, numpy_qr, numpy_safe_cholesky, numpy_svd
 from ._devices import eye_like
-from ._householder import apply_q, apply_qt, householder_stack, lapack_reflectors, loops_over_stacks
 from ._products import matmul
+from ._stack_qr import apply_q, apply_qt, householder_stack, lapack_reflectors, loops_over_stacks
 from ._triangular import LAPACK_SMALL, lapack_for, scipy_for
 
 device = _aac.device
@@ -244,7 +244,7 @@ def qr_apply(xp, x, y):
 
 
 def _stack_reflectors(xp, x):
-    """``(R, reflectors)`` of the stack ``x`` (:mod:`._householder`): torch's own batched geqrf on
+    """``(R, reflectors)`` of the stack ``x`` (:mod:`._stack_qr`): torch's own batched geqrf on
     PyTorch (cuBLAS's for m <= 256), the steps written out elsewhere."""
     if _aac.is_torch_namespace(xp):
         import torch
