@@ -209,7 +209,7 @@ _NAMED = re.compile(r"(\w+\(.*?\)) (?:factorizes|fits|needs)")
 KNOWN = {
     "test_raises_value_error_if_positive_and_sparse": ("documented", "positive=True fits a sparse X (limits.md)"),
     "test_ridge_fit_intercept_sparse_error": ("documented", "normal/auto fit a sparse X with an intercept (limits.md)"),
-    "test_ridge_fit_intercept_sparse_sag": ("documented", "sparse X fitted without sag's warning; coefs match dense"),
+    "test_ridge_fit_intercept_sparse_sag": ("harness", "sag's own warning on sparse X: sag maps to auto (coefs match)"),
     "test_dense_sparse": ("documented", "intercept_ is a 0-d array, not np.float64 (estimators.md)"),
     "test_ridge_shapes_type": ("documented", "intercept_ is a 0-d array, not a float (estimators.md)"),
     "test_ridge_cv_individual_penalties": ("documented", "alpha_ is a 0-d array, not a scalar (estimators.md)"),
