@@ -106,7 +106,7 @@ def test_solvers_never_import_each_other():
 
 
 # The package's layers, bottom up: each folder (or module at the package's top) imports only
-# from layers below its own. The reading order of docs/development.md follows it.
+# from layers below its own (the layer table of docs/development.md; its reading order runs top down).
 LAYERS = (
     ("_backend", "_result"),  # the array libraries (one entry: ``_backend._compat``); the result type
     ("_problem",),  # the problem as the solvers take it: checks, preparation, X as a linear map
