@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import lsq_backends as lsq
-from lsq_backends._backend import _compat
+from lsq_backends._backend import _arrays, _compat
 
 EPS = np.finfo(np.float64).eps
 
@@ -30,7 +30,7 @@ def test_blocked_gram_matches_plain(numpy_reference):
     """m large enough for several row blocks: the same Gram and cross-product as one product
     (to the rounding of a sum of m terms), and the same fit."""
     X, y = _problem((32000, 20))
-    rows = _compat.GRAM_BLOCK_ELEMENTS // 20
+    rows = _arrays.GRAM_BLOCK_ELEMENTS // 20
     assert X.shape[0] >= 4 * rows  # the blocked branch runs
     xp = _compat.array_namespace(X)
     A, B = _compat.normal_products(xp, X, y[:, None])
