@@ -12,6 +12,9 @@ bare refined pipeline jitted, with the fusions of each compiled program (the fit
 ``lax.cond``; the taken branch is counted on its own), and the first call of a new shape, compile included, of
 ``normal`` at 300 x 6, eager and under ``jax.jit``, against the bare pipeline's.
 
+``python -m benchmarks.lean --offsets-accuracy``: the errors of PyTorch intercept fits of 4000 x 32 data with columns
+offset by 0 to 1.7e9 (cond 1e2 and 1e5), against the fit of the data centered in extended precision.
+
 ``python -m benchmarks.lean --numpy``: NumPy, an intercept with columns offset by 1e8 and 1e9 against the same fit
 without offsets (200000 x 50), and float32 ``normal`` against float64 ``normal`` and float32 ``qr`` (20000 x 400).
 """
@@ -167,12 +170,53 @@ def numpy_main(repeat):
         print(f"  {name:32s} {t * 1e3:8.1f} ms  {t / base:5.2f}x " + ("no offset" if "offset" in name else "float64"))
 
 
+def offsets_accuracy(seeds=8):
+    """Errors of PyTorch intercept fits (the whole-array Gram route) of 4000 x 32 data whose columns are offset,
+    against the fit of the data centered in extended precision (``numpy.longdouble``), refined twice: the median
+    and largest relative error of the coefficients and of the intercept over ``seeds`` problems."""
+    import numpy as np
+    import torch
+
+    import lsq_backends as lsq
+
+    torch.set_num_threads(1)
+    m, n = 4000, 32
+    print("offset    cond   coef: median, max     intercept: median, max")
+    for offset in (0.0, 1e4, 1e8, 1.7e9):
+        for cond in (1e2, 1e5):
+            errs = []
+            for seed in range(seeds):
+                rng = np.random.default_rng(seed)
+                U, V = np.linalg.qr(rng.standard_normal((m, n)))[0], np.linalg.qr(rng.standard_normal((n, n)))[0]
+                X = (U * np.geomspace(1, 1 / cond, n)) @ V.T * np.sqrt(m) + offset * (1 + rng.random(n))
+                y = X @ rng.standard_normal(n) + 3.0 + 0.1 * rng.standard_normal(m)
+                Xl, yl = X.astype(np.longdouble), y.astype(np.longdouble)
+                xm, ym = Xl.mean(0), yl.mean()
+                Xc = (Xl - xm).astype(np.float64)
+                w = np.linalg.lstsq(Xc, (yl - ym).astype(np.float64), rcond=None)[0]
+                for _ in range(2):
+                    g = ((Xl - xm).T @ ((yl - ym) - (Xl - xm) @ w.astype(np.longdouble))).astype(np.float64)
+                    w = w + np.linalg.solve(Xc.T @ Xc, g)
+                b = float(ym - xm @ w.astype(np.longdouble))
+                fit = lsq.lstsq(torch.asarray(X), torch.asarray(y), fit_intercept=True)
+                errs.append(
+                    (np.linalg.norm(fit.coef.numpy() - w) / np.linalg.norm(w), abs(float(fit.intercept) - b) / abs(b))
+                )
+            e = np.array(errs)
+            print(f"{offset:8.1e} {cond:6.0e}   {np.median(e[:, 0]):.1e}, {e[:, 0].max():.1e}"
+                  f"            {np.median(e[:, 1]):.1e}, {e[:, 1].max():.1e}")  # fmt: skip
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=7, help="rounds; the minimum of each is reported")
     parser.add_argument("--jax", action="store_true", help="JAX (jitted and eager) instead of PyTorch")
     parser.add_argument("--numpy", action="store_true", help="NumPy: columns offset by 1e8 and 1e9, float32 width")
+    parser.add_argument("--offsets-accuracy", action="store_true", help="PyTorch intercept fits of offset columns")
     args = parser.parse_args(argv)
+    if args.offsets_accuracy:
+        offsets_accuracy()
+        return
     if args.jax:
         jax_main(args.repeat)
         return

@@ -204,7 +204,9 @@ def _solve(problem, spec, options):
         n_iter, istop = _derivatives.split_counts(method, counts) if rec.iterative else (None, None)
     else:
         # the Gram route's view of a problem that ``prepare`` left uncentered
-        data = TallGram(xp, X, Y, problem.root, centered=True) if problem.gram_center else None
+        # the methods with a lean route refine their normal equations: the plain means' rounding is left to that step
+        refined = rec.lean is not None
+        data = TallGram(xp, X, Y, problem.root, centered=True, refined=refined) if problem.gram_center else None
         given = Given(rcond, problem.offset_sq, problem.check, data, options)
         # a direct method from its record (one signature for all), an iterative one by name (its options)
         sol = solve_by_method(xp, X, Y, alpha, method, given) if rec.iterative else rec.solve(xp, X, Y, alpha, given)

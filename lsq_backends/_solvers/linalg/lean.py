@@ -94,7 +94,7 @@ def fit(xp, X, Y, weights, alpha, form, limits=None):
     root = None if weights is None else _compat.as_rank(xp, xp.sqrt(weights[..., None]), X.ndim)
     if root is not None and not centered:
         X, Y = root * X, root * Y
-    data = TallGram(xp, X, Y, root, centered=centered)
+    data = TallGram(xp, X, Y, root, centered=centered, refined=True)
     G, B = data.products(X, Y)
     if alpha is None:
         A = G
