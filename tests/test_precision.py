@@ -233,7 +233,8 @@ def _cases():
 
 
 def _fitted(e):
-    return {k: v for k, v in vars(e).items() if k.endswith("_") and not isinstance(v, int) and v is not None}
+    # the fitted arrays (not n_features_in_, an int, nor method_, a str: static facts of the fit)
+    return {k: v for k, v in vars(e).items() if k.endswith("_") and not isinstance(v, (int, str)) and v is not None}
 
 
 CASES = _cases()
