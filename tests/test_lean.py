@@ -181,6 +181,25 @@ def test_problems_outside_the_common_case_take_the_full_route(be, full_fits, met
     assert np.all(np.isfinite(be.to_numpy(lean.coef)))
 
 
+@pytest.mark.parametrize("method", ["normal", "auto"])
+@pytest.mark.parametrize("column", ["constant 0.1", "1e8 varying by 1e-7", "0.1 varying by an ulp"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_a_column_at_its_offsets_rounding_is_rank_deficient(be, full_fits, method, column, weighted):
+    """With an intercept, a column that centering leaves at the rounding of its offset holds no digit of its own:
+    the full route fits (rank 0, coefficient 0, the intercept y's mean), as ``qr`` and NumPy on ``[1, X]`` decide.
+    The lean route once took it, full rank, and fitted the rounding (coefficients of 6e15)."""
+    rng = np.random.default_rng(3)
+    x = {"constant 0.1": np.full(50, 0.1), "1e8 varying by 1e-7": 1e8 + 1e-7 * rng.standard_normal(50),
+         "0.1 varying by an ulp": 0.1 + rng.choice([0.0, 2.0**-56], 50)}[column]  # fmt: skip
+    y = np.arange(50.0)
+    w = rng.uniform(0.5, 2.0, 50) if weighted else None
+    res = _fit(be, x[:, None], y, method, fit_intercept=True, sample_weight=w)
+    assert full_fits == [method], "the lean route kept it"
+    assert int(be.to_numpy(res.rank)) == 0
+    assert float(be.to_numpy(res.coef)[0]) == 0.0
+    np.testing.assert_allclose(float(be.to_numpy(res.intercept)), np.average(y, weights=w), rtol=1e-12)
+
+
 def test_auto_leaves_large_residuals_to_the_full_route(be, full_fits):
     """``auto``'s residual-angle test (cond**2 tan <= 1e4), asked of the upper bound: a residual as large as the
     signal at cond 1e3 goes to the full route, whose QR it needs; ``normal`` keeps it (its own bound)."""

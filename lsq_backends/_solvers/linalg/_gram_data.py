@@ -33,7 +33,7 @@ Gram product, ``Z^T [V root]`` (``B`` and ``s`` in one product), the residual ``
 the products without an intercept. Without weights the shifts are the plain means (one reduction
 each) and ``s`` and ``t`` their rounding: where a refinement step follows (``refined``: ``normal``
 and ``auto``, lean route or full), whose residual is centered exactly, the corrections by them are
-left to it (``s = 0``), ten operators fewer. CholeskyQR2, which has no such step, needs them
+left to it (``s = 0``): ten operators fewer. CholeskyQR2, which has no such step, needs them
 (``qr`` with columns offset by 1e8 and cond 1e3 erred by 1.3e-10, past QR's bound, without them):
 :meth:`TallGram.basis_products` takes them where they were left. On 4000 x 32 data with
 columns offset by 0 to 1.7e9 (``python -m benchmarks.lean --offsets-accuracy``: cond 1e2 and 1e5,

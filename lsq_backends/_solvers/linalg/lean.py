@@ -31,6 +31,12 @@ of Numerical Algorithms*, 2nd ed., ch. 10 and 20):
   against the largest column (a negligible column is NumPy's rank deficiency).
 - **Residual** (``rss``): finite and non-negative; ``auto`` also asks its residual-angle test
   (``cond**2 tan(theta) <= 1e4``) of the upper bound.
+- **Resolution** (least squares with an intercept): each column's centered square ``d_j`` above
+  ``c**2`` times what centering removed, ``total * mean_j**2``. A column that centering left at the
+  rounding of its offset (a constant column, or 1e8 varying by 1e-7: a few units in the last place)
+  holds no digit of its own; the full route then decides, as NumPy does on ``[1, X]`` (rank
+  deficient). Offsets with digits of their own (timestamps of 1.7e9 varying by 1e6) pass by many
+  orders of magnitude. Ridge has no such test: its penalty makes every column well-posed.
 
 These are stacked into one vector and compared with cached bounds: one boolean, read once by
 the caller. Everything here is a plain function of arrays (no read, no context variable), so
@@ -86,7 +92,10 @@ def fit(xp, X, Y, weights, alpha, form, limits=None):
         m, n = X.shape[-2:]
         per_target = alpha is not None and alpha.shape[0] > 1
         traits = _compat.traits(xp)
-        limits = bounds(xp, X, (m, n, Y.shape[-1], per_target, auto, choose, traits.reports_failures, centered))
+        # the resolution test's factor of c**2: the total weight where it is the number m (no weights), else 1
+        resolution = (float(m) if weights is None else 1.0) if centered and alpha is None else None
+        info = traits.reports_failures
+        limits = bounds(xp, X, (m, n, Y.shape[-1], per_target, auto, choose, info, centered, resolution))
         if not traits.reads_while_solving:  # JAX (Dask takes the full route): eagerly, each operation would compile
             key = ("lean fit", xp.__name__, form)
             run = _compat.memo(key, lambda: _compat.jit(xp, functools.partial(fit, xp, form=form)))
@@ -134,6 +143,9 @@ def fit(xp, X, Y, weights, alpha, form, limits=None):
         parts.append(_compat.dots(xp, Y, Y))  # y's scale, per target (weighted without an intercept)
     if info is not None:
         parts.append(xp.astype(info, W.dtype))
+    if centered and alpha is None:  # each column's centered square against its offset's (module docstring)
+        offset = data.x_mean * data.x_mean  # times the total weight: here, or in the bound where it is m
+        parts.append(d / (offset if data.weights is None else offset * data.total)[..., 0, :])
     intercept = None
     if centered:
         intercept = (data.y_mean - matmul(xp, data.x_mean, W))[..., 0, :]
@@ -204,7 +216,7 @@ def _total(xp, X, D):
 
 def bounds(xp, like, shape):
     """``(lo, hi)``: the bounds of :func:`fit`'s ``q`` for one problem of ``shape`` = (m, n, k, per_target, auto,
-    choose, info, centered), arrays on ``like``'s device, made once per shape (module docstring)."""
+    choose, info, centered, resolution), arrays on ``like``'s device, made once per shape (module docstring)."""
     if _compat.is_lazy(like):  # traced: constants of this trace (a remembered one would leak it)
         return _bounds(xp, like, shape)
     key = ("lean bounds", xp.__name__, like.dtype, repr(_compat.device(like)), shape)
@@ -212,7 +224,7 @@ def bounds(xp, like, shape):
 
 
 def _bounds(xp, like, shape):
-    m, n, k, per_target, auto, choose, info, centered = shape
+    m, n, k, per_target, auto, choose, info, centered, resolution = shape
     big = float(_compat.finfo(xp, like.dtype).max)
     safe = round(math.log2(big)) // 4
     r = refined_limit(xp, like)
@@ -242,6 +254,8 @@ def _bounds(xp, like, shape):
         part(k, 0.0, RESIDUAL_LIMIT**2)
     if info:
         part(per, 0.0, 0.0)
+    if resolution is not None:  # a column's centered square above c**2 times its offset's (infinite without one)
+        part(n, c * c * resolution, math.inf)
     if centered:
         part(k, -big, big)
     return (_compat.constants(xp, lo, like.dtype, like), _compat.constants(xp, hi, like.dtype, like))
