@@ -113,7 +113,19 @@ def _sweep_table(sweep, rows):
             at = {r[sweep]: ("failed" if r["error"] else fmt_time(r["time_s"])) for r in pts}
             lines.append([backend, solver, method, *(at.get(s, "") for s in sizes)])
         out += _table(["backend", "solver", "method", *(f"{sweep}={s}" for s in sizes)], lines) + [""]
+        if sweep == "n" and dtype == "float32":
+            out += [FLOAT32_NORMAL, ""]
     return out
+
+
+# Why float32 ``normal`` steps up with the columns (the tables' data: cond(X) = 100 at every size).
+FLOAT32_NORMAL = (
+    "float32 `normal`: cond(X) = 100 makes a Gram matrix of cond 1e4, at float32's resolution. The lean "
+    "route's certificate cannot prove it clear of its rounding (at n = 200 and 400 measured), and from some width on (n = 400 "
+    "here) neither can the full route's: the fit then falls back to a Householder QR of X, after forming the Gram matrix "
+    "more than once, and takes longer than `qr`. `auto` and `qr` take such float32 data in stride; `normal` "
+    "is the method for well-conditioned float32 data (see [the lean route](lean-route.md))."
+)
 
 
 def write_json(path, rows, meta):
