@@ -100,9 +100,7 @@ class LinearRegression(LinearModelBase):
         tol = _check_tol(self.tol)
         positive = _check_positive(self.positive, self.method, rcond=rcond, absorb=absorb)
         X, y, sample_weight, check_finite, fitted = self._validate_fit(X, y, sample_weight)
-        ran = method_for(self.method, X)
-        tolerances = _lsqr_tol(tol, ran)
-        fitted["method_"] = "nnls" if positive else ran
+        fitted["method_"], tolerances = _method_run(self.method, X, tol, positive)
         if positive:
             return self._store({**fitted, **_positive_fit(self, X, y, sample_weight, 0.0, check_finite)}, _OPTIONAL)
         r = lstsq(
@@ -183,9 +181,7 @@ class Ridge(LinearModelBase):
         tol = _check_tol(self.tol)
         positive = _check_positive(self.positive, self.method, absorb=absorb)
         X, y, sample_weight, check_finite, fitted = self._validate_fit(X, y, sample_weight)
-        ran = method_for(self.method, X)
-        tolerances = _lsqr_tol(tol, ran)
-        fitted["method_"] = "nnls" if positive else ran
+        fitted["method_"], tolerances = _method_run(self.method, X, tol, positive)
         alpha = _alpha_arg(self.alpha, X, "alpha")
         # A vector of penalties is one per target (a 1-D alpha alone would be a path for ridge);
         # a single one, in any form, applies to every target as in scikit-learn.
@@ -228,10 +224,13 @@ def _check_tol(tol):
     return tol
 
 
-def _lsqr_tol(tol, method):
-    """``tol`` as the ``atol``/``btol`` keywords where ``method``, the method the fit runs
-    (``_operator_fit.method_for``: LSMR for "auto" on sparse X), is iterative; none otherwise."""
-    return {"atol": float(tol), "btol": float(tol)} if tol is not None and record(method).iterative else {}
+def _method_run(method, X, tol, positive):
+    """``(method_, keywords)``: the method the fit of X runs (``_operator_fit.method_for``: for a sparse X the Gram
+    route's or LSMR; "nnls" with ``positive``), and ``tol`` as its ``atol``/``btol`` keywords where that method is
+    iterative (none otherwise)."""
+    ran = method_for(method, X)
+    iterative = tol is not None and record(ran).iterative
+    return ("nnls" if positive else ran), ({"atol": float(tol), "btol": float(tol)} if iterative else {})
 
 
 def _check_positive(positive, method, rcond=None, absorb=None):

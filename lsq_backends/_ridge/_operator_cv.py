@@ -57,7 +57,7 @@ __all__ = ["ridge_cv_operator"]
 def ridge_cv_operator(X, y, alphas, *, fit_intercept, sample_weight, alpha_per_target, mode, check_finite, cv,
                       scoring, groups, target_batch):  # fmt: skip
     """``ridge_cv`` (see there) with a sparse X: leave-one-out and GCV from its Gram matrix, held-out folds (a SciPy
-    X) by LSMR; the fields of its ``RidgeCVResult``, in y's library."""
+    X) from each fold's Gram matrix or by LSMR; the fields of its ``RidgeCVResult``, in y's library."""
     held_out = cv is not None and not (isinstance(cv, str) and cv == "gcv")
     if not has_gram(X) or (held_out and not (on_host(X) and hasattr(X, "tocsr"))):
         msg = (
@@ -91,7 +91,7 @@ def ridge_cv_operator(X, y, alphas, *, fit_intercept, sample_weight, alpha_per_t
     if a.size == 0 or not np.all(np.isfinite(a)) or np.any(a <= 0):
         msg = f"alphas must be a non-empty 1-D array of positive penalties for cross-validation; got {a!r}"
         raise ValueError(msg)
-    m, k = X.shape[0], Y.shape[1]
+    m = X.shape[0]
     if m < 2:
         msg = f"cross-validation needs at least 2 samples; X has {m}"
         raise ValueError(msg)
@@ -99,61 +99,76 @@ def ridge_cv_operator(X, y, alphas, *, fit_intercept, sample_weight, alpha_per_t
         _check_values(xp, X, Y, w, check_finite)
         out = _leave_one_out(xp, X, Y, w, a, (fit_intercept, alpha_per_target, cv is not None, scoring))
         return _to_caller(xp, (y, sample_weight), out, vector, alpha_per_target)
+    split = (cv, groups)
     if X.shape[1] > FOLD_COLUMNS:
-        how = (fit_intercept, alpha_per_target, check_finite, scoring)
-        return _to_caller(np, (y, sample_weight), _folds_lsmr(X, Y, w, a, (cv, groups), how), vector, alpha_per_target)
-    _check_values(np, X, Y, w, check_finite)
-    out_dtype, dtype = _float_dtypes(np, X, Y)
-    Y0 = Y.astype(dtype, copy=False)
-    per_fold = []
-    for train, test in folds(cv, m, groups):
-        wtr = None if w is None else w[train]
-        if wtr is not None and not np.sum(wtr) > 0:
-            msg = "sample_weight must have a positive sum on every fold's training rows"
-            raise ValueError(msg)
-        # Every penalty's coefficients from the training rows' Gram matrix, as leave-one-out's.
-        c = _centered(np, linear_map(X[train], np, dtype, "cpu"), Y0[train], wtr, fit_intercept)
-        W = c.spec.V @ (spectral.filters(np, c.spec, a)[..., None] * c.spec.P[None, ...])  # (a, n, k)
-        pred = np.asarray(X[test] @ np.moveaxis(W, 0, 1).reshape(W.shape[1], a.size * k))  # (m_test, a k)
-        pred = np.moveaxis(pred.reshape(len(test), a.size, k), 1, 0)  # (a, m_test, k)
-        if c.y_mean is not None:
-            pred += c.y_mean - c.x_mean @ W  # (a, 1, k)
-        w_test = None if w is None else w[test][:, None]
-        per_fold.append(fold_score(np, Y0[test], pred, w_test, scoring))
-    values, scores, best, alpha = _choose(per_fold, a, alpha_per_target)
-    chosen = (alpha if alpha_per_target else np.full(k, alpha)).astype(dtype)
-    coef, intercept = _coef(np, _centered(np, linear_map(X, np, dtype, "cpu"), Y0, w, fit_intercept), chosen)
-    out = (coef.astype(out_dtype), intercept.astype(out_dtype), alpha, best, values, scores)
+        out = _folds_lsmr(X, Y, w, a, split, (fit_intercept, alpha_per_target, check_finite, scoring))
+    else:
+        _check_values(np, X, Y, w, check_finite)
+        out = _folds_gram(X, Y, w, a, split, (fit_intercept, alpha_per_target, scoring))
     return _to_caller(np, (y, sample_weight), out, vector, alpha_per_target)
 
 
-def _choose(per_fold, a, alpha_per_target):
-    """``(values (a, f, k), scores (a, k), best, alpha)`` of the folds' scores (a, k) each: the penalty with the best
-    mean score, per target or over targets."""
+def _fold_scores(X, Y, w, a, split, how, fit):
+    """``(values (a, f, k), scores (a, k), best, alpha)`` of held-out folds: each fold's training rows fitted by
+    ``fit(train)`` -> ``(coef (n, a k), intercept (a k,) or None)``, column ``i k + j`` that of penalty i and target
+    j; its test rows predicted and scored; the penalty with the best mean score (``how``: alpha_per_target,
+    scoring), per target or over targets."""
+    alpha_per_target, scoring = how
+    (cv, groups), (m, k) = split, Y.shape
+    per_fold = []
+    for train, test in folds(cv, m, groups):
+        coef, intercept = fit(train)
+        pred = np.asarray(X[test] @ coef)  # (m_test, a k)
+        if intercept is not None:
+            pred += intercept
+        pred = np.moveaxis(pred.reshape(len(test), a.size, k), 1, 0)  # (a, m_test, k)
+        w_test = None if w is None else w[test][:, None]
+        per_fold.append(fold_score(np, Y[test].astype(pred.dtype), pred, w_test, scoring))
     values = np.stack(per_fold, axis=-2)  # (a, f, k)
     scores = values.mean(axis=-2)  # (a, k)
     best = np.argmax(scores, axis=0) if alpha_per_target else np.argmax(scores.mean(axis=-1))
     return values, scores, best, a[best]
 
 
+def _folds_gram(X, Y, w, a, split, how):
+    """Held-out folds of a SciPy X up to :data:`FOLD_COLUMNS`, every penalty from the eigendecomposition of each fold's
+    Gram matrix, as leave-one-out's (module docstring); the fields of the result, NumPy."""
+    fit_intercept, alpha_per_target, scoring = how
+    out_dtype, dtype = _float_dtypes(np, X, Y)
+    Y0 = Y.astype(dtype, copy=False)
+    n, k = X.shape[1], Y.shape[1]
+
+    def fit(train):
+        wtr = None if w is None else w[train]
+        if wtr is not None and not np.sum(wtr) > 0:
+            msg = "sample_weight must have a positive sum on every fold's training rows"
+            raise ValueError(msg)
+        c = _centered(np, linear_map(X[train], np, dtype, "cpu"), Y0[train], wtr, fit_intercept)
+        W = c.spec.V @ (spectral.filters(np, c.spec, a)[..., None] * c.spec.P[None, ...])  # (a, n, k)
+        intercept = None if c.y_mean is None else (c.y_mean - c.x_mean @ W).reshape(-1)  # (a k,)
+        return np.moveaxis(W, 0, 1).reshape(n, a.size * k), intercept
+
+    values, scores, best, alpha = _fold_scores(X, Y0, w, a, split, (alpha_per_target, scoring), fit)
+    chosen = (alpha if alpha_per_target else np.full(k, alpha)).astype(dtype)
+    coef, intercept = _coef(np, _centered(np, linear_map(X, np, dtype, "cpu"), Y0, w, fit_intercept), chosen)
+    return coef.astype(out_dtype), intercept.astype(out_dtype), alpha, best, values, scores
+
+
 def _folds_lsmr(X, Y, w, a, split, how):
     """Held-out folds of a SciPy X past :data:`FOLD_COLUMNS`, every penalty at once by LSMR: y's columns repeated,
     column i k + j damped by alphas[i] (module docstring); the fields of the result, NumPy."""
     fit_intercept, alpha_per_target, check_finite, scoring = how
-    (cv, groups), (m, k) = split, Y.shape
-    per_fold = []
-    for train, test in folds(cv, m, groups):
-        wtr = None if w is None else w[train]
-        fit = fit_ridge(
+    k = Y.shape[1]
+
+    def fit(train):
+        f = fit_ridge(
             X[train], np.tile(Y[train], (1, a.size)), np.repeat(a, k), method="lsmr", fit_intercept=fit_intercept,
-            sample_weight=wtr, check_finite=check_finite, atol=None, btol=None, max_iter=None, conlim=None, x0=None,
-            per_target=True,
+            sample_weight=None if w is None else w[train], check_finite=check_finite, atol=None, btol=None,
+            max_iter=None, conlim=None, x0=None, per_target=True,
         )  # fmt: skip
-        pred = np.asarray(X[test] @ fit.coef) + fit.intercept  # (m_test, a k)
-        pred = np.moveaxis(pred.reshape(len(test), a.size, k), 1, 0)  # (a, m_test, k)
-        w_test = None if w is None else w[test][:, None]
-        per_fold.append(fold_score(np, Y[test].astype(pred.dtype), pred, w_test, scoring))
-    values, scores, best, alpha = _choose(per_fold, a, alpha_per_target)
+        return f.coef, f.intercept
+
+    values, scores, best, alpha = _fold_scores(X, Y, w, a, split, (alpha_per_target, scoring), fit)
     chosen = alpha if alpha_per_target else np.full(k, alpha)
     final = fit_ridge(
         X, Y, chosen, method="lsmr", fit_intercept=fit_intercept, sample_weight=w, check_finite=check_finite,
