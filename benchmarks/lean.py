@@ -170,10 +170,11 @@ def numpy_main(repeat):
         print(f"  {name:32s} {t * 1e3:8.1f} ms  {t / base:5.2f}x " + ("no offset" if "offset" in name else "float64"))
 
 
-def offsets_accuracy(seeds=8):
+def offsets_accuracy(seeds=8, weighted=False):
     """Errors of PyTorch intercept fits (the whole-array Gram route) of 4000 x 32 data whose columns are offset,
     against the fit of the data centered in extended precision (``numpy.longdouble``), refined twice: the median
-    and largest relative error of the coefficients and of the intercept over ``seeds`` problems."""
+    and largest relative error of the coefficients and of the intercept over ``seeds`` problems. ``weighted``:
+    with sample weights drawn from [0.5, 2] (the reference centered by the weighted means)."""
     import numpy as np
     import torch
 
@@ -181,7 +182,7 @@ def offsets_accuracy(seeds=8):
 
     torch.set_num_threads(1)
     m, n = 4000, 32
-    print("offset    cond   coef: median, max     intercept: median, max")
+    print(("weighted, " if weighted else "") + "offset    cond   coef: median, max     intercept: median, max")
     for offset in (0.0, 1e4, 1e8, 1.7e9):
         for cond in (1e2, 1e5):
             errs = []
@@ -190,15 +191,20 @@ def offsets_accuracy(seeds=8):
                 U, V = np.linalg.qr(rng.standard_normal((m, n)))[0], np.linalg.qr(rng.standard_normal((n, n)))[0]
                 X = (U * np.geomspace(1, 1 / cond, n)) @ V.T * np.sqrt(m) + offset * (1 + rng.random(n))
                 y = X @ rng.standard_normal(n) + 3.0 + 0.1 * rng.standard_normal(m)
-                Xl, yl = X.astype(np.longdouble), y.astype(np.longdouble)
-                xm, ym = Xl.mean(0), yl.mean()
-                Xc = (Xl - xm).astype(np.float64)
-                w = np.linalg.lstsq(Xc, (yl - ym).astype(np.float64), rcond=None)[0]
+                wts = rng.uniform(0.5, 2.0, m) if weighted else np.ones(m)
+                Xl, yl, wl = X.astype(np.longdouble), y.astype(np.longdouble), wts.astype(np.longdouble)
+                xm, ym = (wl @ Xl) / wl.sum(), (wl @ yl) / wl.sum()
+                root = np.sqrt(wl)[:, None]
+                Xc = (root * (Xl - xm)).astype(np.float64)
+                yc = (root[:, 0] * (yl - ym)).astype(np.float64)
+                w = np.linalg.lstsq(Xc, yc, rcond=None)[0]
                 for _ in range(2):
-                    g = ((Xl - xm).T @ ((yl - ym) - (Xl - xm) @ w.astype(np.longdouble))).astype(np.float64)
+                    r = root[:, 0] * ((yl - ym) - (Xl - xm) @ w.astype(np.longdouble))
+                    g = ((root * (Xl - xm)).T @ r).astype(np.float64)
                     w = w + np.linalg.solve(Xc.T @ Xc, g)
                 b = float(ym - xm @ w.astype(np.longdouble))
-                fit = lsq.lstsq(torch.asarray(X), torch.asarray(y), fit_intercept=True)
+                sw = torch.asarray(wts) if weighted else None
+                fit = lsq.lstsq(torch.asarray(X), torch.asarray(y), sample_weight=sw, fit_intercept=True)
                 errs.append(
                     (np.linalg.norm(fit.coef.numpy() - w) / np.linalg.norm(w), abs(float(fit.intercept) - b) / abs(b))
                 )
@@ -213,9 +219,10 @@ def main(argv=None):
     parser.add_argument("--jax", action="store_true", help="JAX (jitted and eager) instead of PyTorch")
     parser.add_argument("--numpy", action="store_true", help="NumPy: columns offset by 1e8 and 1e9, float32 width")
     parser.add_argument("--offsets-accuracy", action="store_true", help="PyTorch intercept fits of offset columns")
+    parser.add_argument("--weighted", action="store_true", help="with --offsets-accuracy: with sample weights")
     args = parser.parse_args(argv)
     if args.offsets_accuracy:
-        offsets_accuracy()
+        offsets_accuracy(weighted=args.weighted)
         return
     if args.jax:
         jax_main(args.repeat)

@@ -223,12 +223,17 @@ def within(xp, q, lo, hi):
     return xp.all((q >= lo) & (q <= hi))
 
 
-def flat_concat(xp, arrays, batch=()):
-    """The arrays' entries per problem of a stack of shape ``batch``, side by side: (*batch, total) (NumPy: its own
-    ``reshape`` and ``concatenate``, without the wrappers)."""
+def flat_concat(xp, arrays, batch=(), dtype=None):
+    """The arrays' entries per problem of a stack of shape ``batch``, side by side: (*batch, total), of ``dtype``
+    where given (an integer array among floats cast to it: by PyTorch's and NumPy's own concatenation, which
+    promote in one operator, where a cast of its own is another kernel on a GPU). NumPy: its own ``reshape`` and
+    ``concatenate``, without the wrappers."""
     if _aac.is_numpy_namespace(xp):
-        return _numpy.concatenate([a.reshape(*batch, -1) for a in arrays], axis=-1)
-    return xp.concat([xp.reshape(a, (*batch, -1)) for a in arrays], axis=-1)
+        return _numpy.concatenate([a.reshape(*batch, -1) for a in arrays], axis=-1, dtype=dtype)
+    if dtype is not None and not _aac.is_torch_namespace(xp):
+        arrays = [a if a.dtype == dtype else xp.astype(a, dtype) for a in arrays]
+    out = xp.concat([xp.reshape(a, (*batch, -1)) for a in arrays], axis=-1)
+    return out if dtype is None or out.dtype == dtype else xp.astype(out, dtype)
 
 
 def add_to_diagonal(xp, a, value):

@@ -77,7 +77,7 @@ class TallGram:
         self.root = root
         self.x_shift = self.y_shift = None  # near the means (centered): module docstring
         self.s = self.t_mean = self.total = None  # s (..., n, 1); t_mean: V's mean (..., 1, k)
-        self._offset_sq = None
+        self._offset_sq = self._squares = None
         self.kept = None  # (Z, V): the one shifted copy, made by ``products`` (whole arrays)
         m, n = X.shape[-2:]
         rows = max(BLOCK_ELEMENTS // max(n, 1), MIN_ROWS)  # row blocks where X is 2-D and long
@@ -87,7 +87,8 @@ class TallGram:
                 self.weights, self.total = None, float(m)
             else:
                 self.weights = root  # root of the weights, (..., m, 1)
-                self.total = _compat.reduce_sum(xp, root * root, axis=-2, keepdims=True)  # (..., 1, 1)
+                self._squares = root * root  # the weights again, for the total and the means
+                self.total = _compat.reduce_sum(xp, self._squares, axis=-2, keepdims=True)  # (..., 1, 1)
             if self.rows is not None:
                 self.x_shift, self.y_shift = sample_means(xp, X, Y)
         self.x_mean, self.y_mean = self.x_shift, self.y_shift  # exact after ``products``
@@ -127,7 +128,7 @@ class TallGram:
                 self.x_shift = _compat.reduce_mean(xp, X, axis=-2, keepdims=True)
                 self.y_shift = _compat.reduce_mean(xp, Y, axis=-2, keepdims=True)
             else:
-                wt = _compat.mT(xp, self.root * self.root)
+                wt = _compat.mT(xp, self._squares)
                 self.x_shift = _compat.matmul(xp, wt, X) / self.total
                 self.y_shift = _compat.matmul(xp, wt, Y) / self.total
             Z, V = X - self.x_shift, Y - self.y_shift
@@ -138,7 +139,8 @@ class TallGram:
             if self.root is None and self.refined:
                 # Centered by their own means, Z's and V's column sums are the means' rounding: the corrections
                 # by them (of A, B and the means) are left to the refinement step that follows (module
-                # docstring). ``s`` is then 0, a number.
+                # docstring). ``s`` is then 0, a number. Not with weights: their means are products, whose
+                # rounding (no cascaded sum) one refinement step does not absorb at large offsets.
                 self.s = self.t_mean = 0.0
                 self.x_mean, self.y_mean = self.x_shift, self.y_shift
                 return A, _compat.cross(xp, Z, V)

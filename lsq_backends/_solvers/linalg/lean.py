@@ -8,31 +8,36 @@ every operator is a kernel launch. The lean route computes the refined answer fi
 proves from arrays it already has that the common case holds (Higham, *Accuracy and Stability
 of Numerical Algorithms*, 2nd ed., ch. 10 and 20):
 
-- **Scale** (``top``): ``max diag(A)`` (A the Gram matrix, centered with an intercept, with the
-  penalty) and each target's ``||y||^2`` (``auto``: ``||X w||^2``, which it has) within
-  ``[m 2**(-2 safe), 2**(2 safe)]``, the scaling's
-  safe range (``_scaling.limits``): no square can overflow or lose bits to the subnormal range,
-  so the full route would not have scaled. NaN or infinity in X, y or the weights (a negative
-  weight's square root) fails it, and so does a zero total weight.
+- **Scale** (``root_d``): every ``diag(A)`` (A the Gram matrix, centered with an intercept, with the
+  penalty), as ``diag(A)**-1/2``, and each target's ``||y||^2`` (``auto``: ``||X w||^2``, which it has)
+  within ``[m 2**(-2 safe), 2**(2 safe)]``, the scaling's safe range (``_scaling.limits``): no square
+  can overflow or lose bits to the subnormal range, so the full route would not have scaled. Asked of
+  every column rather than the largest: a column below the range with the others inside it fails the
+  pivot test too, but in a window of c**-2 at the bottom of the range, which now takes the full route.
+  NaN or infinity in X, y or the weights (a negative weight's square root) fails it, and so does a
+  zero total weight or a zero column.
 - **Rank and convergence** (``s``, ``ks``): with ``L`` the Cholesky factor of the matrix factorized
   (``G + alpha I`` for ridge), ``d`` its diagonal and ``As = D^-1 A D^-1`` (unit diagonal),
   ``s = sum_j d_j ||(L^-1)[:, j]||^2 = trace(As^-1)`` and ``ks = ||As||_inf s >= cond(As) =
   cond2(X D^-1)**2``: an *upper* bound, which can accept (the pivot ratio and power iteration are
-  lower bounds and can only reject). ``ks <= r**2 / 4``, r the refinement limit
+  lower bounds and can only reject). ``ks`` is asked row by row (each row sum of ``|As|`` times ``s``: their
+  largest is the bound, and no reduction is needed). ``ks <= r**2 / 4``, r the refinement limit
   (``gram.refined_limit``), proves that the refinement step converged; ``s <= 1 / (4 gram_noise)``
   that the factor is clear of the Gram matrix's rounding; ``s <= 1 / (4 n (CLEAR c)**2)`` the
   library's rank rule (``rank.certified``: no direction near the cutoff c), which in float64 is
   implied by convergence. The factor 4 is ``rank.bounded``'s margin for the rounding of the
   inverse. A failed factorization (NaN, or a nonzero ``info``) fails it. float32 ``normal``
   (``choose``): its refinement limit (cond 12.6) is below what ``ks >= n`` can prove, so the step
-  is kept on the device where ``eps ks <= 1/16`` (it shrinks the error 16-fold) and the plain
+  is kept on the device where ``eps max(ks) <= 1/16`` (it shrinks the error 16-fold) and the plain
   solution elsewhere, and the rank is NumPy's rule (``trace(A) trace(A^-1) c**2 < 1``) or CLEAR's.
-- **Pivots** (``piv``): no Cholesky pivot below the cutoff, nor the Gram matrix's rounding,
-  against the largest column (a negligible column is NumPy's rank deficiency).
+- **Pivots**: no Cholesky pivot below the cutoff, nor the Gram matrix's rounding, against any
+  column's norm (so against the largest: a negligible column is NumPy's rank deficiency), as
+  ``min(diag(L)) * diag(A)**-1/2``, which a failed factor's negative pivot fails.
 - **Residual** (``rss``): finite and non-negative; ``auto`` also asks its residual-angle test
   (``cond**2 tan(theta) <= 1e4``) of the upper bound.
 - **Resolution** (least squares with an intercept): each column's centered square ``d_j`` above
-  ``c**2`` times what centering removed, ``total * mean_j**2``. A column that centering left at the
+  ``c**2`` times what centering removed, ``total * mean_j**2``, asked as ``|mean_j| sqrt(total / d_j)
+  <= 1 / c``. A column that centering left at the
   rounding of its offset (a constant column, or 1e8 varying by 1e-7: a few units in the last place)
   holds no digit of its own; the full route then decides, as NumPy does on ``[1, X]`` (rank
   deficient). Offsets with digits of their own (timestamps of 1.7e9 varying by 1e6) pass by many
@@ -118,39 +123,40 @@ def fit(xp, X, Y, weights, alpha, form, limits=None):
     # rss falls by dW^T (2h - g) + alpha ||dW||^2 (``gram.Factored.solve``) = dW^T (h + alpha W2), as 2h - g = h + alpha W
     corr = _compat.dots(xp, dW, h if alpha is None else h + _compat.as_rank(xp, alpha, W.ndim) * W2)
     W1, rss1, W, rss = W, rss, W2, rss - corr
-    # The certificate: s = trace(As^-1), As = D^-1 A D^-1 the unit-diagonal matrix; ks >= cond(As)
+    # The certificate: s = trace(As^-1), As = D^-1 A D^-1 the unit-diagonal matrix; ks >= cond(As), per row of As
     d = diagonal(xp, A)
     inv = _compat.inverse_diagonal(xp, L)
     s = _compat.dots(xp, d[..., None], inv[..., None])[..., 0]  # (...,) or (..., k)
-    root_d = d**-0.5  # lambda_max(As) <= ||As||_inf, the largest row of |A| scaled on both sides
-    ks = s * _compat.reduce_max(xp, root_d * matmul(xp, xp.abs(A), root_d[..., None])[..., 0], axis=-1)
-    top = _compat.reduce_max(xp, d, axis=-1)  # X's scale (with the penalty's)
+    root_d = d**-0.5  # lambda_max(As) <= ||As||_inf, the largest row of |A| scaled on both sides: ks its largest entry
+    ks = s[..., None] * (root_d * matmul(xp, xp.abs(A), root_d[..., None])[..., 0])  # (..., n) or (..., k, n)
+    # X's scale (with the penalty's): each column's diag(A)**-1/2, which the pivot test multiplies too (the smallest
+    # pivot against every column: against the largest); a failed pivot's negative diagonal fails it
     low = _compat.reduce_min(xp, diagonal(xp, L), axis=-1)
-    parts = [top, s, low * low / top, rss]
+    parts = [root_d, s, low[..., None] * root_d, rss]
     if choose:  # NumPy's rank rule too (trace(A) trace(A^-1) c**2 < 1), where CLEAR's is narrower
         t = _compat.reduce_sum(xp, d, axis=-1) * _compat.reduce_sum(xp, inv, axis=-1)
         parts.append(xp.minimum(t, s * (X.shape[-1] * CLEAR**2)))  # at most 1 / (4 c**2)
-        conv = ks <= CONTRACTION / eps(xp, X)  # eps a power of two: ks eps <= CONTRACTION, exactly
+        conv = _compat.reduce_max(xp, ks, axis=-1) <= CONTRACTION / eps(xp, X)  # eps a power of two: exactly
         conv = conv if conv.ndim == rss.ndim else conv[..., None]
         W, rss = xp.where(conv[..., None, :], W, W1), xp.where(conv, rss, rss1)
     else:
         parts.append(ks)
     if auto:  # the signal ||X w||^2 stands for y's scale too (module docstring)
         signal = _compat.dots(xp, W, B)
-        ks_r = ks if ks.ndim == rss.ndim else ks[..., None]
-        parts += [signal, ks_r * ks_r * rss / signal]  # cond(As)**2 tan**2
+        tan = rss / signal  # tan(theta)**2, per target; with cond(As)**2 <= every ks**2 of a row
+        parts += [signal, ks * ks * tan[..., None] if ks.ndim > rss.ndim else (ks * ks)[..., None] * tan[..., None, :]]
     else:
         parts.append(_compat.dots(xp, Y, Y))  # y's scale, per target (weighted without an intercept)
     if info is not None:
-        parts.append(xp.astype(info, W.dtype))
-    if centered and alpha is None:  # each column's centered square against its offset's (module docstring)
-        offset = data.x_mean * data.x_mean  # times the total weight: here, or in the bound where it is m
-        parts.append(d / (offset if data.weights is None else offset * data.total)[..., 0, :])
+        parts.append(info)  # an integer: ``flat_concat`` casts it with the rest
+    if centered and alpha is None:  # each column's offset against its centered square (module docstring)
+        ratio = data.x_mean[..., 0, :] * root_d  # |mean| / sqrt(d), times sqrt(total): here, or in the bound (m)
+        parts.append(ratio if data.weights is None else ratio * xp.sqrt(data.total[..., 0, :]))
     intercept = None
     if centered:
         intercept = (data.y_mean - matmul(xp, data.x_mean, W))[..., 0, :]
         parts.append(intercept)
-    q = _compat.flat_concat(xp, parts, tuple(X.shape[:-2]))  # the bounds are one problem's
+    q = _compat.flat_concat(xp, parts, tuple(X.shape[:-2]), W.dtype)  # the bounds are one problem's
     return W, intercept, rss, _compat.within(xp, q, *limits), L, data.x_mean if centered else None
 
 
@@ -240,22 +246,23 @@ def _bounds(xp, like, shape):
         hi.extend([high] * count)
 
     per = k if per_target else 1
-    scale = (m * 2.0 ** (-2 * safe), 2.0 ** (2 * safe))  # the scaling's safe range for a sum of squares
-    part(per, *scale)  # top: max diag(A)
+    safe_sum = (m * 2.0 ** (-2 * safe), 2.0 ** (2 * safe))  # the scaling's safe range for a sum of squares
+    part(per * n, 2.0**-safe, 2.0**safe / math.sqrt(m))  # every diag(A)**-1/2 within that range
     part(per, 0.0, s_max)  # s
-    part(per, max(c * c, gn), big)  # the smallest pivot, squared, against the largest column
+    part(per * n, math.sqrt(max(c * c, gn)), big)  # the smallest pivot against each column's norm
     part(k, 0.0, big)  # rss
     if choose:
         part(per, 0.0, 1 / (4 * c * c))  # the rank: NumPy's rule or CLEAR's
     else:
-        part(per, 0.0, r * r / 4)  # ks: cond(X D^-1) <= r / 2
-    part(k, *scale)  # auto: the signal; normal: ||y||**2
+        part(per * n, 0.0, r * r / 4)  # ks, per row: cond(X D^-1) <= r / 2
+    part(k, *safe_sum)  # auto: the signal; normal: ||y||**2
     if auto:
-        part(k, 0.0, RESIDUAL_LIMIT**2)
+        part(n * k, 0.0, RESIDUAL_LIMIT**2)  # per row of As and target
     if info:
         part(per, 0.0, 0.0)
-    if resolution is not None:  # a column's centered square above c**2 times its offset's (infinite without one)
-        part(n, c * c * resolution, math.inf)
+    if resolution is not None:  # |mean| / sqrt(d) below 1 / (c sqrt(total)) (total: m, or 1 and in q)
+        limit = 1 / (c * math.sqrt(resolution))
+        part(n, -limit, limit)
     if centered:
         part(k, -big, big)
     return (_compat.constants(xp, lo, like.dtype, like), _compat.constants(xp, hi, like.dtype, like))
