@@ -156,6 +156,9 @@ def _outside(name, X, y):
         X *= 1e200
     elif name == "tiny X":
         X *= 1e-200
+    elif name == "one column below the safe range":  # its squared norm 1e-158 < m 2**-512, the others' 1e-148 inside
+        X, y = X * 1e-74, y * 1e-74  # the range, its pivot 1e-5 of theirs (the pivot test passes)
+        X[:, 5] *= 1e-5
     elif name == "huge y":
         y *= 1e200
     elif name == "tiny y":
@@ -167,7 +170,7 @@ def _outside(name, X, y):
 
 OUTSIDE = [
     "rank-deficient", "near-dependent", "zero column", "negligible column", "ill-conditioned",
-    "huge X", "tiny X", "huge y", "tiny y",
+    "huge X", "tiny X", "one column below the safe range", "huge y", "tiny y",
 ]  # fmt: skip
 
 

@@ -239,11 +239,11 @@ def _bounds(xp, like, shape):
     # resolution and the CLEAR rule (``||Ls^-1||_F ||Ls||_F CLEAR c < 1``, ||Ls||_F**2 = n) on s (with ``choose``
     # the CLEAR rule or NumPy's, a part of its own); convergence on ks
     s_max = 1 / (4 * gn) if choose else min(1 / (4 * gn), 1 / (4 * n * (CLEAR * c) ** 2))
-    lo, hi = [], []  # runs of (count, value): made on the device, a few fills (a tensor from host data blocks CUDA)
+    lo, hi = [], []
 
     def part(count, low, high):
-        lo.append((count, low))
-        hi.append((count, high))
+        lo.extend([low] * count)
+        hi.extend([high] * count)
 
     per = k if per_target else 1
     safe_sum = (m * 2.0 ** (-2 * safe), 2.0 ** (2 * safe))  # the scaling's safe range for a sum of squares
@@ -265,6 +265,4 @@ def _bounds(xp, like, shape):
         part(n, -limit, limit)
     if centered:
         part(k, -big, big)
-    return tuple(
-        xp.concat([_compat.full(xp, (count,), value, like.dtype, like) for count, value in runs]) for runs in (lo, hi)
-    )
+    return (_compat.constants(xp, lo, like.dtype, like), _compat.constants(xp, hi, like.dtype, like))
