@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import itertools
 import numbers
 
 import array_api_compat as _aac
@@ -60,11 +59,9 @@ def _copy_blocks(xp):
 
 
 def constants(xp, values, dtype, like):
-    """Python numbers as an array of ``dtype`` on ``like``'s device (``like`` an array or a device). A
-    number gives a 0-d array, a flat list or tuple a 1-D one, a NumPy array its own shape. PyTorch and
-    CuPy fill up to :data:`FILL_MAX` numbers on the device, and a longer list of few distinct values (a certificate's
-    bounds, per column) by runs of equal numbers, at most :data:`FILL_MAX` of them; the rest, and other libraries:
-    ``xp.asarray``."""
+    """Python numbers as an array of ``dtype`` on ``like``'s device (``like`` an array or a device): a number 0-d, a
+    list or tuple 1-D, a NumPy array its shape. PyTorch and CuPy fill up to :data:`FILL_MAX` numbers, or runs of
+    equal ones (a certificate's bounds, per column), on the device; the rest, and elsewhere: ``xp.asarray``."""
     if _aac.is_numpy_namespace(xp):
         return xp.asarray(values, dtype=dtype)
     dev = _device_of(like)
@@ -78,7 +75,12 @@ def constants(xp, values, dtype, like):
         if isinstance(values, (list, tuple)) and len(values) > 0 and all(_number(v) for v in values):
             if len(values) <= FILL_MAX:
                 return xp.stack([xp.full((), v, dtype=dtype, device=dev) for v in values])
-            runs = [(v, len(list(group))) for v, group in itertools.groupby(values)]
+            runs = []  # [value, count] (a plain loop: ``torch.compile`` traces it)
+            for v in values:
+                if runs and runs[-1][0] == v:
+                    runs[-1][1] += 1
+                else:
+                    runs.append([v, 1])
             if len(runs) <= FILL_MAX:
                 return xp.concat([xp.full((count,), v, dtype=dtype, device=dev) for v, count in runs])
     except (RuntimeError, OverflowError):

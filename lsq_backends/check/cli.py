@@ -35,13 +35,14 @@ COLUMNS = (
 
 #: What each form costs, for --help (measured with NumPy, JAX and PyTorch on a 2-core CPU).
 COST = (
-    "Time on a 2-core CPU with NumPy, JAX and PyTorch: --quick about 1 minute (JAX compiles each of its "
-    "few cases); the full check about 5 minutes. Its test problems take seconds to make, each JAX case "
-    "compiles, and LSQR and LSMR take seconds a call at 200000 x 50: so it leaves out LSQR and LSMR in "
-    "float32, JAX's float32 cases but the default method's, and JAX's eager cases but the default "
-    "method's in float64 (--quick runs those at small sizes), and times a case for at most about a "
-    "second of calls. Each backend adds its share; --backends chooses. A line per case on standard "
-    "error says how far the check is and about how long it has left."
+    "Time on a quiet 2-core CPU with NumPy, JAX, PyTorch and Dask: --quick under a minute (JAX compiles "
+    "each of its few cases); the full check about 5 minutes. Its test problems take seconds to make, each "
+    "JAX case compiles, and LSQR and LSMR take seconds a call at 200000 x 50 (minutes on Dask, which "
+    "builds each iteration's graph anew): so it leaves out LSQR and LSMR in float32 and on Dask, JAX's "
+    "float32 cases but the default method's, and JAX's eager cases but the default method's in float64 "
+    "(--quick runs all but Dask's at small sizes; the test suite runs every one), and times a case for at "
+    "most about a second of calls. Each backend adds its share; --backends chooses. A line per case on "
+    "standard error says how far the check is and about how long it has left."
 )
 
 
