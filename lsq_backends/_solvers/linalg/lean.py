@@ -12,8 +12,8 @@ of Numerical Algorithms*, 2nd ed., ch. 10 and 20):
   penalty), as ``diag(A)**-1/2``, and each target's ``||y||^2`` (``auto``: ``||X w||^2``, which it has)
   within ``[m 2**(-2 safe), 2**(2 safe)]``, the scaling's safe range (``_scaling.limits``): no square
   can overflow or lose bits to the subnormal range, so the full route would not have scaled. Asked of
-  every column rather than the largest: a column below the range with the others inside it fails the
-  pivot test too, but in a window of c**-2 at the bottom of the range, which now takes the full route.
+  every column rather than the largest: a column below the range with the others inside it mostly fails
+  the pivot test too; the rest (within 1 / max(c**2, gram_noise) of the range's bottom) take the full route.
   NaN or infinity in X, y or the weights (a negative weight's square root) fails it, and so does a
   zero total weight or a zero column.
 - **Rank and convergence** (``s``, ``ks``): with ``L`` the Cholesky factor of the matrix factorized
