@@ -22,8 +22,6 @@ from __future__ import annotations
 import functools
 import inspect
 
-import numpy as np
-
 from ._backend import _compat
 from ._backend._compat import full_int
 from ._problem._alpha import failure, validate_alpha
@@ -57,14 +55,15 @@ def operator_route(target):
     """The decorator of an entry point (``lstsq``, ``ridge``, ``ridge_cv``): a sparse or
     operator X goes to ``target``, with the arguments as the entry point binds them (its
     defaults included); dense X goes on with the device of its CuPy arguments current
-    (``_compat.device_scope``); a NumPy X at once (another library beside it: refused)."""
+    (``_compat.device_scope``); a NumPy X or a dense PyTorch tensor at once (another library beside it:
+    refused)."""
 
     def decorate(fn):
         signature = inspect.signature(fn)
 
         @functools.wraps(fn)
         def entry(X, y, /, *args, **kwargs):
-            if type(X) is np.ndarray:  # neither an operator nor on a CuPy device
+            if _compat.is_dense_host_or_torch(X):  # neither an operator nor on a CuPy device
                 return fn(X, y, *args, **kwargs)
             if is_operator_input(X):
                 bound = signature.bind(X, y, *args, **kwargs)

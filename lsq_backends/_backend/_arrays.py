@@ -49,7 +49,7 @@ from typing import Any, NamedTuple
 import array_api_compat as _aac
 import numpy as _np
 
-from ._control import is_lazy
+from ._control import TYPED_LIBRARIES, is_jax_array, is_lazy
 from ._dask_blocks import numpy_arg_best
 from ._products import cross, matmul
 from ._vectors import (
@@ -132,8 +132,16 @@ def traits(xp) -> Traits:
 
 
 def is_array(a) -> bool:
-    """``a`` is an array of some array library (not a list, a Python scalar or a sparse matrix)."""
-    return _aac.is_array_api_obj(a)
+    """``a`` is an array of some array library (not a list, a Python scalar or a sparse matrix). Remembered per type
+    (``array_api_compat.is_array_api_obj`` asks a dozen libraries' types: a microsecond, several calls a fit)."""
+    t = type(a)
+    found = _ARRAY_TYPES.get(t)
+    if found is None:
+        found = _ARRAY_TYPES[t] = _aac.is_array_api_obj(a)
+    return found
+
+
+_ARRAY_TYPES: dict = {}
 
 
 def is_host_array(a) -> bool:
@@ -145,6 +153,19 @@ def choice_is_free(xp, a) -> bool:
     """A value-dependent choice on ``a`` costs no host read: NumPy, or a traced JAX array (the
     choice is compiled)."""
     return _aac.is_numpy_namespace(xp) or (_aac.is_jax_namespace(xp) and is_lazy(a))
+
+
+def is_dense_host_or_torch(X) -> bool:
+    """``X`` is a plain NumPy array or a strided (dense) PyTorch tensor: no operator, no sparse matrix, no CuPy
+    device to make current. Decided from its type and layout at once (the entry points' common case)."""
+    t = type(X)
+    if t is _np.ndarray:
+        return True
+    if t.__name__ == "Tensor" and t.__module__ == "torch":
+        import torch
+
+        return X.layout == torch.strided
+    return False
 
 
 def is_torch_sparse(X) -> bool:
@@ -177,7 +198,18 @@ def array_namespace(*arrays):
     for a in arrays:
         if a is not None and type(a) not in (int, float, bool):
             kept.append(a)
-    return _aac.array_namespace(*kept)
+    # Remembered per tuple of types where the libraries' own types decide it (array-api-compat's answer for
+    # them: ten microseconds a call); other arrays (``__array_namespace__`` of their own) asked each time.
+    key = tuple(type(a) for a in kept)
+    found = _NAMESPACES.get(key)
+    if found is None:
+        found = _aac.array_namespace(*kept)
+        if all(t.__module__.partition(".")[0] in TYPED_LIBRARIES for t in key):
+            _NAMESPACES[key] = found
+    return found
+
+
+_NAMESPACES: dict = {}
 
 
 def eager_jax(*arrays) -> bool:
@@ -186,7 +218,7 @@ def eager_jax(*arrays) -> bool:
         return False
     found = False
     for a in arrays:
-        if _aac.is_jax_array(a):
+        if is_jax_array(a):
             if is_lazy(a):
                 return False
             found = True
@@ -201,7 +233,7 @@ def call_kind(*arrays) -> str:
     for a in arrays:
         if a is None or type(a) in _PLAIN:
             continue
-        if not _aac.is_jax_array(a):
+        if not is_jax_array(a):
             return "other"
         if is_lazy(a):
             kind = "jax-traced"

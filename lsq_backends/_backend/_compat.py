@@ -53,6 +53,7 @@ from ._arrays import (
     full,
     full_int,
     is_array,
+    is_dense_host_or_torch,
     is_host_array,
     is_readable,
     is_torch_sparse,
@@ -76,7 +77,20 @@ from ._arrays import (
     update_fresh,
     zero_first_row,
 )
-from ._control import Checks, branch, deferred, flush_checks, is_lazy, jit, kept, loop, one_task, over_columns, read_now
+from ._control import (
+    Checks,
+    branch,
+    deferred,
+    flush_checks,
+    is_jax_array,
+    is_lazy,
+    jit,
+    kept,
+    loop,
+    one_task,
+    over_columns,
+    read_now,
+)
 from ._devices import constants, device_scope, exact_powers, eye_like, on_input_device, powers_of_two, to_numpy
 from ._factorizations import (
     checked_cholesky,
@@ -113,8 +127,8 @@ from ._vectors import (
 __all__ = [
     # namespaces and devices
     "Array", "Namespace", "array_namespace", "call_kind", "choice_is_free", "device", "device_scope", "eager_jax",
-    "is_array", "is_host_array", "is_lazy", "is_readable", "is_torch_sparse", "on_input_device", "own_trace",
-    "plain_namespace", "plain_numpy", "to_numpy",
+    "is_array", "is_dense_host_or_torch", "is_host_array", "is_jax_array", "is_lazy", "is_readable", "is_torch_sparse",
+    "on_input_device", "own_trace", "plain_namespace", "plain_numpy", "to_numpy",
     # traits and dtypes
     "Traits", "traits", "memo", "default_dtypes", "eps", "finfo", "float64_for", "isdtype",
     # control flow that survives tracing (_control)

@@ -67,6 +67,7 @@ from __future__ import annotations
 import contextvars
 
 import array_api_compat as _aac
+import numpy as _np
 
 from ._dask_blocks import dask_gate, numpy_task
 
@@ -94,20 +95,53 @@ def _eager_types():
 _EAGER_TYPES = _eager_types()
 
 
+_JAX_TYPES: dict = {}
+
+
+def is_jax_array(x) -> bool:
+    """``array_api_compat.is_jax_array``, remembered per type: its answer is an ``isinstance`` test against
+    ``jax.Array`` after a look at ``sys.modules``, about a microsecond a call and a dozen calls a fit. Asked anew of
+    NumPy arrays (a float0 array is a JAX zero gradient)."""
+    t = type(x)
+    found = _JAX_TYPES.get(t)
+    if found is None:
+        found = _aac.is_jax_array(x)
+        if t is not _np.ndarray:  # a type JAX did not define cannot become JAX's when JAX is imported later
+            _JAX_TYPES[t] = found
+    return found
+
+
 def is_lazy(x) -> bool:
     """True for arrays whose values cannot be read now: JAX tracers (under ``jax.jit``,
     ``vmap``, ``grad``) and Dask graphs. Concrete JAX arrays outside a trace are readable.
 
-    Quirk: array-api-compat calls every JAX array lazy, since any may be traced."""
-    if type(x) in _EAGER_TYPES:  # NumPy arrays and scalars: the common case, decided at once
+    Quirk: array-api-compat calls every JAX array lazy, since any may be traced.
+
+    Remembered per type for the libraries whose type decides it (:data:`TYPED_LIBRARIES`); other
+    arrays are asked each time (array-api-compat may read a value of an unknown one)."""
+    t = type(x)
+    if t in _EAGER_TYPES:  # NumPy arrays and scalars: the common case, decided at once
         return False
-    if _aac.is_jax_array(x):
+    found = _LAZY_TYPES.get(t)
+    if found is not None:
+        return found
+    if is_jax_array(x):
         import jax
 
-        return isinstance(x, jax.core.Tracer)
-    if type(x).__module__.startswith("array_api_strict"):
-        return False  # array-api-compat would find out by reading a value (a host read)
-    return _aac.is_lazy_array(x)
+        found = isinstance(x, jax.core.Tracer)
+    elif t.__module__.startswith("array_api_strict"):
+        found = False  # array-api-compat would find out by reading a value (a host read)
+    else:
+        found = _aac.is_lazy_array(x)
+    if t.__module__.partition(".")[0] in TYPED_LIBRARIES:
+        _LAZY_TYPES[t] = found
+    return found
+
+
+# Libraries whose arrays' type alone decides what they are (their namespace, laziness): answers about them
+# are remembered per type.
+TYPED_LIBRARIES = frozenset({"numpy", "torch", "jax", "jaxlib", "cupy", "dask", "array_api_strict"})
+_LAZY_TYPES: dict = {}
 
 
 class Checks:

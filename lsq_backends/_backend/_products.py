@@ -53,4 +53,6 @@ def cross(xp, a, b):
         return xp.linalg.matrix_transpose(matmul(xp, xp.linalg.matrix_transpose(b), a))
     if _aac.is_numpy_namespace(xp):
         return a.swapaxes(-1, -2) @ b  # as ``matmul``, without the wrappers
+    if _aac.is_torch_namespace(xp):
+        return matmul(xp, a.mT, b)  # the tensor's own transpose (the namespace's is a wrapper around it)
     return matmul(xp, xp.linalg.matrix_transpose(a), b)

@@ -178,6 +178,9 @@ def check_devices(arrays):
     devs = {name: _compat.device(a) for name, a in arrays.items() if a is not None}
     # JAX tracers (under grad/vmap) report no device: nothing to compare.
     devs = {name: d for name, d in devs.items() if d is not None}
+    first = next(iter(devs.values()), None)
+    if all(d is first or (type(d) is type(first) and d == first) for d in devs.values()):
+        return  # one device (the common case, without the reprs)
     if len({repr(d) for d in devs.values()}) > 1:
         where = ", ".join(f"{k} on {d!r}" for k, d in devs.items())
         msg = f"X, y and sample_weight must be on one device; got {where}"

@@ -225,7 +225,7 @@ def bounds(xp, like, shape):
     choose, info, centered, resolution), arrays on ``like``'s device, made once per shape (module docstring)."""
     if _compat.is_lazy(like):  # traced: constants of this trace (a remembered one would leak it)
         return _bounds(xp, like, shape)
-    key = ("lean bounds", xp.__name__, like.dtype, repr(_compat.device(like)), shape)
+    key = ("lean bounds", xp.__name__, like.dtype, _compat.device(like), shape)  # an unhashable device: made anew
     return _compat.memo(key, lambda: _bounds(xp, like, shape))
 
 
