@@ -52,11 +52,9 @@ __all__ = ["caller_of", "fit", "fit_lstsq", "fit_nnls", "fit_ridge", "method_for
 
 
 def operator_route(target):
-    """The decorator of an entry point (``lstsq``, ``ridge``, ``ridge_cv``): a sparse or
-    operator X goes to ``target``, with the arguments as the entry point binds them (its
-    defaults included); dense X goes on with the device of its CuPy arguments current
-    (``_compat.device_scope``); a NumPy X or a dense PyTorch tensor at once (another library beside it:
-    refused)."""
+    """The decorator of an entry point (``lstsq``, ``ridge``, ``ridge_cv``): a sparse or operator X goes to
+    ``target`` with the arguments as bound (defaults included); dense X goes on with its CuPy arguments' device
+    current (``_compat.device_scope``), a NumPy X or a dense torch tensor at once (another library beside it: refused)."""
 
     def decorate(fn):
         signature = inspect.signature(fn)

@@ -149,7 +149,7 @@ def differentiable(*arrays):
     if _compat.plain_numpy(*arrays):
         return False
     for a in arrays:
-        if _compat.is_jax_array(a):
+        if _compat.call_kind(a).startswith("jax"):  # a JAX array, traced or not
             return True
         if _aac.is_torch_array(a):
             import torch

@@ -82,7 +82,6 @@ from ._control import (
     branch,
     deferred,
     flush_checks,
-    is_jax_array,
     is_lazy,
     jit,
     kept,
@@ -127,7 +126,7 @@ from ._vectors import (
 __all__ = [
     # namespaces and devices
     "Array", "Namespace", "array_namespace", "call_kind", "choice_is_free", "device", "device_scope", "eager_jax",
-    "is_array", "is_dense_host_or_torch", "is_host_array", "is_jax_array", "is_lazy", "is_readable", "is_torch_sparse",
+    "is_array", "is_dense_host_or_torch", "is_host_array", "is_lazy", "is_readable", "is_torch_sparse",
     "on_input_device", "own_trace", "plain_namespace", "plain_numpy", "to_numpy",
     # traits and dtypes
     "Traits", "traits", "memo", "default_dtypes", "eps", "finfo", "float64_for", "isdtype",

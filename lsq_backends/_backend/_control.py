@@ -112,13 +112,9 @@ def is_jax_array(x) -> bool:
 
 
 def is_lazy(x) -> bool:
-    """True for arrays whose values cannot be read now: JAX tracers (under ``jax.jit``,
-    ``vmap``, ``grad``) and Dask graphs. Concrete JAX arrays outside a trace are readable.
-
-    Quirk: array-api-compat calls every JAX array lazy, since any may be traced.
-
-    Remembered per type for the libraries whose type decides it (:data:`TYPED_LIBRARIES`); other
-    arrays are asked each time (array-api-compat may read a value of an unknown one)."""
+    """True for arrays whose values cannot be read now: JAX tracers (under ``jax.jit``, ``vmap``, ``grad``) and
+    Dask graphs; concrete JAX arrays are readable (array-api-compat calls every JAX array lazy). Remembered per
+    type for :data:`TYPED_LIBRARIES`; other arrays are asked each time (array-api-compat may read a value)."""
     t = type(x)
     if t in _EAGER_TYPES:  # NumPy arrays and scalars: the common case, decided at once
         return False
