@@ -218,7 +218,7 @@ def eager_jax(*arrays) -> bool:
         return False
     found = False
     for a in arrays:
-        if is_jax_array(a):
+        if a is not None and type(a) not in _PLAIN and is_jax_array(a):
             if is_lazy(a):
                 return False
             found = True

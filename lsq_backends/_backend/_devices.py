@@ -58,10 +58,11 @@ def _copy_blocks(xp):
     return _aac.is_torch_namespace(xp) or _aac.is_cupy_namespace(xp)
 
 
-def constants(xp, values, dtype, like):
+def constants(xp, values, dtype, like, shared=False):
     """Python numbers as an array of ``dtype`` on ``like``'s device (``like`` an array or a device): a number 0-d, a
     list or tuple 1-D, a NumPy array its shape. PyTorch and CuPy fill up to :data:`FILL_MAX` numbers, or runs of
-    equal ones (a certificate's bounds, per column), on the device; the rest, and elsewhere: ``xp.asarray``."""
+    equal ones (a certificate's bounds, per column), on the device; the rest, and elsewhere: ``xp.asarray``.
+    ``shared``, for a number its callers only read (a penalty): PyTorch and CuPy remember it (one fill a fit)."""
     if _aac.is_numpy_namespace(xp):
         return xp.asarray(values, dtype=dtype)
     dev = _device_of(like)
@@ -71,7 +72,7 @@ def constants(xp, values, dtype, like):
         values = values.tolist()  # host memory: read for free
     try:
         if _number(values):
-            return xp.full((), values, dtype=dtype, device=dev)
+            return _shared_number(xp, values, dtype, dev) if shared else xp.full((), values, dtype=dtype, device=dev)
         if isinstance(values, (list, tuple)) and len(values) > 0 and all(_number(v) for v in values):
             if len(values) <= FILL_MAX:
                 return xp.stack([xp.full((), v, dtype=dtype, device=dev) for v in values])
@@ -86,6 +87,30 @@ def constants(xp, values, dtype, like):
     except (RuntimeError, OverflowError):
         pass  # a value beyond the dtype's range: torch's fill refuses it, asarray makes it inf
     return xp.asarray(values, dtype=dtype, device=dev)
+
+
+def _shared_number(xp, value, dtype, dev):
+    """:func:`constants` of one number, remembered (the last :data:`SHARED_MAX`, keyed also by PyTorch's
+    ``inference_mode``, whose tensors autograd refuses to save)."""
+    inference = False
+    if _aac.is_torch_namespace(xp):
+        import torch
+
+        inference = torch.is_inference_mode_enabled()
+    key = (xp.__name__, value, dtype, dev, inference)
+    try:
+        return _SHARED[key]
+    except KeyError:
+        if len(_SHARED) >= SHARED_MAX:
+            _SHARED.clear()
+        made = _SHARED[key] = xp.full((), value, dtype=dtype, device=dev)
+        return made
+    except TypeError:  # an unhashable device
+        return xp.full((), value, dtype=dtype, device=dev)
+
+
+SHARED_MAX = 256
+_SHARED: dict = {}
 
 
 def eye_like(xp, a, p):

@@ -109,6 +109,16 @@ def known_ones(xp, factor):
 _BLOCK = 1 << 15  # elements of a block of rows in multiply_add: 256 KiB of float64, in cache
 
 
+def add_product(xp, b, a, c, sign=1):
+    """``b + sign * a * c`` (``sign`` 1 or -1) for small arrays (n x k and a penalty): PyTorch's ``addcmul``, one
+    operator where the product and the sum took two (its CPU kernel rounds them once: not bit for bit the two)."""
+    if _aac.is_torch_namespace(xp):
+        import torch
+
+        return torch.addcmul(b, a, c, value=sign)
+    return b + a * c if sign == 1 else b - a * c
+
+
 def multiply_add(xp, a, c, b, fresh=False):
     """``a * c + b`` for ``a``, ``b`` (..., p, k) and ``c`` (..., 1, k) (one factor per column). Rounded as
     written (the product, then the sum): ``b - c * a`` is ``multiply_add(a, -c, b)`` bit for bit. ``fresh``:

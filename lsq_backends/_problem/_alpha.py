@@ -82,7 +82,7 @@ def validate_alpha(xp, alpha, k, dtype, dev, per_target, checks=None, name="alph
             failure(ValueError, NOT_FINITE.format(name=name, dtype=dtype))()
         if value < 0:
             failure(ValueError, NEGATIVE.format(name=name))()
-        return xp.reshape(_compat.constants(xp, value, dtype, dev), (1,))
+        return xp.reshape(_compat.constants(xp, value, dtype, dev, shared=True), (1,))  # read only: one array
     check_alpha_type(alpha, name)
     if _compat.is_array(alpha):
         if _compat.array_namespace(alpha) is not xp and not _compat.is_host_array(alpha):

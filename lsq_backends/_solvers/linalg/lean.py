@@ -117,11 +117,12 @@ def fit(xp, X, Y, weights, alpha, form, limits=None):
     L, info = _compat.cholesky_ex(xp, A)
     W = merge_targets(xp, _compat.cho_solve(xp, L, split_targets(xp, B, alpha)), alpha)
     h, rss = data.residual(X, Y, W)
-    g = h if alpha is None else h - _compat.as_rank(xp, alpha, W.ndim) * W
+    a = None if alpha is None else _compat.as_rank(xp, alpha, W.ndim)
+    g = h if alpha is None else _compat.add_product(xp, h, a, W, -1)
     dW = merge_targets(xp, _compat.cho_solve(xp, L, split_targets(xp, g, alpha)), alpha)
     W2 = W + dW
     # rss falls by dW^T (2h - g) + alpha ||dW||^2 (``gram.Factored.solve``) = dW^T (h + alpha W2), as 2h - g = h + alpha W
-    corr = _compat.dots(xp, dW, h if alpha is None else h + _compat.as_rank(xp, alpha, W.ndim) * W2)
+    corr = _compat.dots(xp, dW, h if alpha is None else _compat.add_product(xp, h, a, W2))
     W1, rss1, W, rss = W, rss, W2, rss - corr
     # The certificate: s = trace(As^-1), As = D^-1 A D^-1 the unit-diagonal matrix; ks >= cond(As), per row of As
     d = diagonal(xp, A)
