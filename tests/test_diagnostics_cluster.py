@@ -4,6 +4,8 @@ covariances: against statsmodels' get_robustcov_results (NumPy), every backend a
 
 from __future__ import annotations
 
+import sys
+
 import cupy_standin
 import numpy as np
 import pytest
@@ -211,6 +213,26 @@ def test_segment_sum(be):
         np.testing.assert_allclose(be.to_numpy(got), want, rtol=tol, atol=tol * 10)
     got = _compat.segment_sum(be.xp, be.asarray(values[0]), be.asarray(codes), 7)
     np.testing.assert_allclose(be.to_numpy(got), want[0], rtol=1e-14, atol=1e-14)
+
+
+def test_prepared_segments_sum_as_the_codes_do(be, monkeypatch):
+    """``prepare_segments`` (NumPy with SciPy: a sparse indicator, for a projection's every step) sums as the codes
+    themselves do, bit for bit (both in row order, accumulated in float64), stacks and float32 included; without
+    SciPy it gives the codes back."""
+    rng = np.random.default_rng(2)
+    values, codes = rng.standard_normal((2, 500, 3)), rng.integers(0, 40, 500)
+    prepared = _compat.prepare_segments(be.xp, be.asarray(codes), 41)
+    for dtype in ("float64", "float32"):
+        for v in (be.asarray(values, dtype), be.asarray(values[0], dtype)):
+            want = _compat.segment_sum(be.xp, v, be.asarray(codes), 41)
+            got = _compat.segment_sum(be.xp, v, prepared, 41)
+            assert got.dtype == v.dtype and tuple(got.shape) == tuple(want.shape)
+            np.testing.assert_array_equal(be.to_numpy(got), be.to_numpy(want))
+    if be.name == "numpy":
+        assert prepared is not codes and type(prepared).__name__ == "_Indicator"
+        monkeypatch.setitem(sys.modules, "scipy.sparse", None)  # SciPy missing: the codes as they are
+        plain = be.asarray(codes)
+        assert _compat.prepare_segments(be.xp, plain, 41) is plain
 
 
 def test_segment_sum_cupy_branch(monkeypatch, numpy_reference):

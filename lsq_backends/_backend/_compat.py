@@ -77,19 +77,7 @@ from ._arrays import (
     update_fresh,
     zero_first_row,
 )
-from ._control import (
-    Checks,
-    branch,
-    deferred,
-    flush_checks,
-    is_lazy,
-    jit,
-    kept,
-    loop,
-    one_task,
-    over_columns,
-    read_now,
-)
+from ._control import Checks, branch, deferred, flush_checks, is_lazy, jit, kept, loop, one_task, over_columns, read_now
 from ._devices import constants, device_scope, exact_powers, eye_like, on_input_device, powers_of_two, to_numpy
 from ._factorizations import (
     checked_cholesky,
@@ -104,10 +92,11 @@ from ._factorizations import (
     svd,
 )
 from ._products import cross, matmul
-from ._segments import segment_sum
+from ._segments import prepare_segments, segment_sum
 from ._sparse import sparse_gram
 from ._triangular import SMALL_STACK, batch_last, cho_solve, inverse_diagonal, solve_triangular, triangular_inverse
 from ._vectors import (
+    add_product,
     add_to_diagonal,
     clip,
     column_norms,
@@ -138,8 +127,9 @@ __all__ = [
     "finite_test", "full", "full_int", "mT", "positive_or_one", "positive_or_zero", "powers_of_two", "reduce_all",
     "reduce_max", "reduce_mean", "reduce_min", "reduce_sum", "take_rows",
     # products, and chains written into temporaries (_products, _segments, _sparse)
-    "cross", "dots", "matmul", "minus_fresh", "multiply_add", "normal_products", "sum_of_squares", "update_fresh",
-    "zero_first_row", "segment_sum", "sparse_gram",
+    "add_product", "cross", "dots", "matmul", "minus_fresh", "multiply_add", "normal_products", "sum_of_squares",
+    "update_fresh",
+    "zero_first_row", "prepare_segments", "segment_sum", "sparse_gram",
     # factorizations and triangles (_factorizations, _triangular)
     "SMALL_STACK", "batch_last", "checked_cholesky", "cho_solve", "cholesky", "cholesky_ex", "eigh",
     "inverse_diagonal", "one_pass_qr", "qr", "qr_apply", "qr_implicit", "qr_r", "solve_triangular", "svd",

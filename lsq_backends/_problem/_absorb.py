@@ -142,14 +142,15 @@ class _CG(NamedTuple):
 def _projector(xp, factors, w, like):
     """``project(W, j)``: W's (weighted) group means of factor j, one per row (the projection P_j W)."""
     codes, counts = factors.codes, factors.counts
+    segments = [_compat.prepare_segments(xp, codes[:, j], g) for j, g in enumerate(counts)]  # summed every step
     ones = xp.ones((like.shape[-2], 1), dtype=like.dtype, device=_compat.device(like))
     inverses = []
     for j, g in enumerate(counts):
-        total = _compat.segment_sum(xp, ones if w is None else xp.broadcast_to(w, (*w.shape[:-1], 1)), codes[:, j], g)
+        total = _compat.segment_sum(xp, ones if w is None else xp.broadcast_to(w, (*w.shape[:-1], 1)), segments[j], g)
         inverses.append(_safe_ratio(xp, 1.0, total))
 
     def project(W, j):
-        sums = _compat.segment_sum(xp, W if w is None else w * W, codes[:, j], counts[j])
+        sums = _compat.segment_sum(xp, W if w is None else w * W, segments[j], counts[j])
         return xp.take(sums * inverses[j], codes[:, j], axis=-2)
 
     return project
@@ -209,8 +210,8 @@ def partial_out(xp, V, factors, weights=None, max_iter=None):
         end = sweep(_Sweep(V, xp.asarray(False, device=_compat.device(V)), zero))
         return end.V, xp.ones_like(end.n_iter)
 
-    def dot(A, B):
-        return xp.sum(A * B if w is None else w * A * B, axis=-2, keepdims=True)
+    def dot(A, B):  # each column's (weighted) dot product, (..., 1, c): without an m x c product where it can
+        return _compat.dots(xp, A if w is None else w * A, B)[..., None, :]
 
     cg = _conjugate_gradient(xp, V, len(counts), project, dot, bound, max_iter)
     # Sweeps until one moves no entry by more than the bound: today's test, on CG's result (none if CG failed).
