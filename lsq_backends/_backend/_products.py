@@ -49,10 +49,10 @@ def cross(xp, a, b):
     """``a^T @ b`` at full precision (``a^T`` the matrix transpose), for tall ``a`` (..., m, n) and
     thin ``b`` (..., m, k). These are the cross products X^T y and X^T r of the Gram route. On
     JAX ``(b^T @ a)^T``, which reads X as laid out (module docstring)."""
-    if _aac.is_jax_namespace(xp):
-        return xp.linalg.matrix_transpose(matmul(xp, xp.linalg.matrix_transpose(b), a))
     if _aac.is_numpy_namespace(xp):
         return a.swapaxes(-1, -2) @ b  # as ``matmul``, without the wrappers
+    if _aac.is_jax_namespace(xp):
+        return xp.linalg.matrix_transpose(matmul(xp, xp.linalg.matrix_transpose(b), a))
     if _aac.is_torch_namespace(xp):
         return matmul(xp, a.mT, b)  # the tensor's own transpose (the namespace's is a wrapper around it)
     return matmul(xp, xp.linalg.matrix_transpose(a), b)

@@ -230,6 +230,8 @@ def within(xp, q, lo, hi):
         import torch
 
         return torch.all(torch.clamp(q, lo, hi) == q)
+    if _aac.is_numpy_namespace(xp):
+        return ((q >= lo) & (q <= hi)).all()  # the method: no wrapper
     if q.ndim > 1:  # a stack's q: JAX (with rank promotion refused) needs the bounds at its rank
         lo, hi = (xp.reshape(b, (1,) * (q.ndim - 1) + tuple(b.shape)) for b in (lo, hi))
     return xp.all((q >= lo) & (q <= hi))
@@ -240,12 +242,14 @@ def flat_concat(xp, arrays, batch=(), dtype=None):
     where given (an integer array among floats cast to it: by PyTorch's and NumPy's own concatenation, which
     promote in one operator, where a cast of its own is another kernel on a GPU). NumPy and PyTorch: their own
     ``reshape`` and concatenation, without the wrappers (a microsecond each)."""
+    rank = len(batch) + 1  # parts already laid out as (*batch, p) are taken as they are (a reshape: ~1 us)
     if _aac.is_numpy_namespace(xp):
-        return _numpy.concatenate([a.reshape(*batch, -1) for a in arrays], axis=-1, dtype=dtype)
+        return _numpy.concatenate(
+            [a if a.ndim == rank else a.reshape(*batch, -1) for a in arrays], axis=-1, dtype=dtype
+        )
     if _aac.is_torch_namespace(xp):
         import torch
 
-        rank = len(batch) + 1  # parts already laid out as (*batch, p) are taken as they are (a reshape: ~1 us)
         out = torch.cat([a if a.ndim == rank else a.reshape(*batch, -1) for a in arrays], dim=-1)
         return out if dtype is None or out.dtype == dtype else out.to(dtype)
     if dtype is not None and not _aac.is_torch_namespace(xp):
