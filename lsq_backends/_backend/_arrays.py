@@ -168,6 +168,25 @@ def is_dense_host_or_torch(X) -> bool:
     return False
 
 
+def plain_tensors(*arrays):
+    """``(namespace, device)`` where every argument is None or a dense PyTorch tensor (``torch.Tensor`` itself,
+    strided), all on one device, at least one given; else None. Such arguments pass the checks of kind, known
+    shape and device by construction, as plain NumPy arrays do (:func:`plain_numpy`)."""
+    dev = None
+    for a in arrays:
+        if a is None:
+            continue
+        t = type(a)
+        if not (t.__name__ == "Tensor" and t.__module__ == "torch"):
+            return None
+        import torch
+
+        if a.layout != torch.strided or (dev is not None and a.device != dev):
+            return None
+        dev = a.device
+    return None if dev is None else (array_namespace(*arrays), dev)
+
+
 def is_torch_sparse(X) -> bool:
     """``X`` is a PyTorch sparse tensor (COO, CSR, ...)."""
     if not _aac.is_torch_array(X):
@@ -448,12 +467,16 @@ def reduce_all(xp, a, axis=None):
 
 
 def full(xp, shape, value, dtype, like):
-    """``xp.full`` on ``like``'s device (NumPy's own ``full``: the namespace's wrapper
+    """``xp.full`` on ``like``'s device (NumPy's and PyTorch's own: the namespace's wrapper
     checks the device first)."""
     if _aac.is_numpy_namespace(xp):  # a 0-d array or zeros: NumPy's faster constructors
         if shape == ():
             return _np.array(value, dtype=dtype)
         return _np.zeros(shape, dtype=dtype) if value == 0 else _np.full(shape, value, dtype=dtype)
+    if _aac.is_torch_namespace(xp):
+        import torch
+
+        return torch.full(shape, value, dtype=dtype, device=device(like))
     return xp.full(shape, value, dtype=dtype, device=device(like))
 
 

@@ -64,6 +64,7 @@ from ._arrays import (
     normal_products,
     own_trace,
     plain_numpy,
+    plain_tensors,
     positive_or_one,
     positive_or_zero,
     reduce_all,
@@ -116,7 +117,7 @@ __all__ = [
     # namespaces and devices
     "Array", "Namespace", "array_namespace", "call_kind", "choice_is_free", "device", "device_scope", "eager_jax",
     "is_array", "is_dense_host_or_torch", "is_host_array", "is_lazy", "is_readable", "is_torch_sparse",
-    "on_input_device", "own_trace", "plain_namespace", "plain_numpy", "to_numpy",
+    "on_input_device", "own_trace", "plain_namespace", "plain_numpy", "plain_tensors", "to_numpy",
     # traits and dtypes
     "Traits", "traits", "memo", "default_dtypes", "eps", "finfo", "float64_for", "isdtype",
     # control flow that survives tracing (_control)
@@ -128,8 +129,7 @@ __all__ = [
     "reduce_max", "reduce_mean", "reduce_min", "reduce_sum", "take_rows",
     # products, and chains written into temporaries (_products, _segments, _sparse)
     "add_product", "cross", "dots", "matmul", "minus_fresh", "multiply_add", "normal_products", "sum_of_squares",
-    "update_fresh",
-    "zero_first_row", "prepare_segments", "segment_sum", "sparse_gram",
+    "update_fresh", "zero_first_row", "prepare_segments", "segment_sum", "sparse_gram",
     # factorizations and triangles (_factorizations, _triangular)
     "SMALL_STACK", "batch_last", "checked_cholesky", "cho_solve", "cholesky", "cholesky_ex", "eigh",
     "inverse_diagonal", "one_pass_qr", "qr", "qr_apply", "qr_implicit", "qr_r", "solve_triangular", "svd",

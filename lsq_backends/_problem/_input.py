@@ -260,6 +260,8 @@ def validate(X, y, sample_weight, *, fit_intercept, check_finite, penalty=None, 
         # shape and device by construction, and need no conversion.
         xp = _compat.memo("numpy namespace", lambda: _compat.array_namespace(X))
         dev = _compat.device(X)
+    elif (tensors := _compat.plain_tensors(X, y, sample_weight)) is not None:  # likewise: dense, one device
+        xp, dev = tensors
     else:
         xp, dev, X, y, sample_weight = _converted(X, y, sample_weight)
 

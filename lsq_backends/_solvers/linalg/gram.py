@@ -197,7 +197,9 @@ class Factored:
             return matmul(xp, mT(xp, X), W), rank, None
         h, rss = self.data.residual(X, Y, W)
         alpha = self.alpha
-        g = h if alpha is None else h - _compat.as_rank(xp, alpha, W.ndim) * W
+        # as the lean route rounds it (one ``addcmul`` on PyTorch): a scaled fit that takes this route gives the
+        # lean route's unit-scale answer multiplied out, bit for bit
+        g = h if alpha is None else _compat.add_product(xp, h, _compat.as_rank(xp, alpha, W.ndim), W, -1)
         dW = merge_targets(xp, _compat.cho_solve(xp, self.L, split_targets(xp, g, alpha), Lt=self.Lt), alpha)
         # rss falls by dW^T (2h - g) (+ alpha ||dW||^2); without a penalty g is h, and 2h - h is h exactly
         corr = _compat.reduce_sum(xp, dW * (h if alpha is None else 2 * h - g), axis=-2)
