@@ -145,9 +145,10 @@ def test_operators_within_ceiling(problem, method, intercept):
 
 
 # The lean route's other common fits: today's operators (the lean-route page's target is 40 for each, with an
-# intercept; weights with an intercept and ridge with auto's residual-angle test are above it). A penalty given as a
-# number is a fill the first time only (``_devices.constants(shared=True)``): counted on the second call. Weighted with an intercept keeps the
-# corrections by its means' rounding (``_gram_data.TallGram.products``): 10 operators the plain means leave out.
+# intercept; weights with an intercept and ridge with auto's residual-angle test are above it). A penalty given as
+# a number is a fill the first time only (``_devices.constants(shared=True)``): counted on the second call.
+# Weighted with an intercept keeps the corrections by its means' rounding (``_gram_data.TallGram.products``):
+# 10 operators the plain means leave out.
 VARIANTS = {
     "weighted normal, intercept": (
         58,
