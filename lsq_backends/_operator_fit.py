@@ -63,7 +63,7 @@ def operator_route(target):
 
         @functools.wraps(fn)
         def entry(X, y, /, *args, **kwargs):
-            if type(X) is np.ndarray or _compat.is_dense_host_or_torch(X):  # neither an operator nor on a CuPy device
+            if type(X) is np.ndarray or _compat.is_dense_tensor(X):  # neither an operator nor on a CuPy device
                 return fn(X, y, *args, **kwargs)
             if is_operator_input(X):
                 bound = signature.bind(X, y, *args, **kwargs)

@@ -155,12 +155,10 @@ def choice_is_free(xp, a) -> bool:
     return _aac.is_numpy_namespace(xp) or (_aac.is_jax_namespace(xp) and is_lazy(a))
 
 
-def is_dense_host_or_torch(X) -> bool:
-    """``X`` is a plain NumPy array or a strided (dense) PyTorch tensor: no operator, no sparse matrix, no CuPy
+def is_dense_tensor(X) -> bool:
+    """``X`` is a strided (dense) ``torch.Tensor`` itself (no subclass): no operator, no sparse matrix, no CuPy
     device to make current. Decided from its type and layout at once (the entry points' common case)."""
     t = type(X)
-    if t is _np.ndarray:
-        return True
     if t.__name__ == "Tensor" and t.__module__ == "torch":
         import torch
 
@@ -169,19 +167,14 @@ def is_dense_host_or_torch(X) -> bool:
 
 
 def plain_tensors(*arrays):
-    """``(namespace, device)`` where every argument is None or a dense PyTorch tensor (``torch.Tensor`` itself,
-    strided), all on one device, at least one given; else None. Such arguments pass the checks of kind, known
-    shape and device by construction, as plain NumPy arrays do (:func:`plain_numpy`)."""
+    """``(namespace, device)`` where every argument is None or a dense PyTorch tensor (:func:`is_dense_tensor`),
+    all on one device, at least one given; else None. Such arguments pass the checks of kind, known shape and
+    device by construction, as plain NumPy arrays do (:func:`plain_numpy`)."""
     dev = None
     for a in arrays:
         if a is None:
             continue
-        t = type(a)
-        if not (t.__name__ == "Tensor" and t.__module__ == "torch"):
-            return None
-        import torch
-
-        if a.layout != torch.strided or (dev is not None and a.device != dev):
+        if not is_dense_tensor(a) or (dev is not None and a.device != dev):
             return None
         dev = a.device
     return None if dev is None else (array_namespace(*arrays), dev)

@@ -53,7 +53,7 @@ from ._arrays import (
     full,
     full_int,
     is_array,
-    is_dense_host_or_torch,
+    is_dense_tensor,
     is_host_array,
     is_readable,
     is_torch_sparse,
@@ -116,7 +116,7 @@ from ._vectors import (
 __all__ = [
     # namespaces and devices
     "Array", "Namespace", "array_namespace", "call_kind", "choice_is_free", "device", "device_scope", "eager_jax",
-    "is_array", "is_dense_host_or_torch", "is_host_array", "is_lazy", "is_readable", "is_torch_sparse",
+    "is_array", "is_dense_tensor", "is_host_array", "is_lazy", "is_readable", "is_torch_sparse",
     "on_input_device", "own_trace", "plain_namespace", "plain_numpy", "plain_tensors", "to_numpy",
     # traits and dtypes
     "Traits", "traits", "memo", "default_dtypes", "eps", "finfo", "float64_for", "isdtype",

@@ -252,7 +252,7 @@ def flat_concat(xp, arrays, batch=(), dtype=None):
 
         out = torch.cat([a if a.ndim == rank else a.reshape(*batch, -1) for a in arrays], dim=-1)
         return out if dtype is None or out.dtype == dtype else out.to(dtype)
-    if dtype is not None and not _aac.is_torch_namespace(xp):
+    if dtype is not None:
         arrays = [a if a.dtype == dtype else xp.astype(a, dtype) for a in arrays]
     out = xp.concat([xp.reshape(a, (*batch, -1)) for a in arrays], axis=-1)
     return out if dtype is None or out.dtype == dtype else xp.astype(out, dtype)
