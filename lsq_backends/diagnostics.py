@@ -241,7 +241,7 @@ def _inverse_factor(xp, R, Z, offset_sq, m, n):
         cutoff = default_cutoff(xp, R, m, n, None)
         scale = uncentered_scale(xp, colsq, offset_sq)
         eye = xp.broadcast_to(_compat.eye_like(xp, R, n), R.shape)
-        Rinv, rank = filtered_solve(xp, (u, s, vh), eye, None, cutoff, n, scale)  # V diag(1/s) U^T, kept s
+        Rinv, rank, _ = filtered_solve(xp, (u, s, vh), eye, None, cutoff, n, scale)  # V diag(1/s) U^T, kept s
         if not _compat.is_lazy(R):  # eager: this branch alone runs (under jit or Dask both are built)
             msg = (
                 "diagnostics: the design is rank-deficient (see rank): the coefficients are the minimum-norm "

@@ -162,8 +162,8 @@ def differentiable(*arrays):
 def path_primal(xp, X, Y, alpha, method, offset_sq, factor=False):
     """A penalty path's fit ``(coef, rank, s, None)`` (``spectral.solve_path``), and with
     ``factor`` its ``Factor`` of operators fifth."""
-    solved = solve_path(xp, X, Y, alpha, record(method).path_route, offset_sq, factor)
-    return solved[0], solved[1], solved[2], None, solved[3] if factor else None
+    sol = solve_path(xp, X, Y, alpha, record(method).path_route, offset_sq, factor)
+    return sol.coef, sol.rank, sol.s, None, sol.factor
 
 
 def wanted(xp, X, Y, alpha):

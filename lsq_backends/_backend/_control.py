@@ -274,10 +274,19 @@ def branch(xp, pred, true_fn, false_fn, operands):
         # 2-D problem) costs O(n^2) per chunk. The small-factor work of both branches runs.
         ops_t = tuple(dask_gate(a, pred) for a in operands)
         ops_f = tuple(dask_gate(a, ~pred) for a in operands)
-        a, b = true_fn(*ops_t), false_fn(*ops_f)
-        return tuple(None if x is None else xp.where(pred, x, y) for x, y in zip(a, b, strict=False))
-    a, b = true_fn(*operands), false_fn(*operands)
-    return tuple(None if x is None else xp.where(pred, x, y) for x, y in zip(a, b, strict=False))
+        return _select(xp, pred, true_fn(*ops_t), false_fn(*ops_f))
+    return _select(xp, pred, true_fn(*operands), false_fn(*operands))
+
+
+def _select(xp, pred, a, b):
+    """``a`` where ``pred`` holds, else ``b``: leaf by leaf through tuples (a ``Solution`` and its operators
+    included, as ``lax.cond`` takes them), None where both branches give None."""
+    if a is None:
+        return None
+    if isinstance(a, tuple):
+        parts = (_select(xp, pred, x, y) for x, y in zip(a, b, strict=True))
+        return type(a)(*parts) if hasattr(a, "_fields") else tuple(parts)
+    return xp.where(pred, a, b)
 
 
 def _is_tracer(x):

@@ -34,7 +34,8 @@ def fit_path(problem, method, fit_intercept):
         # JAX, or PyTorch tensors that require grad: the rule per penalty, from the path's factor.
         coef, rank, s = rule.solve_path_rule(xp, X, Y, alpha, method, problem.offset_sq)
     else:
-        coef, rank, s = solve_path(xp, X, Y, alpha, record(method).path_route, problem.offset_sq)
+        sol = solve_path(xp, X, Y, alpha, record(method).path_route, problem.offset_sq)
+        coef, rank, s = sol.coef, sol.rank, sol.s
     if not record(method).singular_values:
         s = None  # "qr" factors the same way, but only "svd" reports singular values
     intercept = intercept_of(xp, problem, coef, fit_intercept)

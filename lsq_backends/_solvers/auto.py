@@ -27,6 +27,7 @@ from .._backend import _compat
 from .._backend._compat import all_true, eps
 from ._record import DIRECT_FEATURES, NOTHING, SVD_SYNC, Record, Solution
 from .linalg import gram, householder
+from .linalg._factor import asked
 from .linalg._shared import gated, merge_targets
 
 RESIDUAL_LIMIT = 1e4  # cond**2 * tan(theta) up to which the refined error stays QR-level
@@ -56,11 +57,9 @@ def solve(xp, X, Y, alpha, given=NOTHING, *, factor=False):
         else:
             k4 = k4 if k4.ndim == rss.ndim else k4[..., None]
             good = all_true(xp, k4 * rss <= RESIDUAL_LIMIT**2 * signal)
-        return ((W, rank, rss, fac.factor(xp)) if factor else (W, rank, rss)), good
+        return Solution(W, rank, rss=rss, factor=asked(factor, fac.factor, xp)), good
 
-    fallback = fac.fallback(xp, householder.solve, rcond, offset_sq, factor)
-    coef, rank, rss, *factors = gated(xp, ok, attempt, fallback, (X, Y))
-    return Solution(coef, rank, rss=rss, factor=factors[0] if factor else None)
+    return gated(xp, ok, attempt, fac.fallback(xp, householder.solve, rcond, offset_sq, factor), (X, Y))
 
 
 RECORD = Record(

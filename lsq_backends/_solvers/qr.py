@@ -30,7 +30,7 @@ from .._backend import _compat
 from .._backend._compat import full_int, matmul, mT
 from ._record import DIRECT_FEATURES, NOTHING, SVD_SYNC, Given, Record, Solution
 from .linalg import cholqr, gram, householder
-from .linalg._factor import inverse_factor, triangular_inverse
+from .linalg._factor import asked, inverse_factor, triangular_inverse
 from .linalg._shared import gated
 
 
@@ -53,14 +53,12 @@ def solve(xp, X, Y, alpha, given=NOTHING, *, factor=False):
         M, L2, Z, good = cholqr.cholqr2_factors(xp, X, Y, fac)
         W = matmul(xp, M, _compat.solve_triangular(xp, mT(xp, L2), Z, lower=False))
         rank = full_int(xp, X.shape[:-2], n, X)
-        if factor:  # X = Q L2^T L^T with Q = X M L2^-T: R^-1 = M L2^-T
-            Rinv = matmul(xp, M, triangular_inverse(xp, mT(xp, L2), False))
-            return (W, rank, inverse_factor(xp, Rinv)), good
-        return (W, rank), good
+        # X = Q L2^T L^T with Q = X M L2^-T: R^-1 = M L2^-T
+        ops = asked(factor, lambda: inverse_factor(xp, matmul(xp, M, triangular_inverse(xp, mT(xp, L2), False))))
+        return Solution(W, rank, factor=ops), good
 
     def householder_solved(X, Y):
-        sol = householder.solve(xp, X, Y, None, Given(rcond, offset_sq), factor=factor)
-        return (sol.coef, sol.rank, sol.factor) if factor else (sol.coef, sol.rank)
+        return householder.solve(xp, X, Y, None, Given(rcond, offset_sq), factor=factor)
 
     def shifted_or_householder(X, Y):
         X, Y = fac.data.arrays(X, Y)  # centered (an X-sized copy) where fac.data is
@@ -68,9 +66,8 @@ def solve(xp, X, Y, alpha, given=NOTHING, *, factor=False):
         return _compat.branch(xp, good, lambda *_: solved, householder_solved, (X, Y))
 
     gate = cholqr.cholqr2_gate(xp, X, rcond, offset_sq, fac)
-    coef, rank, *factors = gated(xp, gate, attempt, shifted_or_householder, (X, Y))
-    rss = None if data is None else fac.data.residual(X, Y, coef, cross=False)[1]
-    return Solution(coef, rank, rss=rss, factor=factors[0] if factor else None)
+    sol = gated(xp, gate, attempt, shifted_or_householder, (X, Y))
+    return sol if data is None else sol._replace(rss=fac.data.residual(X, Y, sol.coef, cross=False)[1])
 
 
 RECORD = Record(

@@ -34,7 +34,8 @@ from typing import Any, NamedTuple
 from .._backend import _compat
 from .._backend._compat import full_int, matmul, mT
 from .._problem._operator import LinearMap
-from .linalg._factor import path_factor
+from ._record import Solution
+from .linalg._factor import asked, path_factor
 from .linalg._shared import count, default_cutoff, gram_noise
 
 
@@ -190,16 +191,13 @@ def auto_ok(xp, spec, alpha, X):
 
 
 def solve_path(xp, X, Y, alpha, route, offset_sq=None, factor=False):
-    """Coefficients (a, ..., n, k), rank (a, ...) and singular values (``svd`` route: (..., p), else None) for each
-    penalty of ``alpha`` (a,), by ``route`` (``Record.path_route``): ``"gram"`` (``normal``), ``"svd"`` (``svd``,
-    ``qr``: R alone does not diagonalize the penalties) or ``"auto"``: ``gram``, else ``svd`` where :func:`auto_ok`
-    fails (a traced branch under jit). ``factor``: also every penalty's ``_factor.Factor`` (``path_factor``)."""
+    """A ``Solution`` for each penalty of ``alpha`` (a,): coef (a, ..., n, k), rank (a, ...), s (``svd`` route), and
+    with ``factor`` every penalty's ``_factor.Factor`` (``path_factor``). ``route`` (``Record.path_route``): ``"gram"``,
+    ``"svd"`` (R alone does not diagonalize the penalties) or ``"auto"`` (``gram`` where :func:`auto_ok` holds)."""
 
-    def solved(spec):
+    def solved(spec):  # coef, rank, and with ``factor`` the basis and filters of the path's Factor
         coef, rank = path_coef(xp, spec, alpha)
-        if not factor:
-            return coef, rank
-        return coef, rank, spec.V if spec.U is None else spec.U, filters(xp, spec, alpha)
+        return coef, rank, asked(factor, lambda: (spec.V if spec.U is None else spec.U, filters(xp, spec, alpha)))
 
     s = None
     if route == "svd":
@@ -217,7 +215,8 @@ def solve_path(xp, X, Y, alpha, route, offset_sq=None, factor=False):
                 lambda X, Y: solved(svd(xp, X, Y, offset_sq)),
                 (X, Y),
             )
-    if not factor:
-        return (*out, s)
+    coef, rank, parts = out
+    if parts is None:
+        return Solution(coef, rank, s)
     V = None if s is None else xp.where((spec.lam > spec.cut)[..., None, :], spec.V, xp.zeros_like(spec.V))
-    return out[0], out[1], s, path_factor(xp, out[2], out[3], V)
+    return Solution(coef, rank, s, factor=path_factor(xp, *parts, V))

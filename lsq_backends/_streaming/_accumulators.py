@@ -214,7 +214,7 @@ class NormalAccumulator(_Solvable):
             # when that is larger (all-constant columns are pure rounding noise).
             u, s, vh = _compat.svd(xp, A)
             colsq = diagonal(xp, Sxx) if offset_sq is None else diagonal(xp, Sxx) + offset_sq
-            W, rank = filtered_solve(xp, (u, s, vh), B, None, tol * tol, n, xp.max(colsq))
+            W, rank, _ = filtered_solve(xp, (u, s, vh), B, None, tol * tol, n, xp.max(colsq))
             if alpha is not None:
                 rank = xp.where(xp.all(alpha > 0), full_int(xp, (), n, W), xp.min(rank))
             return merge_targets(xp, W, alpha), rank

@@ -36,6 +36,12 @@ class Operators(Factor):
     __slots__ = ()
 
 
+def asked(wanted, make, *args):
+    """``make(*args)``, a solve's :class:`Factor`, where the solve was asked for it (``wanted``); else None, no work.
+    Every branch of a solve returns the same ``Solution``, its ``factor`` filled or not by this one test."""
+    return make(*args) if wanted else None
+
+
 def inverse_factor(xp, Tinv):
     """Full-rank factor from ``Tinv`` (..., n, n) with ``Tinv Tinv^T = (X^T X + alpha I)^-1``
     (the inverse of the upper triangular R or T, or the transposed inverse of a Cholesky L)."""

@@ -48,8 +48,9 @@ from __future__ import annotations
 
 from ..._backend import _compat
 from ..._backend._compat import all_true, diagonal, eps, full_int, matmul, mT
+from .._record import Solution
 from . import gram
-from ._factor import inverse_factor, triangular_inverse
+from ._factor import asked, inverse_factor, triangular_inverse
 from ._gram_data import BLOCK_ELEMENTS
 from ._shared import default_cutoff, gated
 from .rank import certified, condition_estimate
@@ -117,8 +118,8 @@ THIRD_ROUND = 1e-4
 
 
 def shifted_cholqr3(xp, X, Y, fac, rcond, offset_sq, factor=False):
-    """Shifted CholeskyQR3 of the equilibrated ``[X Y]``, for X past CholeskyQR2's limit: ``((W, rank), good)``,
-    W = R11^{-1} R12 (..., n, k); with ``factor`` ``((W, rank, Factor), good)`` (``_factor.inverse_factor`` of R11).
+    """Shifted CholeskyQR3 of the equilibrated ``[X Y]``, for X past CholeskyQR2's limit: ``(Solution, good)``,
+    W = R11^{-1} R12 (..., n, k); with ``factor`` its ``Factor`` (``_factor.inverse_factor`` of R11).
     Householder-level error up to cond(X D) ~1e11-1e12 (float64); ``good`` fails beyond. NumPy and traced JAX skip
     the third round where it is not needed, except with ``factor``. See the module docstring."""
     m, n = X.shape[-2:]
@@ -161,9 +162,7 @@ def shifted_cholqr3(xp, X, Y, fac, rcond, offset_sq, factor=False):
     ok = ok & orthogonal & xp.all(xp.isfinite(W), axis=(-2, -1))
     good = all_true(xp, ok)
     rank = full_int(xp, X.shape[:-2], n, X)
-    if factor:
-        return (W, rank, inverse_factor(xp, triangular_inverse(xp, R11, False))), good
-    return (W, rank), good
+    return Solution(W, rank, factor=asked(factor, lambda: inverse_factor(xp, triangular_inverse(xp, R11, False)))), good
 
 
 def _gram_after(xp, X, Y, factors, shift, keep=False):

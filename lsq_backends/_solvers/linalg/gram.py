@@ -62,7 +62,7 @@ import math
 from ..._backend import _compat
 from ..._backend._compat import diagonal, eps, full_int, matmul, mT
 from .._record import Given, Solution
-from ._factor import inverse_factor, spectral_factor, triangular_inverse
+from ._factor import asked, inverse_factor, spectral_factor, triangular_inverse
 from ._gram_data import TallGram
 from ._shared import add_penalty, count, default_cutoff, gram_noise, merge_targets, split_targets
 from .rank import SMALL, bounded, certified, condition_estimate
@@ -103,9 +103,9 @@ class Factored:
 
     def solve_or(self, xp, X, Y, ok, fallback, rcond, offset_sq, factor=False):
         """The refined Cholesky solution where the scalar ``ok`` holds, else ``fallback``'s (None: :meth:`eigen`), a
-        traced branch under ``jax.jit`` (``_compat.branch``). Returns a ``Solution``: rss (..., k) for tall X, None
-        for wide X; with ``factor`` the ``_factor.Factor`` solved with (wide X: of ``X X^T``, the Cholesky factor
-        here being that of ``X X^T + alpha I``)."""
+        traced branch under ``jax.jit`` (``_compat.branch``). Every branch returns one ``Solution``: rss (..., k) for
+        tall X, None for wide X; with ``factor`` the ``_factor.Factor`` solved with (wide X: of ``X X^T``, the
+        Cholesky factor here being that of ``X X^T + alpha I``)."""
         if fallback is None:
 
             def other(X, Y):
@@ -118,54 +118,41 @@ class Factored:
 
         else:
             other = self.fallback(xp, fallback, rcond, offset_sq, factor)
-        if self.wide:
-
-            def wide_cholesky(X, Y):
-                coef, rank = self.solve(xp, X)[:2]
-                return (coef, rank, self.factor(xp)) if factor else (coef, rank)
-
-            coef, rank, *fac = _compat.branch(xp, ok, wide_cholesky, other, (X, Y))
-            return Solution(coef, rank, factor=fac[0] if factor else None)
 
         def cholesky(X, Y):
-            solved = self.solve(xp, X, Y)
-            return (*solved, self.factor(xp)) if factor else solved
+            coef, rank, rss = self.solve(xp, X, Y)
+            return Solution(coef, rank, rss=rss, factor=asked(factor, self.factor, xp))
 
-        coef, rank, rss, *fac = _compat.branch(xp, ok, cholesky, other, (X, Y))
-        return Solution(coef, rank, rss=rss, factor=fac[0] if factor else None)
+        return _compat.branch(xp, ok, cholesky, other, (X, Y))
 
     def factor(self, xp):
         """The ``_factor.Factor`` of the Cholesky factor (full rank)."""
         return inverse_factor(xp, mT(xp, triangular_inverse(xp, self.L, True)))
 
     def other_solve(self, xp, solver, X, Y, rcond, offset_sq, factor=False):
-        """``solver``'s (another method's ``Solution``) ``(coef, rank)``, and with ``factor``
-        its ``Factor`` third, without singular vectors (which the Cholesky branch it stands in
-        for lacks)."""
-        if not factor:
-            sol = solver(xp, X, Y, self.alpha, Given(rcond, offset_sq))
-            return sol.coef, sol.rank
-        sol = solver(xp, X, Y, self.alpha, Given(rcond, offset_sq), factor=True)
-        return sol.coef, sol.rank, sol.factor._replace(V=None)
+        """``solver``'s ``Solution`` (another method's) in the Cholesky branch's shape: coef, rank and, with
+        ``factor``, its ``Factor`` without singular vectors (which the Cholesky branch lacks)."""
+        sol = solver(xp, X, Y, self.alpha, Given(rcond, offset_sq), factor=factor)
+        return Solution(sol.coef, sol.rank, factor=None if sol.factor is None else sol.factor._replace(V=None))
 
     def fallback(self, xp, solver, rcond, offset_sq, factor=False):
-        """``solver`` (another method's solve) as a branch on tall X: (X, Y) -> (coef, rank,
-        rss), on the data as that method takes it (``TallGram.arrays``); with ``factor``, its
-        ``Factor`` fourth (without singular vectors, which the Cholesky branch lacks)."""
+        """``solver`` (another method's solve) as a branch on tall X: (X, Y) -> ``Solution`` with rss, on the data
+        as that method takes it (``TallGram.arrays``), in the Cholesky branch's shape (:meth:`other_solve`)."""
 
         def other(X, Y):
             X, Y = self.data.arrays(X, Y)
-            coef, rank, *fac = self.other_solve(xp, solver, X, Y, rcond, offset_sq, factor)
-            rss = _compat.sum_of_squares(xp, _compat.minus_fresh(xp, Y, matmul(xp, X, coef)), axis=-2)
-            return (coef, rank, rss, *fac)
+            sol = self.other_solve(xp, solver, X, Y, rcond, offset_sq, factor)
+            return sol._replace(
+                rss=_compat.sum_of_squares(xp, _compat.minus_fresh(xp, Y, matmul(xp, X, sol.coef)), axis=-2)
+            )
 
         return other
 
     def eigen(self, xp, X, Y, rcond, offset_sq, factor=False):
         """Minimum-norm (or ridge) solution from ``G = V diag(lam) V^T``, the Gram matrix before the penalty:
         ``w = V diag(f) V^T X^T y`` (tall X) or ``X^T V diag(f) V^T y`` (wide X), ``f = 1 / (lam + alpha)`` on the
-        kept eigenvalues (:func:`eigen_keep`), 0 on the others. Returns ``(coef, rank, rss)`` (tall X) or ``(coef,
-        rank)`` (wide X), with ``factor`` a ``Factor`` last. Error ~eps cond**2 (see the module docstring)."""
+        kept eigenvalues (:func:`eigen_keep`), 0 on the others. Returns a ``Solution``, rss for tall X, with
+        ``factor`` its ``Factor``. Error ~eps cond**2 (see the module docstring)."""
         m, n = X.shape[-2:]
         lam, V = _compat.eigh(xp, self.G)
         lam = xp.maximum(lam, xp.zeros_like(lam))  # null directions round to +-eps * lam_max
@@ -180,11 +167,10 @@ class Factored:
         if self.alpha is not None:
             rank = xp.where(xp.all(self.alpha > 0), full_int(xp, rank.shape, n, lam), rank)
         # of X^T X, or for wide X of X X^T: V holds X's right or left singular vectors
-        fac = spectral_factor(xp, xp.sqrt(lam), mT(xp, V), keep, self.alpha) if factor else None
+        fac = asked(factor, spectral_factor, xp, xp.sqrt(lam), mT(xp, V), keep, self.alpha)
         if self.wide:
-            return (matmul(xp, mT(xp, X), W), rank, fac) if factor else (matmul(xp, mT(xp, X), W), rank)
-        rss = self.data.residual(X, Y, W)[1]
-        return (W, rank, rss, fac) if factor else (W, rank, rss)
+            return Solution(matmul(xp, mT(xp, X), W), rank, factor=fac)
+        return Solution(W, rank, rss=self.data.residual(X, Y, W)[1], factor=fac)
 
     def solve(self, xp, X, Y=None):
         """``(W, rank, rss)``; rss is None for wide X. Tall X: one step of iterative refinement of the normal-equation

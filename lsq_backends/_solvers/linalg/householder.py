@@ -17,7 +17,7 @@ from __future__ import annotations
 from ..._backend import _compat
 from ..._backend._compat import all_true, full_int, matmul, mT
 from .._record import NOTHING, Solution
-from ._factor import inverse_factor, triangular_inverse
+from ._factor import asked, inverse_factor, spectral_factor, triangular_inverse
 from ._shared import default_cutoff, merge_targets, split_targets
 from .pinv import filtered_solve, uncentered_scale
 from .rank import certified
@@ -72,7 +72,7 @@ def solve(xp, X, Y, alpha, given=NOTHING, *, factor=False, cutoff=None):
 
     def triangular(X, Y):
         W, rank = _triangular(X, Y)
-        return (W, rank, inverse_factor(xp, triangular_inverse(xp, T, False))) if factor else (W, rank)
+        return Solution(W, rank, factor=asked(factor, lambda: inverse_factor(xp, triangular_inverse(xp, T, False))))
 
     def _triangular(X, Y):
         if alpha is None:
@@ -94,14 +94,13 @@ def solve(xp, X, Y, alpha, given=NOTHING, *, factor=False, cutoff=None):
         if wide:
             # X = R^T Q^T; with R^T = U S V^T, X = U S (Q V)^T.
             u, s, vh = _compat.svd(xp, mT(xp, R), after_qr_implicit=True)
-            if factor:
-                W, rank, fac = filtered_solve(xp, (u, s, vh), Y, alpha, cutoff, n, frob, "wide")
-                return q_times(W), rank, fac
-            W, rank = filtered_solve(xp, (u, s, vh), Y, alpha, cutoff, n, frob)
-            return q_times(W), rank
+            W, rank, keep = filtered_solve(xp, (u, s, vh), Y, alpha, cutoff, n, frob)
+            return Solution(
+                q_times(W), rank, factor=asked(factor, lambda: spectral_factor(xp, s, mT(xp, u), keep, alpha))
+            )
         u, s, vh = _compat.svd(xp, R)  # X = (Q U) S V^T, and (Q U)^T y = U^T Z
         scale = uncentered_scale(xp, xp.sum(R * R, axis=-2), offset_sq)
-        return filtered_solve(xp, (u, s, vh), Z, alpha, cutoff, n, scale, "gram" if factor else None)
+        W, rank, keep = filtered_solve(xp, (u, s, vh), Z, alpha, cutoff, n, scale)
+        return Solution(W, rank, factor=asked(factor, spectral_factor, xp, s, vh, keep, alpha))
 
-    solved = _compat.branch(xp, ok, triangular, from_svd_of_r, (X, Y))
-    return Solution(solved[0], solved[1], factor=solved[2] if factor else None)
+    return _compat.branch(xp, ok, triangular, from_svd_of_r, (X, Y))

@@ -20,7 +20,7 @@ from ..._backend import _compat
 from ..._backend._compat import full_int, matmul, mT
 from .._record import NOTHING, Solution
 from . import cholqr
-from ._factor import spectral_factor
+from ._factor import asked, spectral_factor
 from ._shared import count, default_cutoff
 
 
@@ -33,11 +33,10 @@ def uncentered_scale(xp, colsq, offset_sq):
     return xp.sqrt(xp.max(colsq + offset_sq, axis=-1))
 
 
-def filtered_solve(xp, svd, y, alpha, cutoff, n, scale=None, factor=None):
+def filtered_solve(xp, svd, y, alpha, cutoff, n, scale=None):
     """Solve with ``svd = (u, s, vh)``, the factors of a matrix with ``n`` columns, ``y`` (..., m, k) in ``u``'s range;
     singular values at most ``cutoff`` times the largest (or ``scale`` (...), if larger) count as zero. Returns
-    ``(coef, rank)``, with ``factor`` a ``_factor.Factor`` third: ``"gram"`` of ``X^T X`` from ``vh``, ``"wide"`` (the
-    factors are X itself, wide) of ``X X^T`` from ``u``; ``"gram vectors"``, ``"wide vectors"``: the vectors too."""
+    ``(coef, rank, keep)``, ``keep`` (..., p) the directions kept (for ``_factor.spectral_factor``)."""
     u, s, vh = svd
     s_max = s[..., :1]
     if scale is not None:
@@ -55,10 +54,7 @@ def filtered_solve(xp, svd, y, alpha, cutoff, n, scale=None, factor=None):
         r = count(xp, keep, s)
         rank = xp.where(xp.all(alpha > 0), full_int(xp, r.shape, n, s), r)
     coef = matmul(xp, mT(xp, vh), f * uty)
-    if factor:
-        vectors = mT(xp, u) if factor.startswith("wide") else vh
-        return coef, rank, spectral_factor(xp, s, vectors, keep, alpha, vectors=factor.endswith("vectors"))
-    return coef, rank
+    return coef, rank, keep
 
 
 def minimum_norm(xp, X, Y, alpha, given=NOTHING, *, factor=False):
@@ -79,21 +75,18 @@ def minimum_norm(xp, X, Y, alpha, given=NOTHING, *, factor=False):
         _compat.flush_checks(xp)  # LAPACK's SVD raises on NaN: the value checks come first
         u, s, vh = _compat.svd(xp, R)
         scale = uncentered_scale(xp, xp.sum(R * R, axis=-2), offset_sq)
-        kind = "gram vectors" if factor else None
-        coef, rank, *fac = filtered_solve(xp, (u, s, vh), Z, alpha, cutoff, n, scale, kind)
+        coef, rank, keep = filtered_solve(xp, (u, s, vh), Z, alpha, cutoff, n, scale)
         rss = None if data is None else data.residual(X, Y, coef, cross=False)[1]
-        return Solution(coef, rank, s, rss=rss, factor=fac[0] if factor else None)
-    else:
-        # X^T = Q R, so X = R^T Q^T; with R^T = U S V^T, X = U S (Q V)^T: the SVD of an m x m
-        # factor, Q applied to the m x k solution (0.6x numpy.linalg.lstsq at 200 x 5000,
-        # where the SVD of X itself, forming its n x m singular vectors, took 1.4x).
-        R, q_times = _compat.qr_implicit(xp, mT(xp, X))
-        _compat.flush_checks(xp)
-        u, s, vh = _compat.svd(xp, mT(xp, R), after_qr_implicit=True)
-        scale = uncentered_scale(xp, xp.sum(X * X, axis=-2), offset_sq)
-        if factor:  # u diag(s) (Q vh^T)^T is X: u is X's left singular vectors
-            W, rank, fac = filtered_solve(xp, (u, s, vh), Y, alpha, cutoff, n, scale, "wide vectors")
-            return Solution(q_times(W), rank, s, factor=fac)
-        W, rank = filtered_solve(xp, (u, s, vh), Y, alpha, cutoff, n, scale)
-        coef = q_times(W)
-    return Solution(coef, rank, s)
+        return Solution(coef, rank, s, rss=rss, factor=asked(factor, spectral_factor, xp, s, vh, keep, alpha, True))
+    # X^T = Q R, so X = R^T Q^T; with R^T = U S V^T, X = U S (Q V)^T: the SVD of an m x m
+    # factor, Q applied to the m x k solution (0.6x numpy.linalg.lstsq at 200 x 5000,
+    # where the SVD of X itself, forming its n x m singular vectors, took 1.4x).
+    R, q_times = _compat.qr_implicit(xp, mT(xp, X))
+    _compat.flush_checks(xp)
+    u, s, vh = _compat.svd(xp, mT(xp, R), after_qr_implicit=True)
+    scale = uncentered_scale(xp, xp.sum(X * X, axis=-2), offset_sq)
+    # u diag(s) (Q vh^T)^T is X: u is X's left singular vectors
+    W, rank, keep = filtered_solve(xp, (u, s, vh), Y, alpha, cutoff, n, scale)
+    return Solution(
+        q_times(W), rank, s, factor=asked(factor, lambda: spectral_factor(xp, s, mT(xp, u), keep, alpha, True))
+    )
