@@ -273,7 +273,7 @@ def test_accumulators_about_as_many_rows_as_features(be, kind, rows):
 
 
 def _gram_factor(X, alpha=None):
-    """(L, A, colsq) of ``X^T X (+ alpha I)`` as ``gram.Factored`` factors it."""
+    """(L, A, colsq) of ``X^T X (+ alpha I)`` as ``gram.GramCholesky`` factors it."""
     A = X.T @ X
     if alpha is not None:
         A = A + alpha * np.eye(A.shape[0], dtype=A.dtype)

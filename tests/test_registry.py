@@ -103,13 +103,13 @@ SHAPES = [(40, 6, 6), (40, 6, None), (40, 6, 4), (5, 12, 5), (5, 12, 3)]
 
 
 @pytest.mark.parametrize("shared", [False, True], ids=["eager-branches", "shared-branches"])
-@pytest.mark.parametrize("factor", [False, True])
+@pytest.mark.parametrize("operators", [False, True])
 @pytest.mark.parametrize("ridge", [False, True])
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
 @pytest.mark.parametrize("method", [r.name for r in RECORDS if not r.iterative])
-def test_direct_solvers_return_a_solution_from_every_branch(monkeypatch, method, shape, ridge, factor, shared):
+def test_direct_solvers_return_a_solution_from_every_branch(monkeypatch, method, shape, ridge, operators, shared):
     """Rank-deficient and full-rank, tall and wide, least squares and ridge, with and without
-    the factor; ``shared``: the branches JAX compiles into one program (``normal``'s rank
+    the derivative operators; ``shared``: the branches JAX compiles into one program (``normal``'s rank
     fallback is then the Gram matrix's eigendecomposition)."""
     traits = _compat.traits
     monkeypatch.setattr(_compat, "traits", lambda xp: traits(xp)._replace(branches_share_memory=shared))
@@ -119,11 +119,11 @@ def test_direct_solvers_return_a_solution_from_every_branch(monkeypatch, method,
         X = X @ np.diag(np.logspace(0, -9, n))
     alpha = np.array([0.5]) if ridge else None
     rec = record(method)
-    sol = rec.solve(np, X, Y, alpha, factor=factor)
+    sol = rec.solve(np, X, Y, alpha, operators=operators)
     assert type(sol) is Solution
     assert sol.coef.shape == (n, 2) and np.all(np.isfinite(sol.coef))
     assert (sol.s is not None) == rec.singular_values
-    assert (sol.factor is not None) == factor
+    assert (sol.operators is not None) == operators
     assert sol.n_iter is None and sol.istop is None
     if rank is not None and not ridge:  # the minimum-norm solution on every branch
         ref = np.linalg.lstsq(X, Y, rcond=None)[0]
@@ -142,7 +142,7 @@ def test_iterative_solvers_return_a_solution(method, ridge):
     assert type(sol) is Solution
     assert sol.coef.shape == (5, 2) and sol.n_iter.shape == (2,)
     assert (sol.istop is not None) == rec.stops
-    assert sol.s is None and sol.factor is None
+    assert sol.s is None and sol.operators is None
 
 
 def test_estimator_tol_reaches_every_iterative_method():

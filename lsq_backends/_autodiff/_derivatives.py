@@ -10,7 +10,7 @@ are plain array operations and are differentiated as they are), with ``r = Y - X
     dw = K (X^T (dY - dX w) + dX^T r - dalpha w) + N dX^T X K w
 
 ``K = (X^T X + alpha I)^+`` and ``N = I - X^+ X``, as the solver's rank decision resolved them
-(``_solvers._factor``): made from the factorization the fit already has (Cholesky factor, R,
+(``_solvers._operators``): made from the factorization the fit already has (Cholesky factor, R,
 SVD, a path's or the Gram matrix's eigendecomposition), never a new one. With ``alpha > 0``,
 ``N = 0`` and this is the exact derivative. With ``alpha = 0`` it is the derivative of the
 pseudo-inverse solution ``X^+ Y`` (Golub and Pereyra, 1973) wherever the numerical rank is
@@ -59,13 +59,13 @@ import array_api_compat as _aac
 
 from .._backend import _compat
 from .._backend._compat import matmul, mT
-from .._solvers import Given, Operators, lean, record, solve_path
+from .._solvers import Given, OperatorFunctions, lean, record, solve_path
 from .._solvers import solve as solve_by_method
 from ._rule import linearize, penalty, singular_tangent, tangent
 
 
 def lsqr_factor(xp, X, alpha, given, symmetric_solve=None):
-    """LSQR's ``K`` and ``N`` as operators (``_factor.Operators``), at the fit's tolerances (``given.options``,
+    """LSQR's ``K`` and ``N`` as operators (``_operators.OperatorFunctions``), at the fit's tolerances (``given.options``,
     ``_solvers.Given``): ``K`` as two LSQR solves (one penalty or none), or :func:`_per_target` (one per
     target). JAX passes ``symmetric_solve(matvec, solve)``, a transposable ``K`` (module docstring:
     ``lsqr_factor``)."""
@@ -91,7 +91,7 @@ def lsqr_factor(xp, X, alpha, given, symmetric_solve=None):
     def N(v):
         return v - K(gram(v))
 
-    return Operators(K, N)
+    return OperatorFunctions(K, N)
 
 
 def _per_target(xp, X, alpha, given, symmetric_solve):
@@ -119,16 +119,16 @@ def _per_target(xp, X, alpha, given, symmetric_solve):
     def N(v):
         return xp.where(pos, xp.zeros_like(v), v - K(gram(v)))
 
-    return Operators(K, N)
+    return OperatorFunctions(K, N)
 
 
-def primal(xp, X, Y, alpha, method, given, factor=False, symmetric_solve=None):
-    """The solver's fit ``(coef, rank, s, n_iter)`` (``given``: ``_solvers.Given``), and with ``factor`` its
-    ``Factor`` fifth (LSQR's as operators, :func:`lsqr_factor`). For ``lsmr`` the counts and the stop reasons
+def primal(xp, X, Y, alpha, method, given, operators=False, symmetric_solve=None):
+    """The solver's fit ``(coef, rank, s, n_iter)`` (``given``: ``_solvers.Given``), and with ``operators`` its
+    ``Operators`` fifth (LSQR's as functions, :func:`lsqr_factor`). For ``lsmr`` the counts and the stop reasons
     come stacked, (2, ..., k): one integer output of the rule (:func:`split_counts`)."""
-    sol = solve_by_method(xp, X, Y, alpha, method, given, factor)
-    fac = sol.factor
-    if factor and record(method).iterative:  # K by LSQR at the fit's tolerances (an LSMR fit's too)
+    sol = solve_by_method(xp, X, Y, alpha, method, given, operators)
+    fac = sol.operators
+    if operators and record(method).iterative:  # K by LSQR at the fit's tolerances (an LSMR fit's too)
         options = {k: given.options[k] for k in ("atol", "btol", "max_iter")}
         fac = lsqr_factor(xp, X, alpha, Given(options=options), symmetric_solve)
     counts = sol.n_iter if sol.istop is None else xp.stack([sol.n_iter, sol.istop])
@@ -159,11 +159,11 @@ def differentiable(*arrays):
     return False
 
 
-def path_primal(xp, X, Y, alpha, method, offset_sq, factor=False):
+def path_primal(xp, X, Y, alpha, method, offset_sq, operators=False):
     """A penalty path's fit ``(coef, rank, s, None)`` (``spectral.solve_path``), and with
-    ``factor`` its ``Factor`` of operators fifth."""
-    sol = solve_path(xp, X, Y, alpha, record(method).path_route, offset_sq, factor)
-    return sol.coef, sol.rank, sol.s, None, sol.factor
+    ``operators`` its ``Operators`` (functions of the penalty axis) fifth."""
+    sol = solve_path(xp, X, Y, alpha, record(method).path_route, offset_sq, operators)
+    return sol.coef, sol.rank, sol.s, None, sol.operators
 
 
 def wanted(xp, X, Y, alpha):
@@ -186,8 +186,8 @@ def solve(xp, X, Y, alpha, method, given):
     rule in JAX (a ``custom_jvp``, through which ``given.offset_sq`` passes). PyTorch's twin is
     ``_torch_autograd.solve``."""
 
-    def run(X, Y, alpha, offset_sq, factor):
-        return primal(xp, X, Y, alpha, method, given._replace(offset_sq=offset_sq), factor, _symmetric_solve)
+    def run(X, Y, alpha, offset_sq, operators):
+        return primal(xp, X, Y, alpha, method, given._replace(offset_sq=offset_sq), operators, _symmetric_solve)
 
     return _jax_rule(xp, run, X, Y, alpha, given.offset_sq, False)
 
@@ -195,8 +195,8 @@ def solve(xp, X, Y, alpha, method, given):
 def solve_path_rule(xp, X, Y, alpha, method, offset_sq):
     """A penalty path's ``(coef, rank, s)``, differentiated by the rule per penalty in JAX."""
 
-    def run(X, Y, alpha, offset_sq, factor):
-        return path_primal(xp, X, Y, alpha, method, offset_sq, factor)
+    def run(X, Y, alpha, offset_sq, operators):
+        return path_primal(xp, X, Y, alpha, method, offset_sq, operators)
 
     return _jax_rule(xp, run, X, Y, alpha, offset_sq, True)[:3]
 

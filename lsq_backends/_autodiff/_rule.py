@@ -33,7 +33,7 @@ from typing import Any, NamedTuple
 
 from .._backend import _compat
 from .._backend._compat import matmul, mT
-from .._solvers import Operators
+from .._solvers import OperatorFunctions
 
 
 class Linearization(NamedTuple):
@@ -78,7 +78,7 @@ def penalty(xp, alpha, ndim, path=False):
 def linearize(xp, fac, X, Y, W, alpha, path=False):
     """The ``Linearization`` of the fit ``W`` (along a ``path``: W (a, ..., n, k))."""
     a = penalty(xp, alpha, W.ndim, path)
-    corrected = not isinstance(fac, Operators)
+    corrected = not isinstance(fac, OperatorFunctions)
     XW = matmul(xp, X, W)
     Res = _compat.as_rank(xp, Y, XW.ndim) - XW
     if corrected and X.shape[-2] < X.shape[-1]:

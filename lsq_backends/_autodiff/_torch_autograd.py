@@ -54,7 +54,7 @@ def _function():
 
 
 def torch_fit(xp, X, Y, alpha, run, layout, path=False):
-    """``(coef, rank, s, n_iter)`` of ``run`` (``run(X, Y, alpha, factor)`` as
+    """``(coef, rank, s, n_iter)`` of ``run`` (``run(X, Y, alpha, operators)`` as
     ``_derivatives.primal``), differentiable by the rule; ``layout``: which of the four are
     not None (``s`` for the svd method, ``n_iter`` for lsqr and lsmr); ``path``: a penalty path."""
     it = iter(_function()[0].apply(X, Y, alpha, run, xp, path))
@@ -65,8 +65,8 @@ def solve(xp, X, Y, alpha, method, given):
     """``(coef, rank, s, n_iter)`` as the solver gives them (``given``: ``_solvers.Given``), differentiated by the
     rule in PyTorch's autograd (``_derivatives.solve`` for JAX)."""
 
-    def run(X, Y, alpha, factor):
-        return primal(xp, X, Y, alpha, method, given, factor)
+    def run(X, Y, alpha, operators):
+        return primal(xp, X, Y, alpha, method, given, operators)
 
     rec = record(method)
     return torch_fit(xp, X, Y, alpha, run, (True, True, rec.singular_values, rec.iterative))
@@ -75,8 +75,8 @@ def solve(xp, X, Y, alpha, method, given):
 def solve_path_rule(xp, X, Y, alpha, method, offset_sq):
     """A penalty path's ``(coef, rank, s)``, differentiated by the rule per penalty."""
 
-    def run(X, Y, alpha, factor):
-        return path_primal(xp, X, Y, alpha, method, offset_sq, factor)
+    def run(X, Y, alpha, operators):
+        return path_primal(xp, X, Y, alpha, method, offset_sq, operators)
 
     return torch_fit(xp, X, Y, alpha, run, (True, True, record(method).path_singular_values, False), True)[:3]
 

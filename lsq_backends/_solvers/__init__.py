@@ -10,12 +10,12 @@ outside this package compares method names, it asks the record (``record(m).iter
 An iterative method's ``precondition`` option (``"columns"``) runs its solve through
 ``_krylov.preconditioned``.
 
-Direct methods: ``solve(xp, X, Y, alpha, given=NOTHING, *, factor=False)``, one signature for
+Direct methods: ``solve(xp, X, Y, alpha, given=NOTHING, *, operators=False)``, one signature for
 all: ``given`` (:class:`Given`) holds the user's ``rcond``, what centering removed from the
 squared column norms (``offset_sq``, for the rank tests), X's deferred finiteness test
 (``check``, run on a Gram product of X, one formed for it where the method forms none) and the
-Gram route's view of tall X (``data``, ``_gram_data.TallGram``); ``factor`` asks for the
-``_factor.Factor`` solved with (``Solution.factor``). A caller holding a direct method's record
+Gram route's view of tall X (``data``, ``_gram_data.TallGram``); ``operators`` asks for the
+``_operators.Operators`` solved with (``Solution.operators``). A caller holding a direct method's record
 calls ``record(m).solve`` (``_api``). Iterative methods (``record.iterative``): ``solve(xp, X,
 Y, alpha, given=NOTHING)``, X an array or a ``_problem._operator.LinearMap``, their options (the
 record's ``options``: atol, btol, max_iter, ...) in ``given.options``.
@@ -35,10 +35,10 @@ from .._problem._input import check_count, check_fraction
 from . import spectral
 from ._record import DIRECT_FEATURES, NOTHING, SVD_SYNC, Given, Record, Solution
 from .linalg import lean
-from .linalg._factor import Operators
 from .linalg._gram_data import TallGram
 from .linalg._krylov import PRECONDITIONERS, preconditioned
 from .linalg._operator_gram import MapGram
+from .linalg._operators import OperatorFunctions
 from .linalg._shared import add_penalty, default_cutoff, merge_targets, split_targets
 from .linalg.householder import solve as householder_solve
 from .linalg.pinv import filtered_solve, uncentered_scale
@@ -53,7 +53,7 @@ from .spectral import over_alphas, solve_path
 # build on. ``spectral`` (penalty paths, leave-one-out, folds) is a solver module the ridge layer uses whole.
 __all__ = [
     "DEFAULT", "DIRECT_FEATURES", "METHODS", "NOTHING", "RECORDS", "SVD_SYNC", "Given", "MapGram", "Method",
-    "Operators", "Record", "Solution", "TallGram", "add_penalty", "certified", "check_method", "check_options",
+    "OperatorFunctions", "Record", "Solution", "TallGram", "add_penalty", "certified", "check_method", "check_options",
     "default_cutoff", "drop_centering_noise", "filtered_solve", "householder_solve", "lean", "merge_targets",
     "over_alphas", "record", "refine_augmented", "robust_cov", "solve", "solve_nnls", "solve_path", "solver_options",
     "spectral", "split_targets", "uncentered_scale",
@@ -73,13 +73,13 @@ def record(method) -> Record:
     return _BY_NAME[method]
 
 
-def solve(xp, X, Y, alpha, method, given=NOTHING, factor=False) -> Solution:
+def solve(xp, X, Y, alpha, method, given=NOTHING, operators=False) -> Solution:
     """Any method's solve, by name, as a :class:`Solution`, given ``given`` (:class:`Given`; an iterative
-    method's options in ``given.options``, a ``precondition`` among them run here). ``factor`` asks a direct method for the
-    ``_factor.Factor`` it solved with (iterative methods have none: None)."""
+    method's options in ``given.options``, a ``precondition`` among them run here). ``operators`` asks a direct method for the
+    ``_operators.Operators`` it solved with (iterative methods have none: None)."""
     rec = record(method)
     if not rec.iterative:
-        return rec.solve(xp, X, Y, alpha, given, factor=factor)
+        return rec.solve(xp, X, Y, alpha, given, operators=operators)
     if given.options and given.options.get("precondition") is not None:
         return preconditioned(xp, rec.solve, X, Y, alpha, given)
     return rec.solve(xp, X, Y, alpha, given)

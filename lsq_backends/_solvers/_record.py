@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from .._backend._compat import Array
 
 if TYPE_CHECKING:
-    from .linalg._factor import Factor
+    from .linalg._operators import Operators
 
 
 class Solution(NamedTuple):
@@ -25,7 +25,7 @@ class Solution(NamedTuple):
     s: Array | None = None  # (..., min(m, n)) singular values: svd only
     n_iter: Array | None = None  # (..., k) iterations: the iterative methods only
     rss: Array | None = None  # (..., k) residual sum of squares: the refined normal equations
-    factor: Factor | None = None  # the factorization solved with, when asked (``factor=True``)
+    operators: Operators | None = None  # the derivative's operators, when asked (``operators=True``)
     istop: Array | None = None  # (..., k) why each target stopped: lsmr only
 
 
@@ -63,7 +63,7 @@ class Record(NamedTuple):
 
     - ``name``: the ``method=`` string; the solver file's name.
     - ``solve``: the module's ``solve``. Direct methods:
-      ``solve(xp, X, Y, alpha, given=NOTHING, *, factor=False)`` (:class:`Given`);
+      ``solve(xp, X, Y, alpha, given=NOTHING, *, operators=False)`` (:class:`Given`);
       iterative ones: ``solve(xp, X, Y, alpha, given=NOTHING)``, their options in ``given.options``. Both return a :class:`Solution`.
     - ``forms_gram``: forms X's Gram matrix on its common route (``qr`` and ``svd``:
       CholeskyQR2's first product; a route without one forms it for the test): reads

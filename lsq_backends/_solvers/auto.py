@@ -2,7 +2,7 @@
 
 The Gram matrix is formed and factorized (the normal path's work) and the condition number of
 the column-equilibrated X is estimated from the factor (``rank.condition_estimate``). The normal solution,
-refined once (``gram.Factored.solve``: one more pass over X, fused with the residual that rss
+refined once (``gram.GramCholesky.solve``: one more pass over X, fused with the residual that rss
 needs), is kept when the factor certifies full rank (``gram.full_rank_test``), its diagonal is clear of
 the subnormal range, and
 
@@ -27,15 +27,15 @@ from .._backend import _compat
 from .._backend._compat import all_true, eps
 from ._record import DIRECT_FEATURES, NOTHING, SVD_SYNC, Record, Solution
 from .linalg import gram, householder
-from .linalg._factor import asked
+from .linalg._operators import asked
 from .linalg._shared import gated, merge_targets
 
 RESIDUAL_LIMIT = 1e4  # cond**2 * tan(theta) up to which the refined error stays QR-level
 
 
-def solve(xp, X, Y, alpha, given=NOTHING, *, factor=False):
+def solve(xp, X, Y, alpha, given=NOTHING, *, operators=False):
     rcond, offset_sq, check, data, _ = given
-    fac = gram.Factored(xp, X, Y, alpha, check, data)
+    fac = gram.GramCholesky(xp, X, Y, alpha, check, data)
     offset_sq = gram.centered_offsets(fac, offset_sq)
     kappa = fac.condition(xp)
     limit = gram.kappa_limit(xp, X) if fac.wide else gram.refined_limit(xp, X)
@@ -45,7 +45,7 @@ def solve(xp, X, Y, alpha, given=NOTHING, *, factor=False):
     full_rank = gram.full_rank_test(xp, fac, X, rcond, offset_sq, global_scale=True, floor=floor)
     ok = all_true(xp, (kappa <= limit) & full_rank)
     if fac.wide:
-        return fac.solve_or(xp, X, Y, ok, householder.solve, rcond, offset_sq, factor)
+        return fac.solve_or(xp, X, Y, ok, householder.solve, rcond, offset_sq, operators)
 
     def attempt(X, Y):
         W, rank, rss = fac.solve(xp, X, Y)
@@ -57,9 +57,9 @@ def solve(xp, X, Y, alpha, given=NOTHING, *, factor=False):
         else:
             k4 = k4 if k4.ndim == rss.ndim else k4[..., None]
             good = all_true(xp, k4 * rss <= RESIDUAL_LIMIT**2 * signal)
-        return Solution(W, rank, rss=rss, factor=asked(factor, fac.factor, xp)), good
+        return Solution(W, rank, rss=rss, operators=asked(operators, fac.operators, xp)), good
 
-    return gated(xp, ok, attempt, fac.fallback(xp, householder.solve, rcond, offset_sq, factor), (X, Y))
+    return gated(xp, ok, attempt, fac.fallback(xp, householder.solve, rcond, offset_sq, operators), (X, Y))
 
 
 RECORD = Record(

@@ -11,7 +11,7 @@ matrix's rounding ``sqrt(gram_noise)``, ``_shared.gram_noise``; a failed factori
 it) sends the problem to a solver that decides the rank from singular values, so
 rank-deficient problems get the minimum-norm solution, never NaN. The fallback: the SVD path
 (a QR of X, then the SVD of its R factor; error ~ eps cond); on JAX the eigendecomposition of
-the Gram matrix already formed (``gram.Factored.eigen``: error ~ eps cond**2 of the kept part,
+the Gram matrix already formed (``gram.GramCholesky.eigen``: error ~ eps cond**2 of the kept part,
 the normal equations' own), since XLA reserves the memory of both branches of the rank test
 in every compiled fit: the QR's copy of X (on sharded X, the all-gather of all of X onto every
 device) would be paid by every fit.
@@ -26,19 +26,19 @@ from ._record import DIRECT_FEATURES, NOTHING, SVD_SYNC, Record
 from .linalg import gram, pinv
 
 
-def solve(xp, X, Y, alpha, given=NOTHING, *, factor=False):
+def solve(xp, X, Y, alpha, given=NOTHING, *, operators=False):
     """Normal-equation solution, refined once (tall X), falling back to the SVD path (JAX: the
     Gram matrix's eigendecomposition) on a singular Gram matrix: a ``Solution`` with rss.
     ``given.check(A)`` validates the Gram matrix before it is factorized; ``given.data``, a ``TallGram`` of tall X
     (uncentered X and Y with their shifts, for a fit with an intercept), or the ``_operator_gram.MapGram`` of a sparse
-    X (a ``LinearMap``: the eigendecomposition is then the fallback); ``factor``: see ``gram.Factored.solve_or``."""
+    X (a ``LinearMap``: the eigendecomposition is then the fallback); ``operators``: see ``gram.GramCholesky.solve_or``."""
     rcond, offset_sq, check, data, _ = given
-    fac = gram.Factored(xp, X, Y, alpha, check, data)
+    fac = gram.GramCholesky(xp, X, Y, alpha, check, data)
     offset_sq = gram.centered_offsets(fac, offset_sq)
     ok = gram.full_rank_test(xp, fac, X, rcond, offset_sq)
     # X known by its products and Gram matrix (a sparse X) has no QR: the Gram's eigendecomposition
     fallback = None if _compat.traits(xp).branches_share_memory or isinstance(X, LinearMap) else pinv.minimum_norm
-    return fac.solve_or(xp, X, Y, all_true(xp, ok), fallback, rcond, offset_sq, factor)
+    return fac.solve_or(xp, X, Y, all_true(xp, ok), fallback, rcond, offset_sq, operators)
 
 
 RECORD = Record(

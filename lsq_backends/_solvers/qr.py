@@ -30,22 +30,22 @@ from .._backend import _compat
 from .._backend._compat import full_int, matmul, mT
 from ._record import DIRECT_FEATURES, NOTHING, SVD_SYNC, Given, Record, Solution
 from .linalg import cholqr, gram, householder
-from .linalg._factor import asked, inverse_factor, triangular_inverse
+from .linalg._operators import asked, inverse_factor, triangular_inverse
 from .linalg._shared import gated
 
 
-def solve(xp, X, Y, alpha, given=NOTHING, *, factor=False):
+def solve(xp, X, Y, alpha, given=NOTHING, *, operators=False):
     """QR solution (CholeskyQR2 where safe, else shifted CholeskyQR3, else Householder), falling
-    back to the SVD of R on a numerically singular factor: a ``Solution``. ``factor``: with
-    the ``_factor.Factor`` solved with (of ``X^T X``, or for wide X of ``X X^T``). ``given.check``
+    back to the SVD of R on a numerically singular factor: a ``Solution``. ``operators``: with
+    the ``_operators.Operators`` solved with (of ``X^T X``, or for wide X of ``X X^T``). ``given.check``
     and ``given.data`` as the normal equations take them: CholeskyQR2's first
     Gram product tests X (finiteness, scale) as the normal equations' does, and with an
     intercept centers on the n x n side (``TallGram``); the other routes take the data
     as Householder QR does (``gram.without_gram``). rss where ``data`` is given."""
     rcond, offset_sq, check, data, _ = given
     if not cholqr.uses_cholqr2(xp, X, alpha):
-        return gram.without_gram(xp, householder.solve, X, Y, alpha, given, factor)
-    fac = gram.Factored(xp, X, Y, None, check, None if data is None else data.whole())
+        return gram.without_gram(xp, householder.solve, X, Y, alpha, given, operators)
+    fac = gram.GramCholesky(xp, X, Y, None, check, None if data is None else data.whole())
     offset_sq = gram.centered_offsets(fac, offset_sq)
     n = X.shape[-1]
 
@@ -54,15 +54,15 @@ def solve(xp, X, Y, alpha, given=NOTHING, *, factor=False):
         W = matmul(xp, M, _compat.solve_triangular(xp, mT(xp, L2), Z, lower=False))
         rank = full_int(xp, X.shape[:-2], n, X)
         # X = Q L2^T L^T with Q = X M L2^-T: R^-1 = M L2^-T
-        ops = asked(factor, lambda: inverse_factor(xp, matmul(xp, M, triangular_inverse(xp, mT(xp, L2), False))))
-        return Solution(W, rank, factor=ops), good
+        ops = asked(operators, lambda: inverse_factor(xp, matmul(xp, M, triangular_inverse(xp, mT(xp, L2), False))))
+        return Solution(W, rank, operators=ops), good
 
     def householder_solved(X, Y):
-        return householder.solve(xp, X, Y, None, Given(rcond, offset_sq), factor=factor)
+        return householder.solve(xp, X, Y, None, Given(rcond, offset_sq), operators=operators)
 
     def shifted_or_householder(X, Y):
         X, Y = fac.data.arrays(X, Y)  # centered (an X-sized copy) where fac.data is
-        solved, good = cholqr.shifted_cholqr3(xp, X, Y, fac, rcond, offset_sq, factor)
+        solved, good = cholqr.shifted_cholqr3(xp, X, Y, fac, rcond, offset_sq, operators)
         return _compat.branch(xp, good, lambda *_: solved, householder_solved, (X, Y))
 
     gate = cholqr.cholqr2_gate(xp, X, rcond, offset_sq, fac)

@@ -35,7 +35,7 @@ from .._backend import _compat
 from .._backend._compat import full_int, matmul, mT
 from .._problem._operator import LinearMap
 from ._record import Solution
-from .linalg._factor import asked, path_factor
+from .linalg._operators import asked, path_factor
 from .linalg._shared import count, default_cutoff, gram_noise
 
 
@@ -190,14 +190,14 @@ def auto_ok(xp, spec, alpha, X):
     return xp.all(lam_max + amin <= kappa_limit(xp, X) ** 2 * (lam_min + amin))
 
 
-def solve_path(xp, X, Y, alpha, route, offset_sq=None, factor=False):
+def solve_path(xp, X, Y, alpha, route, offset_sq=None, operators=False):
     """A ``Solution`` for each penalty of ``alpha`` (a,): coef (a, ..., n, k), rank (a, ...), s (``svd`` route), and
-    with ``factor`` every penalty's ``_factor.Factor`` (``path_factor``). ``route`` (``Record.path_route``): ``"gram"``,
+    with ``operators`` every penalty's ``_operators.Operators`` (``path_factor``). ``route`` (``Record.path_route``): ``"gram"``,
     ``"svd"`` (R alone does not diagonalize the penalties) or ``"auto"`` (``gram`` where :func:`auto_ok` holds)."""
 
-    def solved(spec):  # coef, rank, and with ``factor`` the basis and filters of the path's Factor
+    def solved(spec):  # coef, rank, and with ``operators`` the basis and filters of the path's Operators
         coef, rank = path_coef(xp, spec, alpha)
-        return coef, rank, asked(factor, lambda: (spec.V if spec.U is None else spec.U, filters(xp, spec, alpha)))
+        return coef, rank, asked(operators, lambda: (spec.V if spec.U is None else spec.U, filters(xp, spec, alpha)))
 
     s = None
     if route == "svd":
@@ -219,4 +219,4 @@ def solve_path(xp, X, Y, alpha, route, offset_sq=None, factor=False):
     if parts is None:
         return Solution(coef, rank, s)
     V = None if s is None else xp.where((spec.lam > spec.cut)[..., None, :], spec.V, xp.zeros_like(spec.V))
-    return Solution(coef, rank, s, factor=path_factor(xp, *parts, V))
+    return Solution(coef, rank, s, operators=path_factor(xp, *parts, V))

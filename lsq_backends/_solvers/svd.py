@@ -18,14 +18,14 @@ from ._record import DIRECT_FEATURES, NOTHING, Record
 from .linalg import cholqr, gram, pinv
 
 
-def solve(xp, X, Y, alpha, given=NOTHING, *, factor=False):
+def solve(xp, X, Y, alpha, given=NOTHING, *, operators=False):
     """Minimum-norm solution of X @ W = Y (or ridge): a ``Solution`` with the singular values,
-    and with ``factor`` (tall X, one penalty or none) the ``_factor.Factor`` of the SVD
+    and with ``operators`` (tall X, one penalty or none) the ``_operators.Operators`` of the SVD
     (``pinv.minimum_norm``). ``given.check`` and ``given.data`` as ``qr`` takes them: on CholeskyQR2's
     Gram product, else on the data as Householder QR takes them (``gram.without_gram``)."""
     if alpha is not None or not cholqr.uses_cholqr2(xp, X, None):
-        return gram.without_gram(xp, pinv.minimum_norm, X, Y, alpha, given, factor)
-    return pinv.minimum_norm(xp, X, Y, None, given, factor=factor)
+        return gram.without_gram(xp, pinv.minimum_norm, X, Y, alpha, given, operators)
+    return pinv.minimum_norm(xp, X, Y, None, given, operators=operators)
 
 
 RECORD = Record(

@@ -1,7 +1,7 @@
 """The Gram route's data (as ``_gram_data.TallGram`` gives it) of X known by its products and its Gram
 matrix: a sparse X, whose ``X^T X`` a sparse product forms into a dense n x n array
 (``_operator.LinearMap.gram``), centered and weighted there by a rank-one correction
-(``_operator.centered``). ``gram.Factored`` factorizes it as a dense X's, and refines with the
+(``_operator.centered``). ``gram.GramCholesky`` factorizes it as a dense X's, and refines with the
 residual from X's products; where the Cholesky factor does not certify full rank, ``normal``
 takes the Gram matrix's eigendecomposition (X has no QR here). Memory O(nnz + n**2 + m k),
 never O(m n).

@@ -28,7 +28,7 @@ product with the inverse.
 Its third round only repairs Q2's loss of orthogonality, ~eps cond(Q1)**2. The condition
 estimate of Q1 (from the second round's factor) may put that at most ``THIRD_ROUND``. The round
 is then skipped (one solve and one Gram pass over X fewer), where that choice costs no host read
-(NumPy, traced JAX). It is not skipped where ``factor`` asks for R11 as X's own triangular
+(NumPy, traced JAX). It is not skipped where ``operators`` asks for R11 as X's own triangular
 factor (derivative rules).
 
 Its ``good`` needs the last round's pivots against X to be 1 up to O(1) or, where that round is
@@ -50,8 +50,8 @@ from ..._backend import _compat
 from ..._backend._compat import all_true, diagonal, eps, full_int, matmul, mT
 from .._record import Solution
 from . import gram
-from ._factor import asked, inverse_factor, triangular_inverse
 from ._gram_data import BLOCK_ELEMENTS
+from ._operators import asked, inverse_factor, triangular_inverse
 from ._shared import default_cutoff, gated
 from .rank import certified, condition_estimate
 
@@ -80,7 +80,7 @@ def r_factor(xp, X, Y, rcond, offset_sq=None, check=None, data=None):
     see ``_gram_data.TallGram``)."""
     if not uses_cholqr2(xp, X, None):
         return _compat.qr_apply(xp, X, Y)
-    fac = gram.Factored(xp, X, Y, None, check, None if data is None else data.whole())
+    fac = gram.GramCholesky(xp, X, Y, None, check, None if data is None else data.whole())
     offset_sq = gram.centered_offsets(fac, offset_sq)
 
     def attempt(X, Y):
@@ -117,11 +117,11 @@ SHIFT = 11.0  # shifted CholeskyQR's shift, in units of the Gram matrix's probab
 THIRD_ROUND = 1e-4
 
 
-def shifted_cholqr3(xp, X, Y, fac, rcond, offset_sq, factor=False):
+def shifted_cholqr3(xp, X, Y, fac, rcond, offset_sq, operators=False):
     """Shifted CholeskyQR3 of the equilibrated ``[X Y]``, for X past CholeskyQR2's limit: ``(Solution, good)``,
-    W = R11^{-1} R12 (..., n, k); with ``factor`` its ``Factor`` (``_factor.inverse_factor`` of R11).
+    W = R11^{-1} R12 (..., n, k); with ``operators`` its ``Operators`` (``_operators.inverse_factor`` of R11).
     Householder-level error up to cond(X D) ~1e11-1e12 (float64); ``good`` fails beyond. NumPy and traced JAX skip
-    the third round where it is not needed, except with ``factor``. See the module docstring."""
+    the third round where it is not needed, except with ``operators``. See the module docstring."""
     m, n = X.shape[-2:]
     k = Y.shape[-1]
     top = xp.concat([fac.A, fac.B], axis=-1)
@@ -149,7 +149,7 @@ def shifted_cholqr3(xp, X, Y, fac, rcond, offset_sq, factor=False):
     # The choice where it costs no host read: NumPy, or traced JAX (one branch runs). The
     # derivative rules take R11 as X's own triangular factor: Q orthogonal, three rounds.
     free = _compat.choice_is_free(xp, L2)
-    if free and not factor:
+    if free and not operators:
         q1_cond = condition_estimate(xp, L2, G2)
         two_rounds = all_true(xp, eps(xp, X) * q1_cond * q1_cond <= THIRD_ROUND)
         R32, orthogonal = _compat.branch(xp, two_rounds, lambda R2: (R2, xp.isfinite(q1_cond)), third_round, (R2,))
@@ -162,7 +162,9 @@ def shifted_cholqr3(xp, X, Y, fac, rcond, offset_sq, factor=False):
     ok = ok & orthogonal & xp.all(xp.isfinite(W), axis=(-2, -1))
     good = all_true(xp, ok)
     rank = full_int(xp, X.shape[:-2], n, X)
-    return Solution(W, rank, factor=asked(factor, lambda: inverse_factor(xp, triangular_inverse(xp, R11, False)))), good
+    return Solution(
+        W, rank, operators=asked(operators, lambda: inverse_factor(xp, triangular_inverse(xp, R11, False)))
+    ), good
 
 
 def _gram_after(xp, X, Y, factors, shift, keep=False):

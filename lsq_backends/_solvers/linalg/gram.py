@@ -2,8 +2,8 @@
 ``X^T X + alpha I`` (tall X) or ``X X^T + alpha I`` (wide X), from the products of
 ``_gram_data.TallGram`` (with an intercept, of shifted data, corrected on the n x n side).
 
-- ``Factored``: the factor, its condition estimate (``rank.condition_estimate``), its solution (refined once
-  on tall X: ``Factored.solve``) or another method's where a test fails (``solve_or``);
+- ``GramCholesky``: the factor, its condition estimate (``rank.condition_estimate``), its solution (refined once
+  on tall X: ``GramCholesky.solve``) or another method's where a test fails (``solve_or``);
 - ``full_rank_test``: the rank decision (``rank.certified`` on the Cholesky factor, which
   must also clear the Gram matrix's rounding, ``_shared.gram_noise``); a failed
   factorization (a non-positive or NaN pivot) fails it too. On NumPy, with p <= 16, the
@@ -15,12 +15,12 @@ A numerically singular Gram matrix is re-solved, so rank-deficient problems get 
 minimum-norm solution, never NaN. The re-solve is the SVD path (a QR of X, QR-level error).
 Where both branches of the choice are compiled into one program (JAX,
 ``_compat.traits(xp).branches_share_memory``), it is the eigendecomposition of the Gram matrix already
-formed (:meth:`Factored.eigen`). That needs no second pass over X to factorize it and no copy
+formed (:meth:`GramCholesky.eigen`). That needs no second pass over X to factorize it and no copy
 of X (sharded X is never gathered), at the normal equations' own accuracy.
 
-``Factored.eigen``: the rank is the count of kept eigenvalues (``n`` with every penalty
+``GramCholesky.eigen``: the rank is the count of kept eigenvalues (``n`` with every penalty
 positive, as the SVD filter's). rss comes from one pass over X (``TallGram.residual``: no copy
-of X, centered on the n x n side). With ``factor`` the ``Factor`` is that of the kept spectrum
+of X, centered on the n x n side). With ``operators`` the ``Operators`` are those of the kept spectrum
 (``spectral_factor``, ``s = sqrt(lam)``). No X-sized temporary is made: under ``jax.jit`` XLA
 reserves the buffers of both branches of the rank test, and on sharded X this branch needs no
 all-gather. The Gram matrix's rounding (~gram_noise * lam_max, ``_shared.gram_noise``) moves
@@ -29,7 +29,7 @@ the kept eigenvectors by ~eps cond**2. Here cond is that of the kept part, at mo
 before refinement; the SVD path errs by ~eps cond. It is not refined: the kept subspace's own
 error is of that order.
 
-Refinement (``Factored.solve``, tall X): the residual r = Y - X W that rss needs anyway gives the normal equations'
+Refinement (``GramCholesky.solve``, tall X): the residual r = Y - X W that rss needs anyway gives the normal equations'
 residual ``g = X^T r - alpha W`` in the same pass (``TallGram.residual``: one pass over X, in
 cache on NumPy). The correction ``dW = (X^T X + alpha I)^{-1} g`` comes from the Cholesky
 factor already made. The Gram matrix's rounding (~eps cond(X)**2 relative) enters the
@@ -62,13 +62,13 @@ import math
 from ..._backend import _compat
 from ..._backend._compat import diagonal, eps, full_int, matmul, mT
 from .._record import Given, Solution
-from ._factor import asked, inverse_factor, spectral_factor, triangular_inverse
 from ._gram_data import TallGram
+from ._operators import asked, inverse_factor, spectral_factor, triangular_inverse
 from ._shared import add_penalty, count, default_cutoff, gram_noise, merge_targets, split_targets
 from .rank import SMALL, bounded, certified, condition_estimate
 
 
-class Factored:
+class GramCholesky:
     """A factorized Gram system (kept so that ``auto`` can inspect it before solving)."""
 
     def __init__(self, xp, X, Y, alpha, check=None, data=None):
@@ -101,58 +101,58 @@ class Factored:
             self.kappa = condition_estimate(xp, self.L, self.A, self.Lt)
         return self.kappa
 
-    def solve_or(self, xp, X, Y, ok, fallback, rcond, offset_sq, factor=False):
+    def solve_or(self, xp, X, Y, ok, fallback, rcond, offset_sq, operators=False):
         """The refined Cholesky solution where the scalar ``ok`` holds, else ``fallback``'s (None: :meth:`eigen`), a
         traced branch under ``jax.jit`` (``_compat.branch``). Every branch returns one ``Solution``: rss (..., k) for
-        tall X, None for wide X; with ``factor`` the ``_factor.Factor`` solved with (wide X: of ``X X^T``, the
+        tall X, None for wide X; with ``operators`` the ``_operators.Operators`` solved with (wide X: of ``X X^T``, the
         Cholesky factor here being that of ``X X^T + alpha I``)."""
         if fallback is None:
 
             def other(X, Y):
-                return self.eigen(xp, X, Y, rcond, offset_sq, factor)
+                return self.eigen(xp, X, Y, rcond, offset_sq, operators)
 
         elif self.wide:
 
             def other(X, Y):
-                return self.other_solve(xp, fallback, X, Y, rcond, offset_sq, factor)
+                return self.other_solve(xp, fallback, X, Y, rcond, offset_sq, operators)
 
         else:
-            other = self.fallback(xp, fallback, rcond, offset_sq, factor)
+            other = self.fallback(xp, fallback, rcond, offset_sq, operators)
 
         def cholesky(X, Y):
             coef, rank, rss = self.solve(xp, X, Y)
-            return Solution(coef, rank, rss=rss, factor=asked(factor, self.factor, xp))
+            return Solution(coef, rank, rss=rss, operators=asked(operators, self.operators, xp))
 
         return _compat.branch(xp, ok, cholesky, other, (X, Y))
 
-    def factor(self, xp):
-        """The ``_factor.Factor`` of the Cholesky factor (full rank)."""
+    def operators(self, xp):
+        """The ``_operators.Operators`` of the Cholesky factor (full rank)."""
         return inverse_factor(xp, mT(xp, triangular_inverse(xp, self.L, True)))
 
-    def other_solve(self, xp, solver, X, Y, rcond, offset_sq, factor=False):
+    def other_solve(self, xp, solver, X, Y, rcond, offset_sq, operators=False):
         """``solver``'s ``Solution`` (another method's) in the Cholesky branch's shape: coef, rank and, with
-        ``factor``, its ``Factor`` without singular vectors (which the Cholesky branch lacks)."""
-        sol = solver(xp, X, Y, self.alpha, Given(rcond, offset_sq), factor=factor)
-        return Solution(sol.coef, sol.rank, factor=None if sol.factor is None else sol.factor._replace(V=None))
+        ``operators``, its ``Operators`` without singular vectors (which the Cholesky branch lacks)."""
+        sol = solver(xp, X, Y, self.alpha, Given(rcond, offset_sq), operators=operators)
+        return Solution(sol.coef, sol.rank, operators=None if sol.operators is None else sol.operators._replace(V=None))
 
-    def fallback(self, xp, solver, rcond, offset_sq, factor=False):
+    def fallback(self, xp, solver, rcond, offset_sq, operators=False):
         """``solver`` (another method's solve) as a branch on tall X: (X, Y) -> ``Solution`` with rss, on the data
         as that method takes it (``TallGram.arrays``), in the Cholesky branch's shape (:meth:`other_solve`)."""
 
         def other(X, Y):
             X, Y = self.data.arrays(X, Y)
-            sol = self.other_solve(xp, solver, X, Y, rcond, offset_sq, factor)
+            sol = self.other_solve(xp, solver, X, Y, rcond, offset_sq, operators)
             return sol._replace(
                 rss=_compat.sum_of_squares(xp, _compat.minus_fresh(xp, Y, matmul(xp, X, sol.coef)), axis=-2)
             )
 
         return other
 
-    def eigen(self, xp, X, Y, rcond, offset_sq, factor=False):
+    def eigen(self, xp, X, Y, rcond, offset_sq, operators=False):
         """Minimum-norm (or ridge) solution from ``G = V diag(lam) V^T``, the Gram matrix before the penalty:
         ``w = V diag(f) V^T X^T y`` (tall X) or ``X^T V diag(f) V^T y`` (wide X), ``f = 1 / (lam + alpha)`` on the
         kept eigenvalues (:func:`eigen_keep`), 0 on the others. Returns a ``Solution``, rss for tall X, with
-        ``factor`` its ``Factor``. Error ~eps cond**2 (see the module docstring)."""
+        ``operators`` its ``Operators``. Error ~eps cond**2 (see the module docstring)."""
         m, n = X.shape[-2:]
         lam, V = _compat.eigh(xp, self.G)
         lam = xp.maximum(lam, xp.zeros_like(lam))  # null directions round to +-eps * lam_max
@@ -167,10 +167,10 @@ class Factored:
         if self.alpha is not None:
             rank = xp.where(xp.all(self.alpha > 0), full_int(xp, rank.shape, n, lam), rank)
         # of X^T X, or for wide X of X X^T: V holds X's right or left singular vectors
-        fac = asked(factor, spectral_factor, xp, xp.sqrt(lam), mT(xp, V), keep, self.alpha)
+        fac = asked(operators, spectral_factor, xp, xp.sqrt(lam), mT(xp, V), keep, self.alpha)
         if self.wide:
-            return Solution(matmul(xp, mT(xp, X), W), rank, factor=fac)
-        return Solution(W, rank, rss=self.data.residual(X, Y, W)[1], factor=fac)
+            return Solution(matmul(xp, mT(xp, X), W), rank, operators=fac)
+        return Solution(W, rank, rss=self.data.residual(X, Y, W)[1], operators=fac)
 
     def solve(self, xp, X, Y=None):
         """``(W, rank, rss)``; rss is None for wide X. Tall X: one step of iterative refinement of the normal-equation
@@ -203,7 +203,7 @@ class Factored:
         return xp.where(conv_r[..., None, :], W + dW, W), rank, xp.where(conv_r, new, rss)
 
 
-def without_gram(xp, solver, X, Y, alpha, given, factor=False):
+def without_gram(xp, solver, X, Y, alpha, given, operators=False):
     """``solver``'s ``Solution`` (a route of ``qr`` or ``svd`` that forms no Gram matrix of X: Householder QR,
     ridge, Dask's one-pass QR) on the data as it takes them (``TallGram.arrays``: centered, an X-sized copy).
     X's deferred test ``given.check`` runs on one Gram product formed for it, where the test it stands in for took
@@ -215,7 +215,7 @@ def without_gram(xp, solver, X, Y, alpha, given, factor=False):
     if check is not None:
         wide = X.shape[-2] < X.shape[-1]
         check(matmul(xp, X, mT(xp, X)) if wide else matmul(xp, mT(xp, X), X), offset_sq)
-    sol = solver(xp, X, Y, alpha, Given(rcond, offset_sq), factor=factor)
+    sol = solver(xp, X, Y, alpha, Given(rcond, offset_sq), operators=operators)
     if data is None:
         return sol
     return sol._replace(rss=_compat.sum_of_squares(xp, _compat.minus_fresh(xp, Y, matmul(xp, X, sol.coef)), axis=-2))
@@ -223,7 +223,7 @@ def without_gram(xp, solver, X, Y, alpha, given, factor=False):
 
 def centered_offsets(fac, offset_sq):
     """``offset_sq`` for the rank tests: the Gram route's own where it centered X (``fac`` a
-    ``Factored`` or its ``TallGram``)."""
+    ``GramCholesky`` or its ``TallGram``)."""
     data = fac if isinstance(fac, TallGram) else fac.data
     if data is not None and data.offset_sq is not None:
         return data.offset_sq
@@ -231,7 +231,7 @@ def centered_offsets(fac, offset_sq):
 
 
 def refined_limit(xp, X):
-    """cond(X) up to which one step of refinement converges (see :meth:`Factored.solve`)."""
+    """cond(X) up to which one step of refinement converges (see :meth:`GramCholesky.solve`)."""
     return eps(xp, X) ** (-1 / 3) / 16
 
 
@@ -240,7 +240,7 @@ def kappa_limit(xp, X):
 
 
 def eigen_keep(xp, lam, G, X, rcond, offset_sq, wide):
-    """Mask (..., p): the eigenvalues ``lam`` of X's Gram matrix ``G`` that :meth:`Factored.eigen` keeps. Above
+    """Mask (..., p): the eigenvalues ``lam`` of X's Gram matrix ``G`` that :meth:`GramCholesky.eigen` keeps. Above
     ``c**2`` times the largest (``c``: ``rcond``, else ``_shared.default_cutoff``) or, with an intercept, times the
     largest squared column norm before centering; and above ``gram_noise * lam_max`` (``_shared.gram_noise``). As
     ``spectral``'s ``gram`` route of a ridge path; see the module docstring."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 from ..._backend import _compat
 from ..._backend._compat import all_true, full_int, matmul, mT
 from .._record import NOTHING, Solution
-from ._factor import asked, inverse_factor, spectral_factor, triangular_inverse
+from ._operators import asked, inverse_factor, spectral_factor, triangular_inverse
 from ._shared import default_cutoff, merge_targets, split_targets
 from .pinv import filtered_solve, uncentered_scale
 from .rank import certified
@@ -38,9 +38,9 @@ def penalized_r(xp, R, alpha):
     return _compat.qr(xp, stacked)
 
 
-def solve(xp, X, Y, alpha, given=NOTHING, *, factor=False, cutoff=None):
+def solve(xp, X, Y, alpha, given=NOTHING, *, operators=False, cutoff=None):
     """Householder QR solution, falling back to the SVD of R where the rank is not certified
-    full, as a ``Solution`` (``factor``: see ``qr.solve``); of ``given``, ``rcond`` and ``offset_sq``.
+    full, as a ``Solution`` (``operators``: see ``qr.solve``); of ``given``, ``rcond`` and ``offset_sq``.
     ``cutoff``: the default cutoff where X is already a triangular factor of more rows (the
     accumulators), ``rcond`` then None."""
     rcond, offset_sq = given.rcond, given.offset_sq
@@ -72,7 +72,9 @@ def solve(xp, X, Y, alpha, given=NOTHING, *, factor=False, cutoff=None):
 
     def triangular(X, Y):
         W, rank = _triangular(X, Y)
-        return Solution(W, rank, factor=asked(factor, lambda: inverse_factor(xp, triangular_inverse(xp, T, False))))
+        return Solution(
+            W, rank, operators=asked(operators, lambda: inverse_factor(xp, triangular_inverse(xp, T, False)))
+        )
 
     def _triangular(X, Y):
         if alpha is None:
@@ -96,11 +98,11 @@ def solve(xp, X, Y, alpha, given=NOTHING, *, factor=False, cutoff=None):
             u, s, vh = _compat.svd(xp, mT(xp, R), after_qr_implicit=True)
             W, rank, keep = filtered_solve(xp, (u, s, vh), Y, alpha, cutoff, n, frob)
             return Solution(
-                q_times(W), rank, factor=asked(factor, lambda: spectral_factor(xp, s, mT(xp, u), keep, alpha))
+                q_times(W), rank, operators=asked(operators, lambda: spectral_factor(xp, s, mT(xp, u), keep, alpha))
             )
         u, s, vh = _compat.svd(xp, R)  # X = (Q U) S V^T, and (Q U)^T y = U^T Z
         scale = uncentered_scale(xp, xp.sum(R * R, axis=-2), offset_sq)
         W, rank, keep = filtered_solve(xp, (u, s, vh), Z, alpha, cutoff, n, scale)
-        return Solution(W, rank, factor=asked(factor, spectral_factor, xp, s, vh, keep, alpha))
+        return Solution(W, rank, operators=asked(operators, spectral_factor, xp, s, vh, keep, alpha))
 
     return _compat.branch(xp, ok, triangular, from_svd_of_r, (X, Y))

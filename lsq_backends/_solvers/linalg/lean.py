@@ -121,7 +121,7 @@ def fit(xp, X, Y, weights, alpha, form, limits=None):
     g = h if alpha is None else _compat.add_product(xp, h, a, W, -1)
     dW = merge_targets(xp, _compat.cho_solve(xp, L, split_targets(xp, g, alpha)), alpha)
     W2 = W + dW
-    # rss falls by dW^T (2h - g) + alpha ||dW||^2 (``gram.Factored.solve``) = dW^T (h + alpha W2), as 2h - g = h + alpha W
+    # rss falls by dW^T (2h - g) + alpha ||dW||^2 (``gram.GramCholesky.solve``) = dW^T (h + alpha W2), as 2h - g = h + alpha W
     corr = _compat.dots(xp, dW, h if alpha is None else _compat.add_product(xp, h, a, W2))
     W1, rss1, W, rss = W, rss, W2, rss - corr
     # The certificate: s = trace(As^-1), As = D^-1 A D^-1 the unit-diagonal matrix; ks >= cond(As), per row of As

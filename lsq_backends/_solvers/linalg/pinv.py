@@ -20,7 +20,7 @@ from ..._backend import _compat
 from ..._backend._compat import full_int, matmul, mT
 from .._record import NOTHING, Solution
 from . import cholqr
-from ._factor import asked, spectral_factor
+from ._operators import asked, spectral_factor
 from ._shared import count, default_cutoff
 
 
@@ -36,7 +36,7 @@ def uncentered_scale(xp, colsq, offset_sq):
 def filtered_solve(xp, svd, y, alpha, cutoff, n, scale=None):
     """Solve with ``svd = (u, s, vh)``, the factors of a matrix with ``n`` columns, ``y`` (..., m, k) in ``u``'s range;
     singular values at most ``cutoff`` times the largest (or ``scale`` (...), if larger) count as zero. Returns
-    ``(coef, rank, keep)``, ``keep`` (..., p) the directions kept (for ``_factor.spectral_factor``)."""
+    ``(coef, rank, keep)``, ``keep`` (..., p) the directions kept (for ``_operators.spectral_factor``)."""
     u, s, vh = svd
     s_max = s[..., :1]
     if scale is not None:
@@ -57,9 +57,9 @@ def filtered_solve(xp, svd, y, alpha, cutoff, n, scale=None):
     return coef, rank, keep
 
 
-def minimum_norm(xp, X, Y, alpha, given=NOTHING, *, factor=False):
-    """Minimum-norm solution of X @ W = Y (or ridge): a ``Solution`` with the singular values, and with ``factor``
-    (tall X, one penalty or none) the ``_factor.Factor`` of the SVD. Cutoff relative to the largest singular value,
+def minimum_norm(xp, X, Y, alpha, given=NOTHING, *, operators=False):
+    """Minimum-norm solution of X @ W = Y (or ridge): a ``Solution`` with the singular values, and with ``operators``
+    (tall X, one penalty or none) the ``_operators.Operators`` of the SVD. Cutoff relative to the largest singular value,
     as NumPy's, or with an intercept (``given.offset_sq``) to the largest column norm before centering, if larger.
     ``given.check``, ``given.data`` (tall X, no penalty): as ``cholqr.r_factor`` takes them; with data, rss too."""
     rcond, offset_sq, check, data, _ = given
@@ -77,7 +77,9 @@ def minimum_norm(xp, X, Y, alpha, given=NOTHING, *, factor=False):
         scale = uncentered_scale(xp, xp.sum(R * R, axis=-2), offset_sq)
         coef, rank, keep = filtered_solve(xp, (u, s, vh), Z, alpha, cutoff, n, scale)
         rss = None if data is None else data.residual(X, Y, coef, cross=False)[1]
-        return Solution(coef, rank, s, rss=rss, factor=asked(factor, spectral_factor, xp, s, vh, keep, alpha, True))
+        return Solution(
+            coef, rank, s, rss=rss, operators=asked(operators, spectral_factor, xp, s, vh, keep, alpha, True)
+        )
     # X^T = Q R, so X = R^T Q^T; with R^T = U S V^T, X = U S (Q V)^T: the SVD of an m x m
     # factor, Q applied to the m x k solution (0.6x numpy.linalg.lstsq at 200 x 5000,
     # where the SVD of X itself, forming its n x m singular vectors, took 1.4x).
@@ -88,5 +90,5 @@ def minimum_norm(xp, X, Y, alpha, given=NOTHING, *, factor=False):
     # u diag(s) (Q vh^T)^T is X: u is X's left singular vectors
     W, rank, keep = filtered_solve(xp, (u, s, vh), Y, alpha, cutoff, n, scale)
     return Solution(
-        q_times(W), rank, s, factor=asked(factor, lambda: spectral_factor(xp, s, mT(xp, u), keep, alpha, True))
+        q_times(W), rank, s, operators=asked(operators, lambda: spectral_factor(xp, s, mT(xp, u), keep, alpha, True))
     )

@@ -1,4 +1,4 @@
-"""What a direct solver hands back, with ``factor=True``, for the derivative rules
+"""The derivative's operators: what a direct solver hands back, with ``operators=True``, for the derivative rules
 (``lsq_backends._autodiff._derivatives``): the factorization it solved with, as the two small operators
 the derivative of the solution needs. No solver logic here, and no new factorization: each
 operator is made from the factor the solve already has (a triangular inverse, or products
@@ -17,7 +17,7 @@ from ..._backend import _compat
 from ..._backend._compat import matmul, mT
 
 
-class Factor(NamedTuple):
+class Operators(NamedTuple):
     """``K = (X^T X + alpha I)^+`` and ``N = I - X^+ X`` as the solver resolved them (its rank
     decision: singular values it dropped count as zero), each (..., n, n); ``N`` is zero for a
     full-rank factor or a positive penalty. Wide X: ``K = (X X^T + alpha I)^+`` (..., m, m).
@@ -29,23 +29,23 @@ class Factor(NamedTuple):
     V: Any = None
 
 
-class Operators(Factor):
-    """A :class:`Factor` whose ``K`` and ``N`` are functions that an iteration applies (LSQR's,
+class OperatorFunctions(Operators):
+    """An :class:`Operators` whose ``K`` and ``N`` are functions that an iteration applies (LSQR's,
     for the Krylov methods), not matrices: the rule takes no corrected step with it."""
 
     __slots__ = ()
 
 
 def asked(wanted, make, *args):
-    """``make(*args)``, a solve's :class:`Factor`, where the solve was asked for it (``wanted``); else None, no work.
-    Every branch of a solve returns the same ``Solution``, its ``factor`` filled or not by this one test."""
+    """``make(*args)``, a solve's :class:`Operators`, where the solve was asked for it (``wanted``); else None, no work.
+    Every branch of a solve returns the same ``Solution``, its ``operators`` filled or not by this one test."""
     return make(*args) if wanted else None
 
 
 def inverse_factor(xp, Tinv):
     """Full-rank factor from ``Tinv`` (..., n, n) with ``Tinv Tinv^T = (X^T X + alpha I)^-1``
     (the inverse of the upper triangular R or T, or the transposed inverse of a Cholesky L)."""
-    return Factor(matmul(xp, Tinv, mT(xp, Tinv)), xp.zeros_like(Tinv))
+    return Operators(matmul(xp, Tinv, mT(xp, Tinv)), xp.zeros_like(Tinv))
 
 
 def triangular_inverse(xp, T, lower):
@@ -55,7 +55,7 @@ def triangular_inverse(xp, T, lower):
 
 
 def spectral_factor(xp, s, vh, keep, alpha, vectors=False):
-    """Factor from the SVD ``u diag(s) vh`` of X (or of its R factor) with the directions ``keep``
+    """Operators from the SVD ``u diag(s) vh`` of X (or of its R factor) with the directions ``keep``
     (..., p); ``alpha`` None, (1,) or (k,) (per target: stacks (..., k, n, n)). A dropped
     direction is a zero singular value: with a positive penalty ``K`` is ``1 / alpha`` there,
     without one it is outside X's row space (``N``)."""
@@ -75,11 +75,11 @@ def spectral_factor(xp, s, vh, keep, alpha, vectors=False):
         rest = xp.where(pos, 1 / xp.where(pos, a, xp.ones_like(a)), zero)
         f = xp.where(keep, 1 / (safe * safe + a), rest)
         h = xp.where(keep | pos, zero, xp.ones_like(s))
-    return Factor(matmul(xp, V * f[..., None, :], vh), matmul(xp, V * h[..., None, :], vh), kept)
+    return Operators(matmul(xp, V * f[..., None, :], vh), matmul(xp, V * h[..., None, :], vh), kept)
 
 
 def path_factor(xp, basis, f, V=None):
-    """Factor of a penalty path (``spectral``) as operators on (a, ..., p, k), a the path's penalty axis. ``K =
+    """Operators of a penalty path (``spectral``) as operators on (a, ..., p, k), a the path's penalty axis. ``K =
     basis diag(f) basis^T`` per penalty, ``f`` (a, ..., p) the filter factors ``1 / (lam + alpha)`` (zero for a
     dropped direction); ``N`` the dropped directions' projector. ``basis``: eigenvectors of ``X^T X`` (tall X) or
     ``X X^T`` (wide X: ``K`` is then ``M``). No matrix per penalty is formed."""
@@ -91,4 +91,4 @@ def path_factor(xp, basis, f, V=None):
     def N(b):
         return matmul(xp, basis, h[..., None] * _compat.as_rank(xp, matmul(xp, mT(xp, basis), b), h.ndim + 1))
 
-    return Factor(K, N, V)
+    return Operators(K, N, V)
