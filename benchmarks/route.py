@@ -4,7 +4,7 @@ small problem, against ``numpy.linalg.lstsq``.
 
 ``python -m benchmarks.route [--repeat N]`` (one BLAS thread):
 
-- ``lstsq(X, y)`` and ``ridge(X, y, 1.0)`` on a 200 x 5 NumPy array, followed with
+- ``lstsq(X, y)``, ``ridge(X, y, 1.0)`` and ``lstsq(X, y, method="qr")`` on a 200 x 5 NumPy array, followed with
   ``sys.setprofile`` (after a warm-up call): distinct ``lsq_backends`` modules and functions
   entered, calls made, and the deepest nesting of ``lsq_backends`` frames (frames of NumPy and
   other libraries in between are not counted); the whole route, and the pipeline without the
@@ -78,9 +78,14 @@ def small_problem(m=200, n=5, seed=0):
 
 
 def routes(lsq, skip=None):
-    """``{"lstsq": Route, "ridge": Route}`` on the 200 x 5 problem (``skip``: as :func:`measure`)."""
+    """``{"lstsq": Route, "ridge": Route, "qr": Route}`` on the 200 x 5 problem (``qr``: ``lstsq(X, y,
+    method="qr")``, a method without a lean route; ``skip``: as :func:`measure`)."""
     X, y = small_problem()
-    calls = {"lstsq": lambda: lsq.lstsq(X, y), "ridge": lambda: lsq.ridge(X, y, 1.0)}
+    calls = {
+        "lstsq": lambda: lsq.lstsq(X, y),
+        "ridge": lambda: lsq.ridge(X, y, 1.0),
+        "qr": lambda: lsq.lstsq(X, y, method="qr"),
+    }
     out = {}
     for name, call in calls.items():
         call()
@@ -119,7 +124,8 @@ def main(argv=None):
         print(f"\nroute of one call on 200 x 5 ({title}):")
         print(f"  {'call':16s} {'modules':>8s} {'functions':>10s} {'calls':>6s} {'depth':>6s}")
         for name, r in routes(lsq, skip).items():
-            print(f"  {name + '(X, y)':16s} {r.modules:8d} {r.functions:10d} {r.calls:6d} {r.depth:6d}")
+            label = "lstsq(X, y, qr)" if name == "qr" else name + "(X, y)"
+            print(f"  {label:16s} {r.modules:8d} {r.functions:10d} {r.calls:6d} {r.depth:6d}")
     _, _, X, y = make_problem(442, 10, 100.0, seed=3)
     calls = {
         "numpy.linalg.lstsq": lambda: np.linalg.lstsq(X, y, rcond=None),

@@ -23,11 +23,20 @@ from typing import Any, NamedTuple
 from ._autodiff import _derivatives, rule_of
 from ._backend import _compat
 from ._backend._compat import full_int, matmul
-from ._operator_fit import fit_lstsq, fit_ridge, operator_route
+from ._operator_fit import fit_lstsq, fit_ridge
 from ._problem._absorb import absorbed
 from ._problem._empty import pad_empty_batch
-from ._problem._input import Penalty, check_bool, check_count, compiled_fit, intercept_of, prepare, validate
-from ._problem._scaling import Rescale, uncertified, unscale
+from ._problem._input import (
+    Penalty,
+    check_bool,
+    check_count,
+    compiled_fit,
+    intercept_of,
+    operator_route,
+    prepare,
+    validate,
+)  # fmt: skip
+from ._problem._scaling import Rescale, unscale
 from ._problem._start import start_of
 from ._result import LstsqResult
 from ._ridge._path import fit_path
@@ -71,23 +80,23 @@ class Spec(NamedTuple):
     path: bool = False
 
 
-def _fit(X, y, sample_weight, alpha, spec, full=None):
+def _fit(X, y, sample_weight, alpha, spec, kind, full=None):
     """The lean route where the method has one (:func:`_lean`), else, or where its gate fails, the full route:
-    ``full()`` (eager JAX: the fit compiled), by default :func:`_full_fit`."""
+    ``full()`` (eager JAX: the fit compiled), by default :func:`_full_fit`. ``kind``: the arguments'
+    ``_compat.call_kind``, asked once by the entry point."""
     if record(spec.method).lean is not None and spec.rcond is None and not spec.refine and not spec.path:
-        result = _lean(X, y, sample_weight, alpha, spec)
+        result = _lean(X, y, sample_weight, alpha, spec, kind)
         if result is not None:
             return result
     return _full_fit(X, y, sample_weight, alpha, spec) if full is None else full()
 
 
-def _lean(X, y, sample_weight, alpha, spec):
+def _lean(X, y, sample_weight, alpha, spec, kind):
     """The lean route (``_solvers.lean``): the refined normal equations and their certificate. Eagerly, the gate is
     read once with the penalty's pending checks: the ``LstsqResult``, or None where the gate fails (the full route
     then fits, validated again). Traced JAX: the full route is the other branch of a ``lax.cond``. None where the
     route does not apply."""
     given = (X, y, sample_weight, alpha)
-    kind = _compat.call_kind(*given)
     if kind == "other" and (_compat.is_lazy(X) or _derivatives.differentiable(*given)):
         return None  # before validating: such fits take the full route, which validates them
     traced = kind == "jax-traced" and not _compat.own_trace()
@@ -114,7 +123,9 @@ def _lean(X, y, sample_weight, alpha, spec):
     if traced:  # the derivative is the lean fit's own (``lean.tangent``), finite where its branch is not taken
         W, intercept, rss, ok = _derivatives.lean_fit(*args)
     else:
-        with uncertified(X):  # NumPy: a negative weight's root, an overflowing square only fail the gate
+        with _compat.float_errors_ignored(
+            X
+        ):  # NumPy: a negative weight's root, an overflowing square only fail the gate
             W, intercept, rss, ok = lean.fit(*args)[:4]
     if intercept is None:
         intercept = _compat.full(xp, (*batch, k), 0, X.dtype, X)
@@ -138,7 +149,7 @@ def _full_fit(X, y, sample_weight, alpha, spec, by_gram=True):
     rec = record(spec.method)
     defer = rec.forms_gram and not spec.path  # a path factors its own way (``_path``)
     try:
-        with uncertified(X) if by_gram else contextlib.nullcontext():
+        with _compat.float_errors_ignored(X) if by_gram else contextlib.nullcontext():
             v = validate(
                 X, y, sample_weight, fit_intercept=spec.fit_intercept, check_finite=spec.check_finite,
                 penalty=Penalty(alpha, spec.per_target) if spec.ridge else None, defer_x_check=defer and by_gram,
@@ -443,7 +454,8 @@ def lstsq(
         X, y, sample_weight = absorbed(X, y, sample_weight, absorb, absorb_n_groups, check_finite, singles)[:3]
         fit_intercept = False  # absorbed by the fixed effects
     spec = Spec(method, rcond, fit_intercept, check_finite, refine, options)
-    if _compat.eager_jax(X, y, sample_weight):  # the lean route, then the full route compiled where it fails
+    kind = _compat.call_kind(X, y, sample_weight)
+    if kind == "jax-eager":  # the lean route, then the full route compiled where it fails
         kwargs = {"method": method, "rcond": rcond, "fit_intercept": fit_intercept, "refine": refine, **options}
         return _fit(
             X,
@@ -451,9 +463,10 @@ def lstsq(
             sample_weight,
             None,
             spec,
+            kind,
             lambda: compiled_fit(lstsq, LSTSQ_STATIC, X, y, sample_weight, kwargs, check_finite),
         )
-    return _fit(X, y, sample_weight, None, spec)
+    return _fit(X, y, sample_weight, None, spec, kind)
 
 
 @operator_route(fit_ridge)
@@ -544,7 +557,8 @@ def ridge(
         X, y, sample_weight = absorbed(X, y, sample_weight, absorb, absorb_n_groups, check_finite, singles)[:3]
         fit_intercept = False  # absorbed by the fixed effects
     spec = Spec(method, None, fit_intercept, check_finite, 0, options, True, per_target, path)
-    if _compat.eager_jax(X, y, sample_weight, alpha):  # the lean route, then the full route compiled where it fails
+    kind = _compat.call_kind(X, y, sample_weight, alpha)
+    if kind == "jax-eager":  # the lean route, then the full route compiled where it fails
         kwargs = {"method": method, "fit_intercept": fit_intercept, "per_target": per_target, **options}
         penalty = (alpha, per_target, per_target or path)
         return _fit(
@@ -553,6 +567,7 @@ def ridge(
             sample_weight,
             alpha,
             spec,
+            kind,
             lambda: compiled_fit(ridge, RIDGE_STATIC, X, y, sample_weight, kwargs, check_finite, penalty),
         )
-    return _fit(X, y, sample_weight, alpha, spec)
+    return _fit(X, y, sample_weight, alpha, spec, kind)

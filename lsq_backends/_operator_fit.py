@@ -19,11 +19,6 @@ the largest weight's root (0 for an operator: its entries are unknown). Scaled: 
 
 from __future__ import annotations
 
-import functools
-import inspect
-
-import numpy as np
-
 from ._backend import _compat
 from ._backend._compat import full_int
 from ._problem._alpha import failure, validate_alpha
@@ -50,31 +45,7 @@ from ._solvers import Given, MapGram, Solution, check_method, check_options, rec
 from ._solvers import solve as solve_by_method
 from ._solvers import solve_nnls as nnls_solve
 
-__all__ = ["caller_of", "fit", "fit_lstsq", "fit_nnls", "fit_ridge", "method_for", "operator_route"]
-
-
-def operator_route(target):
-    """The decorator of an entry point (``lstsq``, ``ridge``, ``ridge_cv``): a sparse or operator X goes to
-    ``target`` with the arguments as bound (defaults included); dense X goes on with its CuPy arguments' device
-    current (``_compat.device_scope``), a NumPy X or a dense torch tensor at once (another library beside it: refused)."""
-
-    def decorate(fn):
-        signature = inspect.signature(fn)
-
-        @functools.wraps(fn)
-        def entry(X, y, /, *args, **kwargs):
-            if type(X) is np.ndarray or _compat.is_dense_tensor(X):  # neither an operator nor on a CuPy device
-                return fn(X, y, *args, **kwargs)
-            if is_operator_input(X):
-                bound = signature.bind(X, y, *args, **kwargs)
-                bound.apply_defaults()
-                return target(**bound.arguments)
-            with _compat.device_scope(X, y, *args, *kwargs.values()):
-                return fn(X, y, *args, **kwargs)
-
-        return entry
-
-    return decorate
+__all__ = ["caller_of", "fit", "fit_lstsq", "fit_nnls", "fit_ridge", "method_for"]
 
 
 def fit_nnls(X, y, alpha, *, fit_intercept, sample_weight, check_finite, per_target):

@@ -50,6 +50,7 @@ from ._arrays import (
     finfo,
     finite_test,
     float64_for,
+    float_errors_ignored,
     full,
     full_int,
     is_array,
@@ -121,8 +122,8 @@ __all__ = [
     # traits and dtypes
     "Traits", "traits", "memo", "default_dtypes", "eps", "finfo", "float64_for", "isdtype",
     # control flow that survives tracing (_control)
-    "Checks", "branch", "compiled", "deferred", "flush_checks", "jit", "kept", "loop", "one_task", "over_columns",
-    "read_now",
+    "Checks", "branch", "compiled", "deferred", "float_errors_ignored", "flush_checks", "jit", "kept", "loop", "one_task",
+    "over_columns", "read_now",
     # arrays made and reduced
     "all_true", "align_rows", "arg_best", "as_rank", "constants", "diagonal", "exact_powers", "eye_like",
     "finite_test", "full", "full_int", "mT", "positive_or_one", "positive_or_zero", "powers_of_two", "reduce_all",

@@ -50,7 +50,7 @@ from ._dask_blocks import dask_per_matrix, dask_tsqr_apply, numpy_eigh, numpy_qr
 from ._devices import eye_like
 from ._products import matmul
 from ._stack_qr import apply_q, apply_qt, householder_stack, lapack_reflectors, loops_over_stacks
-from ._triangular import LAPACK_SMALL, lapack_for, scipy_for
+from ._triangular import LAPACK_SMALL, numpy_lapack, scipy_for
 
 device = _aac.device
 
@@ -116,10 +116,10 @@ def cholesky(xp, a):
         with cupyx.errstate(linalg="ignore"):
             L = xp.linalg.cholesky(a)
         return checked_cholesky(xp, L, a)
-    if _aac.is_numpy_namespace(xp) and a.ndim == 2 and 0 < a.shape[-1] <= LAPACK_SMALL:
+    if 0 < a.shape[-1] <= LAPACK_SMALL:
         # Small NumPy factors: SciPy's LAPACK potrf, cheaper than numpy.linalg.cholesky's
         # dispatch (design notes); a failure (info > 0) is NaN as below.
-        potrf = lapack_for("potrf", a.dtype)
+        potrf = numpy_lapack(xp, "potrf", a)
         if potrf is not None:
             L, info = potrf(a, lower=1, clean=1)
             return L if info == 0 else _nan_like(xp, a)

@@ -62,7 +62,7 @@ def solve_triangular(xp, a, b, *, lower: bool):
         a = a.rechunk({-2: -1, -1: -1})
         b = b.rechunk({-2: -1, -1: -1})
         return dask_solve_triangular(a, b, lower)
-    lapack = _numpy_lapack(xp, a, b, "trtrs")
+    lapack = numpy_lapack(xp, "trtrs", a, b)
     if lapack is not None:
         # One LAPACK call: scipy.linalg.solve_triangular's validation and dispatch cost more
         # than the solve at the sizes of a small fit (design notes).
@@ -91,33 +91,27 @@ def solve_triangular(xp, a, b, *, lower: bool):
     return xp.linalg.solve(a, b)
 
 
-def _numpy_lapack(xp, a, b, name):
-    """SciPy's LAPACK routine ``name`` for 2-D NumPy float ``a``, ``b`` (b of at least one
-    column), or None."""
-    if not (_aac.is_numpy_namespace(xp) and a.ndim == 2 and b.ndim == 2 and b.shape[-1] > 0):
+def numpy_lapack(xp, name, a, b=None):
+    """SciPy's LAPACK routine ``name`` for a 2-D NumPy ``a`` of float32 or float64 (and ``b``, 2-D of at least one
+    column and ``a``'s dtype), else None (no SciPy, another library, dtype or shape). Looked up once per routine and
+    dtype: ``get_lapack_funcs`` costs about half the routine on a small factor (design notes)."""
+    if not (_aac.is_numpy_namespace(xp) and a.ndim == 2):
         return None
-    if a.dtype != b.dtype:
+    if b is not None and (b.ndim != 2 or b.shape[-1] == 0 or b.dtype != a.dtype):
         return None
-    fn = _LAPACK.get((name, a.dtype), lapack_for)  # looked up once (:func:`lapack_for`)
-    return lapack_for(name, a.dtype) if fn is lapack_for else fn
+    key = (name, a.dtype)
+    fn = _LAPACK.get(key, _LAPACK)
+    if fn is _LAPACK:  # not looked up yet
+        fn = None
+        if a.dtype.kind == "f" and a.dtype.itemsize in (4, 8) and scipy_for(_np_namespace()) is not None:
+            from scipy.linalg import lapack
+
+            fn = lapack.get_lapack_funcs((name,), dtype=a.dtype)[0]
+        _LAPACK[key] = fn
+    return fn
 
 
 _LAPACK: dict = {}
-
-
-def lapack_for(name, dtype):
-    """SciPy's LAPACK routine ``name`` for the NumPy float ``dtype`` (float32 or float64), or
-    None (no SciPy, another dtype). Looked up once: ``get_lapack_funcs`` costs about half the
-    routine on a small factor (design notes)."""
-    key = (name, dtype)
-    if key not in _LAPACK:
-        fn = None
-        if dtype.kind == "f" and dtype.itemsize in (4, 8) and scipy_for(_np_namespace()) is not None:
-            from scipy.linalg import lapack
-
-            fn = lapack.get_lapack_funcs((name,), dtype=dtype)[0]
-        _LAPACK[key] = fn
-    return _LAPACK[key]
 
 
 def _np_namespace():
@@ -136,7 +130,7 @@ def cho_solve(xp, L, b, *, Lt=None):
     """Solve ``L L^T x = b`` for lower Cholesky factors ``L`` (..., n, n), ``b`` (..., n, k). ``Lt``, if
     given, is ``batch_last(xp, L)``. On stacks of small factors the two sweeps share that one copy
     of the stack (and so does the condition estimate, ``rank.condition_estimate``)."""
-    lapack = _numpy_lapack(xp, L, b, "potrs")
+    lapack = numpy_lapack(xp, "potrs", L, b)
     if lapack is not None:  # both sweeps in one LAPACK call
         return lapack(L, b, lower=True)[0]
     if _aac.is_torch_namespace(xp) and L.ndim == b.ndim:
@@ -219,8 +213,8 @@ def inverse_diagonal(xp, L):
 
 def triangular_inverse(xp, a, *, lower: bool):
     """Inverse of the triangular stack ``a``."""
-    if _aac.is_numpy_namespace(xp) and a.ndim == 2 and 0 < a.shape[-1] <= LAPACK_SMALL:
-        trtri = lapack_for("trtri", a.dtype)
+    if 0 < a.shape[-1] <= LAPACK_SMALL:
+        trtri = numpy_lapack(xp, "trtri", a)
         if trtri is not None:
             inv, info = trtri(a, lower=int(lower))
             if info == 0:

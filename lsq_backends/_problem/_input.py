@@ -35,6 +35,8 @@ is that test: NaN or infinity on the diagonal fails it, and the fit prepared aga
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 import numbers
 import operator
@@ -42,12 +44,15 @@ import sys
 from collections.abc import Callable
 from typing import NamedTuple
 
+import numpy as np
+
 from .._backend import _compat
 from .._backend._compat import Array, Checks, Namespace
 from ._alpha import failure, validate_alpha
 from ._center import eliminate_intercept
 from ._frames import from_pandas
 from ._kinds import check_kind, check_known_shape
+from ._operator import is_operator_input
 from ._scaling import Scale, flushed, gram_certificate, scale_problem
 
 
@@ -95,8 +100,6 @@ def namespace_of(X, y, sample_weight):
     named = {"X": X, "y": y, "sample_weight": sample_weight}
     arrays = {k: v for k, v in named.items() if _compat.is_array(v)}
     if not arrays:
-        import numpy as np
-
         return _compat.array_namespace(np.empty(0))
     try:
         return _compat.array_namespace(*arrays.values())
@@ -465,3 +468,27 @@ def check_fraction(value, name):
         msg = f"{name} must be None or a number in [0, 1); got {value!r}"
         raise ValueError(msg)
     return x
+
+
+def operator_route(target):
+    """The decorator of an entry point (``lstsq``, ``ridge``, ``ridge_cv``): a sparse or operator X goes to
+    ``target`` with the arguments as bound (defaults included); dense X goes on with its CuPy arguments' device
+    current (``_compat.device_scope``), a NumPy X or a dense torch tensor at once (another library beside it: refused)."""
+
+    def decorate(fn):
+        signature = inspect.signature(fn)
+
+        @functools.wraps(fn)
+        def entry(X, y, /, *args, **kwargs):
+            if type(X) is np.ndarray or _compat.is_dense_tensor(X):  # neither an operator nor on a CuPy device
+                return fn(X, y, *args, **kwargs)
+            if is_operator_input(X):
+                bound = signature.bind(X, y, *args, **kwargs)
+                bound.apply_defaults()
+                return target(**bound.arguments)
+            with _compat.device_scope(X, y, *args, *kwargs.values()):
+                return fn(X, y, *args, **kwargs)
+
+        return entry
+
+    return decorate

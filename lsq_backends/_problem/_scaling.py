@@ -59,7 +59,6 @@ extreme scales) takes them, as before, and decides the same.
 
 from __future__ import annotations
 
-import contextlib
 import math
 from typing import Any, NamedTuple
 
@@ -244,18 +243,6 @@ def gram_certificate(xp, X, alpha, checks):
         checks.add(ok, _rescale)
 
     return certify
-
-
-def uncertified(X):
-    """Context for a fit whose X scale may await :func:`gram_certificate` or the lean route's certificate (X a
-    NumPy array or a list). A Gram matrix that overflows (or a zero column's pivot) only sends the fit back to
-    the ``max |X|`` passes or the full route. So NumPy's overflow and division warnings are silenced there; the
-    fit prepared again warns as before."""
-    if _compat.is_host_array(X) or not _compat.is_array(X) or type(X).__module__.startswith("array_api_strict"):
-        import numpy as np  # array-api-strict computes with NumPy
-
-        return np.errstate(over="ignore", invalid="ignore", divide="ignore")
-    return contextlib.nullcontext()
 
 
 def _choice(xp, X, Y, root, alpha, shared_y):

@@ -115,11 +115,12 @@ def fit(xp, X, Y, weights, alpha, form, limits=None):
     else:  # G is the products' own (one penalty: in place)
         A = add_penalty(xp, G, alpha) if alpha.shape[0] > 1 else _compat.add_to_diagonal(xp, G, alpha[0])
     L, info = _compat.cholesky_ex(xp, A)
-    W = merge_targets(xp, _compat.cho_solve(xp, L, split_targets(xp, B, alpha)), alpha)
+    per_target = alpha is not None and alpha.shape[0] > 1  # a factor per target
+    W = _solve_per_target(xp, L, B, alpha) if per_target else _compat.cho_solve(xp, L, B)
     h, rss = data.residual(X, Y, W)
     a = None if alpha is None else _compat.as_rank(xp, alpha, W.ndim)
     g = h if alpha is None else _compat.add_product(xp, h, a, W, -1)
-    dW = merge_targets(xp, _compat.cho_solve(xp, L, split_targets(xp, g, alpha)), alpha)
+    dW = _solve_per_target(xp, L, g, alpha) if per_target else _compat.cho_solve(xp, L, g)
     W2 = W + dW
     # rss falls by dW^T (2h - g) + alpha ||dW||^2 (``gram.GramCholesky.solve``) = dW^T (h + alpha W2), as 2h - g = h + alpha W
     corr = _compat.dots(xp, dW, h if alpha is None else _compat.add_product(xp, h, a, W2))
@@ -214,6 +215,11 @@ def tangent(xp, X, Y, weights, alpha, fitted, tangents):
             dintercept = dintercept + dmean[1]
         dintercept = dintercept[..., 0, :]
     return dW, dintercept, drss + xp.zeros_like(intercept if centered else W[..., 0, :])
+
+
+def _solve_per_target(xp, L, B, alpha):
+    """``A^-1 B`` from the factors ``L`` (..., k, n, n) of per-target penalties (``_shared.split_targets``)."""
+    return merge_targets(xp, _compat.cho_solve(xp, L, split_targets(xp, B, alpha)), alpha)
 
 
 def _total(xp, X, D):
