@@ -5,6 +5,7 @@ and nothing outside the solver layer compares method names (it asks the record).
 from __future__ import annotations
 
 import ast
+import sys
 import typing
 from pathlib import Path
 
@@ -131,6 +132,25 @@ def test_direct_solvers_return_a_solution_from_every_branch(monkeypatch, method,
         bound = 100 * np.finfo(float).eps * cond ** (2 if rec.error_bound == "cond**2" else 1)
         np.testing.assert_allclose(sol.coef, ref, rtol=0, atol=bound * np.abs(ref).max())
         assert int(sol.rank) == rank
+
+
+@pytest.mark.parametrize("ridge", [False, True])
+@pytest.mark.parametrize("shape", [(40, 6), (5, 12)], ids=str)
+@pytest.mark.parametrize("method", [r.name for r in RECORDS if r.forms_gram])
+def test_the_deferred_check_runs_in_the_solver_between_its_steps(method, shape, ridge):
+    """X's deferred test (``Given.check``) runs once, on the Gram product, from a solver's own step: never from
+    inside a constructor of the solver layer (where a reader of the solver would not see it)."""
+    callers = []
+
+    def check(A, offset_sq):
+        callers.append(sys._getframe(1).f_code.co_name)
+        p = min(shape)
+        assert A.shape == (p, p) and offset_sq is None
+
+    m, n = shape
+    X, Y = _problem(m, n, min(m, n))
+    record(method).solve(np, X, Y, np.array([0.5]) if ridge else None, Given(check=check))
+    assert len(callers) == 1 and callers[0] != "__init__", callers
 
 
 @pytest.mark.parametrize("ridge", [False, True])

@@ -69,9 +69,12 @@ from .rank import SMALL, bounded, certified, condition_estimate
 
 
 class GramCholesky:
-    """A factorized Gram system (kept so that ``auto`` can inspect it before solving)."""
+    """The Cholesky factor of a Gram system, in a solve's two steps: the products (the constructor), then their
+    factor (:meth:`factorize`). Between the two the solver runs X's deferred test on the products (``Given.check``
+    on :attr:`G` and :attr:`offset_sq`), before anything is factorized. Kept so that ``auto`` can inspect the factor
+    before solving."""
 
-    def __init__(self, xp, X, Y, alpha, check=None, data=None):
+    def __init__(self, xp, X, Y, alpha, data=None):
         self.m, self.n = X.shape[-2:]
         self.wide = self.m < self.n and data is None  # ``data`` gives the n x n products whatever X's shape
         self.alpha = alpha
@@ -81,17 +84,23 @@ class GramCholesky:
         else:
             self.data = TallGram(xp, X, Y) if data is None else data
             A, B = self.data.products(X, Y)  # (..., n, n), (..., n, k)
-        if check is not None:
-            # X's deferred finiteness test (``_input.gram_check``), before factorizing; with the
-            # columns' offsets where the Gram route centered (their uncentered norms)
-            check(A, None if self.data is None else self.data.offset_sq)
         self.G, self.XtY = A, B  # before the penalty (:meth:`eigen`)
-        if alpha is not None:
-            A = add_penalty(xp, A, alpha)
-        self.A, self.B = A, split_targets(xp, B, alpha)
-        self.L = _compat.cholesky(xp, A)
+        self.A = self.B = self.L = None  # :meth:`factorize`
         self.Lt = None  # _compat.batch_last(L), made once for stacks of small factors
         self.kappa = None  # the condition estimate, made once (``condition``)
+
+    @property
+    def offset_sq(self):
+        """What the Gram route's centering removed from the squared column norms (``TallGram.offset_sq``), or None."""
+        return None if self.data is None else self.data.offset_sq
+
+    def factorize(self, xp):
+        """The penalty added (``A``, ``B`` split per target) and the Cholesky factor ``L``; returns ``self``."""
+        alpha = self.alpha
+        self.A = self.G if alpha is None else add_penalty(xp, self.G, alpha)
+        self.B = split_targets(xp, self.XtY, alpha)
+        self.L = _compat.cholesky(xp, self.A)
+        return self
 
     def condition(self, xp):
         """Estimate of cond(X) after column equilibration (see ``rank.condition_estimate``), made once."""
