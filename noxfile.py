@@ -144,12 +144,12 @@ def _chromium(session):
 @nox.session
 def docs(session):
     """The documentation site from docs/ and the docstrings, warnings as errors; the built site
-    in a headless browser from the file system (``tests/test_site.py``); then the docstring
+    in a headless browser from the file system (``tests/house/test_site.py``); then the docstring
     examples of every public module."""
     _install(session, "docs", "test")
     browser = _chromium(session)
     session.run("mkdocs", "build", "--strict", "--site-dir", "site", env={"NO_MKDOCS_2_WARNING": "1"})
-    site = ["pytest", "-q", "-rs", "-n", "0", "tests/test_site.py", "-p", "no:cacheprovider"]
+    site = ["pytest", "-q", "-rs", "-n", "0", "tests/house/test_site.py", "-p", "no:cacheprovider"]
     session.run(*site, env={"LSQ_SITE_DIR": "site", **browser})
     session.run("pytest", "-q", "-n", "0", "--doctest-modules", "lsq_backends", "-p", "no:cacheprovider")
 

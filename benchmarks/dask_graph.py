@@ -6,7 +6,7 @@ bare ``X.T @ X``.
 times are medians of ``--repeat`` builds (and computes, threaded scheduler). Every array
 operation is a layer, and Dask pays milliseconds per layer (``blockwise``, tokenizing, the
 metadata of each result), whatever the data's size: this is the fixed cost of a fit on Dask.
-``tests/test_dask_lazy.py`` holds the layer counts to their ceilings with :func:`layers`.
+``tests/backend/test_dask_lazy.py`` holds the layer counts to their ceilings with :func:`layers`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The docstrings of the package, measured: their share of its lines, the median words per
 sentence (the models the house follows, lineax and array-api-extra, write 10-14), and the
-private helpers whose docstring runs past four lines (``tests/test_structure.py`` holds that
+private helpers whose docstring runs past four lines (``tests/house/test_structure.py`` holds that
 count at zero with :func:`helpers`).
 
 ``python -m benchmarks.docstrings [-v]`` (``-v`` lists the long helpers).
@@ -33,7 +33,7 @@ def helpers():
     import lsq_backends
     from lsq_backends._solvers import METHODS
 
-    solvers = (*METHODS, "spectral", "nnls")  # the files with a ``solve`` (tests/test_structure.py)
+    solvers = (*METHODS, "spectral", "nnls")  # the files with a ``solve`` (tests/house/test_structure.py)
     public = set(lsq_backends.__all__)
     classes = [getattr(lsq_backends, n) for n in public if inspect.isclass(getattr(lsq_backends, n))]
     methods = {m for c in classes for m in dir(c) if not m.startswith("_")}

@@ -2,7 +2,7 @@
 
 ``python -m benchmarks.nist_diagnostics [--refine K] [--also K2]``: a Markdown table of the correct digits of
 the worst standard error, the residual SD, R² and the worst coefficient per dataset (NumPy,
-float64), next to the floor ``nist.expected_digits`` that tests/test_diagnostics.py asserts
+float64), next to the floor ``nist.expected_digits`` that tests/diagnostics/test_diagnostics.py asserts
 (less 1.5).
 """
 

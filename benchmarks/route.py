@@ -15,7 +15,7 @@ small problem, against ``numpy.linalg.lstsq``.
   calls per timing, interleaved, medians over ``--repeat`` rounds; and the floor, the
   normal equations refined once with none of the checks (:func:`bare_normal`).
 
-``tests/test_route.py`` holds the route figures to their ceilings with :func:`measure`.
+``tests/budgets/test_route.py`` holds the route figures to their ceilings with :func:`measure`.
 """
 
 from __future__ import annotations

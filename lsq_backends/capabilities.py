@@ -1,13 +1,13 @@
 """What each entry point supports on each backend, declared once as data.
 
 The documentation's table ("Backends and devices") is generated from `CAPABILITIES`
-by `markdown_table`, and ``tests/test_capabilities.py`` checks every "yes" of the jit,
+by `markdown_table`, and ``tests/house/test_capabilities.py`` checks every "yes" of the jit,
 vmap, grad and Dask columns it can run on the machine at hand (and that every "no" fails),
 so the table and the code cannot drift apart. The sharded column is checked by
-``tests/test_sharded_jax.py`` (``normal``); host reads were counted on PyTorch on the CPU
-(``lsq_backends.check.count_host_reads``; the direct methods in ``tests/test_host_reads.py``),
+``tests/autodiff/test_sharded_jax.py`` (``normal``); host reads were counted on PyTorch on the CPU
+(``lsq_backends.check.count_host_reads``; the direct methods in ``tests/budgets/test_host_reads.py``),
 XLA:GPU's synchronizations with JAX on the CPU, by counting the predicates of the ``lax.cond``
-and ``while_loop`` trips a compiled call executes (``tests/test_host_reads.py``, JAX session).
+and ``while_loop`` trips a compiled call executes (``tests/budgets/test_host_reads.py``, JAX session).
 The torch-CUDA column lists the synchronizations torch makes inside its own operators, which no
 CPU run sees, from torch's sources (the GPU self-check counts them as hidden).
 

@@ -10,7 +10,7 @@ each test:
 
 - JAX: each call runs under ``jax.jit``, its JAX arrays traced and every other argument
   static, as a user's jitted code would call it (the eager JAX path, which checks values,
-  is tested by ``tests/test_jax.py``);
+  is tested by ``tests/autodiff/test_jax.py``);
 - Dask: each call runs under a scheduler that raises on any compute, and its result is then
   computed with a real one: the fit must only build a graph.
 

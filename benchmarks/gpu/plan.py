@@ -7,7 +7,7 @@ job is skipped, or, with ``--dry-run``, replaced by its CPU stand-in (``cpu``), 
 the same machinery on small problems.
 
 The worst case (every job at its limit, plus the grace before SIGKILL) stays under
-``BUDGET_S``; ``tests/test_gpu_plan.py`` checks it, and that every test file of the suite is
+``BUDGET_S``; ``tests/house/test_gpu_plan.py`` checks it, and that every test file of the suite is
 either run here or named in ``CPU_ONLY`` with the reason.
 """
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 BUDGET_S = 540  # one device command: at most ~9 minutes
 GRACE_S = 3  # SIGTERM, then SIGKILL this much later (``timeout -k``)
@@ -135,12 +136,19 @@ def worst_case(stages):
     return sum(s.limit for s in stages)
 
 
+def suite_path(name):
+    """``tests/<layer>/<name>``: the path, from the repository root, of the suite's test file ``name``."""
+    root = Path(__file__).resolve().parents[2]
+    found = sorted((root / "tests").rglob(name))
+    return found[0].relative_to(root).as_posix() if found else f"tests/{name}"
+
+
 def _pytest(backend, files, workers, extra_env=None):
     # -p benchmarks.gpu.failures: each traceback as it happens (a job cut short keeps them)
     cmd = ("-m", "pytest", "-p", "no:cacheprovider", "-p", "benchmarks.gpu.failures", "-v", "--tb=short", "-rfE")
     cmd += ("--durations=15",)
     # One process without -n: a plain pytest takes xdist workers where xdist is there (conftest.py)
-    cmd += (("-n", str(workers)) if workers else ("-p", "no:xdist")) + tuple(f"tests/{f}" for f in files)
+    cmd += (("-n", str(workers)) if workers else ("-p", "no:xdist")) + tuple(suite_path(f) for f in files)
     return cmd, {"LSQ_BACKENDS": backend, **(extra_env or {})}
 
 

@@ -87,7 +87,7 @@ def plain_numpy(*arrays) -> bool:
 
 # The library's traits and named predicates: what the rest of the package asks of a library, by
 # what it needs to know.
-# Only ``_backend/`` and ``_autodiff/`` test a library by name (``tests/test_structure.py``).
+# Only ``_backend/`` and ``_autodiff/`` test a library by name (``tests/house/test_structure.py``).
 
 
 class Traits(NamedTuple):

@@ -24,7 +24,7 @@ Only float32 is affected (float64 products never use reduced precision). Nothing
 the settings already are full precision, so the common case costs a read of two flags. The
 override is counted across threads. The user's settings are put back when the last product that
 needed them finishes; meanwhile another thread's own float32 products also run at full
-precision. ``tests/test_precision_guards.py`` checks every guard on the devices of the session
+precision. ``tests/backend/test_precision_guards.py`` checks every guard on the devices of the session
 (torch on the CPU and CUDA, CuPy), and with stand-ins where the library cannot run.
 
 ``torch_force``: one decision for all devices. Products on the CPU and on a GPU in two threads

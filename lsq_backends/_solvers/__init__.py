@@ -23,7 +23,7 @@ record's ``options``: atol, btol, max_iter, ...) in ``given.options``.
 
 This module is also the layer's one door: every name the layers above use is exported here
 (``__all__``: the registry and its checks, and the blocks the entry points, the derivative rules,
-the accumulators, the penalty grids and the diagnostics build on); ``tests/test_structure.py``
+the accumulators, the penalty grids and the diagnostics build on); ``tests/house/test_structure.py``
 holds the few imports of inner modules that remain."""
 
 from __future__ import annotations

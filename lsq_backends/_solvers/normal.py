@@ -74,7 +74,7 @@ RECORD = Record(
             " where it fails, the full route runs compiled and XLA:GPU copies the predicate of every `lax.cond`"
             " executed (each route decision) and of every `while_loop` trip to the host. Under a caller's"
             " `jax.jit` the lean route's `lax.cond` predicate is the one copy. Counted on a well-conditioned"
-            " float64 problem (`tests/test_host_reads.py`, JAX session)."
+            " float64 problem (`tests/budgets/test_host_reads.py`, JAX session)."
         ),
     },
 )

@@ -14,7 +14,7 @@ QR of X plus O(mnk) per step, with temporaries of about 8 m n k + 5 m n elements
 products, 4 m n k, and the first level of their sum, 4 m n k, written in place on NumPy; X's
 halves and Q.) It is meant for the small and hard problems (NIST's Wampler, Filip), not for
 10^5 x 10^3 designs. Measured with tracemalloc on NumPy at m = 2000, n = 20
-(``pytest -s tests/test_refine_memory.py``): a peak of 12.2 m n at k = 1 and 37.7 m n at
+(``pytest -s tests/solvers/test_refine_memory.py``): a peak of 12.2 m n at k = 1 and 37.7 m n at
 k = 4, where four separate products, their negated copies and one concatenation took 21.7 m n
 and 84.3 m n.
 

@@ -346,7 +346,7 @@ def test_summary_refuses_lazy_and_batches(be, monkeypatch):
 
 # ---- NIST StRD ---------------------------------------------------------------------------
 
-MARGIN = 1.5  # as tests/test_nist.py: digits below the guaranteed ones still accepted
+MARGIN = 1.5  # as tests/solvers/test_nist.py: digits below the guaranteed ones still accepted
 
 
 def _nist_diagnostics(ds, be, refine=0):

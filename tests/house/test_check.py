@@ -20,7 +20,7 @@ from lsq_backends.check import count_host_reads, main
 from lsq_backends.check.backends import find_backends
 from lsq_backends.check.problems import KAPPA, design, make_problems, score, threshold
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SUMMARY = re.compile(r"^(\d+) passed, (\d+) failed, (\d+) skipped", re.MULTILINE)
 
 

@@ -21,8 +21,7 @@ import math
 
 import numpy as np
 import pytest
-from problems import center
-from test_lsqr import error_bound
+from problems import center, error_bound
 
 import lsq_backends as lsq
 from lsq_backends.check.problems import design, threshold

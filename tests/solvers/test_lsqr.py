@@ -5,60 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from problems import center, reference
+from problems import check_within_bound
 
 import lsq_backends as lsq
 from lsq_backends.check.problems import design
 
 sl = pytest.importorskip("scipy.sparse.linalg")
-
-
-def _spectrum(Xc, alpha):
-    """(smallest nonzero singular value, Frobenius norm) of [Xc; sqrt(alpha) I]."""
-    s = np.linalg.svd(Xc, compute_uv=False)
-    s = s[s > s[0] * 1e-10]
-    n = Xc.shape[-1]
-    if alpha:
-        s_min = np.sqrt(alpha) if len(s) < n else np.sqrt(s[-1] ** 2 + alpha)
-        return s_min, np.sqrt(np.sum(s**2) + n * alpha)
-    return s[-1], np.sqrt(np.sum(s**2))
-
-
-def error_bound(Xc, b, x, alpha, atol, btol, eps):
-    """Bound on ||x - x*|| for an LSQR iterate x that passed one of the stopping tests, from
-    A = [Xc; sqrt(alpha) I], r = [b - Xc x; -sqrt(alpha) x] (x* the exact solution, x and x* both
-    in the row space of A, as LSQR's iterates from 0 are):
-
-    - ||r|| <= btol ||b|| + atol ||A||_F ||x||  gives  ||x - x*|| <= ||A (x - x*)|| / s_min
-      <= ||r|| / s_min (the residuals are orthogonal: ||r||^2 = ||r*||^2 + ||A (x - x*)||^2);
-    - ||A^T r|| <= atol ||A||_F ||r||  gives  ||x - x*|| <= atol ||A||_F ||r|| / s_min^2.
-
-    Either test may have fired: the larger bound, times 2 for LSQR's estimates of the norms,
-    plus rounding, eps * cond(A)^2 * ||b|| / ||A|| as the normal equations LSQR implicitly
-    solves (a loose ceiling: LSQR is usually nearer eps * cond).
-    """
-    alpha = alpha or 0.0
-    s_min, fro = _spectrum(Xc, alpha)
-    r = np.linalg.norm(np.concatenate([b - Xc @ x, np.sqrt(alpha) * x]))
-    consistent = (btol * np.linalg.norm(b) + atol * fro * np.linalg.norm(x)) / s_min
-    least_squares = atol * fro * r / s_min**2
-    rounding = 10 * np.sqrt(max(Xc.shape)) * eps * (fro / s_min) ** 2 * np.linalg.norm(b) / fro
-    return 2 * max(consistent, least_squares) + rounding
-
-
-def check_within_bound(res, be, X, Y, *, alpha=None, sw=None, fit_intercept=False, atol, btol, dtype=np.float64):
-    coef_ref, _, _, _ = reference(X, Y, alpha=alpha, sw=sw, fit_intercept=fit_intercept)
-    Xc, Yc, _, _ = center(X, Y, sw, fit_intercept)
-    coef = be.to_numpy(res.coef).astype(np.float64)
-    coef, coef_ref, Yc = (a.reshape(a.shape[0], -1) for a in (coef, coef_ref, Yc))
-    alphas = np.broadcast_to(np.atleast_1d(0.0 if alpha is None else alpha), (coef.shape[1],))
-    eps = float(np.finfo(dtype).eps)
-    for j in range(coef.shape[1]):
-        bound = error_bound(Xc, Yc[:, j], coef[:, j], alphas[j], atol, btol, eps)
-        err = np.linalg.norm(coef[:, j] - coef_ref[:, j])
-        assert err <= bound, f"target {j}: error {err:.3g} above the bound {bound:.3g}"
-        # ... and the bound says something: well below the size of the solution.
-        assert bound < 1e-2 * np.linalg.norm(coef_ref[:, j])
 
 
 def _problem(m, n, k=None, cond=20.0, seed=0, rank=None):

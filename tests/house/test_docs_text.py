@@ -14,7 +14,7 @@ import pytest
 
 import lsq_backends
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 # The keys docs/hooks/generate.py fills at build time ("{{ readme }}", ...).
 HOOK_KEYS = set(re.findall(r'"(\{\{ \w+ \}\})"', (ROOT / "docs" / "hooks" / "generate.py").read_text()))

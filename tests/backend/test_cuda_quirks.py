@@ -339,7 +339,7 @@ def test_cupy_svd_scales_what_cusolver_does_not(monkeypatch, fit_intercept, bran
     """Ridge at X ~ 1e-300, alpha = 1: the penalty sets the problem's scale, so the SVD gets X's factor at 1e-300,
     which LAPACK's driver scales and cuSOLVER's does not (GPU run: errors 4e-14 and 6e-12). The stand-in's SVD
     scales nothing (called as before: no finite coef); through the branch the error is within c eps kappa
-    (tests/test_scale.py's bound)."""
+    (tests/problem/test_scale.py's bound)."""
     from problems import center
 
     from lsq_backends.check.problems import design, threshold

@@ -11,7 +11,7 @@ import io
 import re
 from pathlib import Path
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 BLOCK = re.compile(r"```python\n(.*?)```", re.S)
 
 

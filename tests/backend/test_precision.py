@@ -6,7 +6,7 @@ operands (on GPUs and TPUs the default is TF32/bfloat16 passes). Traced here on 
 jaxpr is the same on every platform, only its lowering differs.
 
 PyTorch and CuPy: ``test_precision_guards.py``. These tests run in the jax backend's session
-(``LSQ_BACKENDS=jax pytest tests/test_precision.py``).
+(``LSQ_BACKENDS=jax pytest tests/backend/test_precision.py``).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_lsqr import check_within_bound
+from problems import check_within_bound
 
 import lsq_backends as lsq
 from lsq_backends.check.problems import design

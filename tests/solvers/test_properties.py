@@ -37,7 +37,7 @@ import lsq_backends as lsq  # noqa: E402
 from lsq_backends.check.problems import design, threshold  # noqa: E402
 
 BACKENDS = ("numpy", "array_api_strict")
-# LSQ_PROPERTY_EXAMPLES=1000 pytest tests/test_properties.py: a longer, randomized search.
+# LSQ_PROPERTY_EXAMPLES=1000 pytest tests/solvers/test_properties.py: a longer, randomized search.
 _EXAMPLES = os.environ.get("LSQ_PROPERTY_EXAMPLES")
 SETTINGS = settings(
     max_examples=int(_EXAMPLES) if _EXAMPLES else 30,

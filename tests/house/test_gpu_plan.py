@@ -17,7 +17,7 @@ from benchmarks.gpu.runner import Runner
 from benchmarks.progress import Progress
 
 pytestmark = pytest.mark.usefixtures("numpy_reference")
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 
 
 def test_worst_case_fits_the_device_budget():
@@ -27,7 +27,7 @@ def test_worst_case_fits_the_device_budget():
 
 
 def test_every_test_file_is_run_on_the_gpu_or_said_why_not():
-    files = {p.name for p in TESTS.glob("test_*.py")}
+    files = {p.name for p in TESTS.rglob("test_*.py")}
     named = set(plan.GPU_TESTS) | set(plan.JAX_TESTS) | set(plan.CPU_ONLY)
     assert files - named == set(), "new test files: add them to GPU_TESTS/JAX_TESTS or CPU_ONLY"
     assert named - files == set(), "named test files that do not exist"
@@ -140,7 +140,7 @@ def test_a_test_job_cut_short_still_says_why_its_tests_failed(tmp_path):
     )
     cmd, _ = plan._pytest("numpy", (), 0)
     cmd = [sys.executable, *cmd, "-p", "no:randomly", str(tmp_path / "test_cut.py")]
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     proc = subprocess.Popen(cmd, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         out, _ = proc.communicate(timeout=8)

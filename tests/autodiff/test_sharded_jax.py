@@ -23,7 +23,7 @@ from lsq_backends.check.problems import threshold
 pytest.importorskip("jax")
 M, N, K = 4000, 8, 2
 M_MEM, N_MEM = 40000, 50  # the size whose compiled temporaries are measured
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +33,7 @@ def run(request):
     flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=4".strip()  # keep the session's
     env = dict(os.environ, XLA_FLAGS=flags, JAX_PLATFORMS="cpu")
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
-    script = str(Path(__file__).with_name("sharded_jax_run.py"))
+    script = str(Path(__file__).resolve().parents[1] / "sharded_jax_run.py")
     argv = [sys.executable, script, *map(str, (M, N, K, M_MEM, N_MEM))]
     out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]

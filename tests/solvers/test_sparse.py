@@ -12,7 +12,7 @@ import tracemalloc
 
 import numpy as np
 import pytest
-from test_lsqr import check_within_bound
+from problems import check_within_bound
 
 import lsq_backends as lsq
 
@@ -353,7 +353,7 @@ def test_preconditioner_on_badly_scaled_columns(method, numpy_reference):
     at most a tenth of them. The solution is the direct one within the stopping rule's bound
     (in the scaled coordinates z = D w, where the rule holds), intercept and weights included;
     sparse and dense X alike."""
-    from test_lsqr import error_bound
+    from problems import error_bound
 
     X, y, sw = _badly_scaled()
     A, b, D, z_star = _scaled_system(X.toarray(), y, sw, None)
@@ -373,7 +373,7 @@ def test_preconditioned_ridge(method, numpy_reference):
     """The penalty stays on the original coefficients: [X D^-1; sqrt(alpha) D^-1] iterated
     (unit columns), one D per target with its own penalty; the direct ``ridge`` within the
     stopping rule's bound (scaled coordinates), in fewer iterations than unscaled."""
-    from test_lsqr import error_bound
+    from problems import error_bound
 
     X, y, sw = _badly_scaled(m=600, per=5, seed=11)
     Y = np.column_stack([y, -2 * y + 1])
@@ -399,7 +399,7 @@ def test_preconditioned_warm_start(numpy_reference):
     """x0 is given in the original coordinates and starts the scaled iteration at D x0: from
     the solution itself the fit stops at once (from z0 = x0 it would start far off), within
     the stopping rule's bound."""
-    from test_lsqr import error_bound
+    from problems import error_bound
 
     X, y, sw = _badly_scaled(m=600, per=5, seed=12)
     for alpha in (None, 2.0):

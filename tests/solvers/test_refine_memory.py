@@ -1,6 +1,6 @@
 """The temporaries of ``refine`` (the double-double residuals) as documented: about
 8 m n k + 5 m n elements, measured with tracemalloc on NumPy (which reports its allocations).
-``pytest -s tests/test_refine_memory.py`` prints the measured peaks (the docs' figures)."""
+``pytest -s tests/solvers/test_refine_memory.py`` prints the measured peaks (the docs' figures)."""
 
 from __future__ import annotations
 
