@@ -126,7 +126,7 @@ def _lean(X, y, sample_weight, alpha, spec, kind):
         with _compat.float_errors_ignored(
             X
         ):  # NumPy: a negative weight's root, an overflowing square only fail the gate
-            W, intercept, rss, ok = lean.fit(*args)[:4]
+            W, intercept, rss, ok = lean.fit(*args, traits=v.traits)[:4]
     if intercept is None:
         intercept = _compat.full(xp, (*batch, k), 0, X.dtype, X)
     rank = full_int(xp, batch, n, X)
@@ -162,7 +162,7 @@ def _full_fit(X, y, sample_weight, alpha, spec, by_gram=True):
                 eliminate=not spec.path or rec.path_singular_values,
                 # The derivative rules need X centered before the solver (no Gram-route centering).
                 gram_center=defer
-                and not (_compat.traits(v.xp).carries_derivatives and _derivatives.differentiable(X, y, sample_weight, alpha)),
+                and not (v.traits.carries_derivatives and _derivatives.differentiable(X, y, sample_weight, alpha)),
                 scale_x_by_gram=by_gram,
             )  # fmt: skip
             options = start_of(problem, spec.options, spec.check_finite) if rec.iterative else None
@@ -196,7 +196,7 @@ def _solve(problem, spec, options):
     m, n = X.shape[-2:]
     n_iter = istop = rss = rule = None
     rec = record(method)
-    derivatives = _compat.traits(xp).carries_derivatives
+    derivatives = problem.traits.carries_derivatives
     if rec.iterative:
         n_iter = full_int(xp, tuple(Y.shape[:-2]) + (Y.shape[-1],), 0, X)  # 0 when m or n is 0
         own = rule_of(xp, X, Y, alpha) if derivatives else None

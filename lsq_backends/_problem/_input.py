@@ -77,6 +77,7 @@ class Problem(NamedTuple):
     gram_center: bool = False  # X and Y left uncentered and unweighted (``root`` the weights): the Gram
     #   route centers on the n x n side
     root: Array | None = None  # with ``gram_center``: sqrt(sample_weight) (..., m, 1), or None
+    traits: _compat.Traits | None = None  # ``_compat.traits(xp)``, asked once by :func:`validate`
 
 
 def as_array(xp, a, name, dev, like=None):
@@ -239,6 +240,7 @@ class Validated(NamedTuple):
     fit_intercept: bool = False
     check_finite: bool = True
     x_check_deferred: bool = False  # X's finiteness left to its Gram matrix (:func:`gram_check`)
+    traits: _compat.Traits | None = None  # ``_compat.traits(xp)``, asked once for the fit
 
 
 class Penalty(NamedTuple):
@@ -301,6 +303,7 @@ def validate(X, y, sample_weight, *, fit_intercept, check_finite, penalty=None, 
     Y = _compat.align_rows(xp, y[..., None] if y_was_vector else y, X)
 
     checks = _compat.Checks()
+    traits = _compat.traits(xp)
     if ridge:
         alpha = validate_alpha(xp, alpha, Y.shape[-1], dtype, dev, per_target, checks, alpha_name)
     if fit_intercept and m == 0:
@@ -311,7 +314,7 @@ def validate(X, y, sample_weight, *, fit_intercept, check_finite, penalty=None, 
             _check_finite(xp, X, "X", checks)
         _check_finite(xp, y, "y", checks)
         _check_finite(xp, sample_weight, "sample_weight", checks)
-        if _compat.traits(xp).flushes_subnormals:  # subnormals read as zero (JAX): refused
+        if traits.flushes_subnormals:  # subnormals read as zero (JAX): refused
             arrays = (("X", X), ("y", y), ("sample_weight", sample_weight), (alpha_name, alpha if ridge else None))
             for name, a in arrays:
                 ok, msg = flushed(xp, a, name, each=name == alpha_name)
@@ -324,7 +327,7 @@ def validate(X, y, sample_weight, *, fit_intercept, check_finite, penalty=None, 
             checks.add(xp.all(xp.sum(sample_weight, axis=-1) > 0), failure(ValueError, msg))
     return Validated(
         xp, X, Y, sample_weight, alpha if ridge else None, y_was_vector, checks, fit_intercept, check_finite,
-        defer_x_check and check_finite,
+        defer_x_check and check_finite, traits,
     )  # fmt: skip
 
 
@@ -380,8 +383,8 @@ def prepare(
     """Step 2 of every fit: the validated inputs ``v`` (:func:`validate`) scaled, weighted and centered for a
     solver, as a :class:`Problem`. Raises before any heavy work. The options (``eliminate``, ``keep_original``,
     ``defer_checks``, ``scale``, ``gram_center``, ``scale_x_by_gram``): module docstring, ``prepare``."""
-    xp, X, Y, sample_weight, alpha, y_was_vector, checks, fit_intercept, check_finite, defer_x_check = v
-    free = _compat.traits(xp).free_to_read
+    xp, X, Y, sample_weight, alpha, y_was_vector, checks, fit_intercept, check_finite, defer_x_check, traits = v
+    free = traits.free_to_read
     if not defer_checks or free:
         # NumPy reads for free: a bad value raises here, before centering or scaling meets
         # it (NaN and infinity there print NumPy's RuntimeWarnings ahead of the error).
@@ -396,7 +399,7 @@ def prepare(
         gram_route
         and scale_x_by_gram
         and sample_weight is None
-        and _compat.traits(xp).reads_while_solving
+        and traits.reads_while_solving
         and (defer_checks or free)
     )
     root = None  # sqrt(w) (..., m, 1), of X's rank (JAX with strict rank promotion)
@@ -404,7 +407,9 @@ def prepare(
         root = _compat.as_rank(xp, _compat.align_rows(xp, xp.sqrt(sample_weight[..., None]), X), X.ndim)
     scaling = None
     if scale is not None:
-        X, Y, root, alpha, scaling = scale_problem(xp, X, Y, root, alpha, shared_y=scale == "shared", skip_x=skip_x)
+        X, Y, root, alpha, scaling = scale_problem(
+            xp, X, Y, root, alpha, shared_y=scale == "shared", skip_x=skip_x, free=free
+        )
     certify = skip_x and scale is not None
     # NumPy reads the scale certificate at once, and NaN or infinity on the Gram matrix's
     # diagonal fails it (the fit is prepared again, X tested first): it is the finiteness test too
@@ -419,10 +424,10 @@ def prepare(
     elif root is not None:
         X, Y = root * X, root * Y
     if certify:
-        check = _both(check, gram_certificate(xp, X, alpha, checks))
+        check = _both(check, gram_certificate(xp, X, alpha, checks, free))
     return Problem(
         xp, X, Y, alpha, x_offset, y_offset, y_was_vector, offset_sq, original, check,
-        checks if defer_checks else None, scaling, gram_center, root if gram_center else None,
+        checks if defer_checks else None, scaling, gram_center, root if gram_center else None, traits,
     )  # fmt: skip
 
 

@@ -87,16 +87,16 @@ class Form(NamedTuple):
     choose: bool = False
 
 
-def fit(xp, X, Y, weights, alpha, form, limits=None):
+def fit(xp, X, Y, weights, alpha, form, limits=None, traits=None):
     """``(W (..., n, k), intercept (..., k) or None, rss (..., k), ok, L, x_mean (..., 1, n) or None)``: the refined
     solution, the gate (0-d boolean) and what :func:`tangent` needs. ``weights`` (..., m) or None, ``alpha`` None,
-    (1,) or (k,), ``form`` a :class:`Form`, ``limits`` :func:`bounds`' (found here when None). On JAX one compiled
-    call. Module docstring."""
+    (1,) or (k,), ``form`` a :class:`Form`, ``limits`` :func:`bounds`' (found here when None), ``traits`` the
+    library's (``_compat.traits``) where the caller has them. On JAX one compiled call. Module docstring."""
     centered, auto, choose = form
     if limits is None:
         m, n = X.shape[-2:]
         per_target = alpha is not None and alpha.shape[0] > 1
-        traits = _compat.traits(xp)
+        traits = _compat.traits(xp) if traits is None else traits
         # the resolution test's factor of c**2: the total weight where it is the number m (no weights), else 1
         resolution = (float(m) if weights is None else 1.0) if centered and alpha is None else None
         info = traits.reports_failures
