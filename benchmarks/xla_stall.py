@@ -12,7 +12,14 @@ refinement by an ``optimization_barrier`` one run in three stalled. With
 four runs (900 calls). Each call has ``--wait`` seconds (the first also its compilation); a call past it is
 reported as a stall and the process exits with status 3.
 
-    python -m benchmarks.xla_stall [--calls 200] [--batch 10000] [--wait 30]
+``--fit`` runs the self-check's case instead: a jitted float32 ``lstsq(X, y, method="auto")`` of its stack of
+10000 problems of 64 x 8 (``lsq_backends.check.problems``, the "batched" problem). With jaxlib 0.10.2 on 2 cores
+it stalled on its first call in every run, with or without that flag; pinned to one core (``taskset -c 0``)
+it ran 30 calls. The threads' native stacks (``gdb -p PID -batch -ex "thread apply all bt"``) show both XLA
+workers inside jaxlib's batched LAPACK kernels (``lapack_strsm_ffi``, ``lapack_sorgqr_ffi``), each splitting its
+batch over the pool it runs on (``jax::ParallelBatchMap``) and waiting for parts no free worker is left to run.
+
+    python -m benchmarks.xla_stall [--calls 200] [--batch 10000] [--wait 30] [--fit]
 """
 
 from __future__ import annotations
@@ -56,6 +63,7 @@ def main(argv=None):
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--batch", type=int, default=10000)
     parser.add_argument("--wait", type=float, default=30.0, help="seconds a call may take")
+    parser.add_argument("--fit", action="store_true", help="the self-check's jitted float32 auto fit of its stack")
     args = parser.parse_args(argv)
     import jax
 
@@ -63,12 +71,24 @@ def main(argv=None):
     import jax.numpy as jnp
     import numpy as np
 
-    fit = program(jax, jnp)
-    rng = np.random.default_rng(0)
-    X0, y0 = rng.standard_normal((args.batch, 64, 8)), rng.standard_normal((args.batch, 64))
+    if args.fit:
+        import lsq_backends
+        from lsq_backends.check.problems import make_problems
+
+        problem = next(p for p in make_problems(quick=False, dtypes=("float32",)) if p.name == "batched")
+        lstsq = jax.jit(lsq_backends.lstsq, static_argnames=("method",))
+
+        def fit(X, y):
+            return lstsq(X, y, method="auto").coef
+
+        X0, y0 = problem.X, problem.y
+    else:
+        fit = program(jax, jnp)
+        rng = np.random.default_rng(0)
+        X0, y0 = rng.standard_normal((args.batch, 64, 8)), rng.standard_normal((args.batch, 64))
     print(f"jax {jax.__version__}, XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}, {os.cpu_count()} CPUs", flush=True)
     for i in range(args.calls):
-        X, y = jnp.asarray(X0 + i * 1e-3), jnp.asarray(y0)
+        X, y = jnp.asarray(X0 + X0.dtype.type(i * 1e-3)), jnp.asarray(y0)
         done, out = threading.Event(), {}
 
         def call(X=X, y=y, done=done, out=out):
