@@ -89,7 +89,7 @@ def _theirs(out):
     return out[0], int(out[2])
 
 
-def _peak(fn):
+def peak_memory(fn):
     """Peak traced memory (bytes) of one call, beyond what existed before it."""
     tracemalloc.start()
     try:
@@ -103,7 +103,7 @@ def run(m, n, repeat, scaled):
     """{solver: (seconds per round, iterations, coef, peak bytes)}, every round interleaved."""
     X, y = fixed_effects(m, n, scaled)
     fits = solvers(X, y)
-    peaks = {name: _peak(fn) for name, fn in fits.items()}
+    peaks = {name: peak_memory(fn) for name, fn in fits.items()}
     times = {name: [] for name in fits}
     out = {}
     for r in range(repeat):

@@ -4,12 +4,12 @@ memory, on every backend and under jax.jit."""
 from __future__ import annotations
 
 import itertools
-import tracemalloc
 
 import numpy as np
 import pytest
 
 import lsq_backends as lsq
+from benchmarks.sparse import peak_memory
 
 ALPHAS = np.logspace(-3, 3, 9)
 
@@ -74,15 +74,6 @@ def test_jit(cv):
     _same(ref, got, 1e-10)
 
 
-def _peak(fn):
-    tracemalloc.start()
-    try:
-        fn()
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-
-
 @pytest.mark.parametrize("cv", [None, "gcv", 3])
 def test_memory_bounded(cv):
     """NumPy peak (tracemalloc) within the working-memory bound of the batched route: a few
@@ -94,10 +85,10 @@ def test_memory_bounded(cv):
     alphas = np.logspace(-3, 4, 20)
     a = alphas.size
     bound = 8 * (4 * m * n + 3 * m * k + 4 * n * n + 8 * batch * (m + a))
-    batched = _peak(lambda: lsq.ridge_cv(X, Y, alphas, cv=cv, target_batch=batch))
+    batched = peak_memory(lambda: lsq.ridge_cv(X, Y, alphas, cv=cv, target_batch=batch))
     assert batched <= bound
     if cv is None:
-        assert _peak(lambda: lsq.ridge_cv(X, Y, alphas, cv=cv)) > 8 * a * m * k > bound
+        assert peak_memory(lambda: lsq.ridge_cv(X, Y, alphas, cv=cv)) > 8 * a * m * k > bound
 
 
 def test_options_checked():

@@ -207,12 +207,19 @@ def test_dask_y(be):
     np.testing.assert_allclose(be.to_numpy(got.coef), lsq.lstsq(A, Y, method="lsqr").coef, rtol=1e-12)
 
 
-def test_jax_jit_vmap(request):
+@pytest.fixture
+def jax_sparse(request):
+    """``(jax, jax.numpy, jax.experimental.sparse)``, in the jax session only."""
     if "jax" not in request.config._lsq_backends:
         pytest.skip("runs in the jax session")
     jax = pytest.importorskip("jax")
-    jnp = jax.numpy
     from jax.experimental import sparse as jsparse
+
+    return jax, jax.numpy, jsparse
+
+
+def test_jax_jit_vmap(jax_sparse):
+    jax, jnp, jsparse = jax_sparse
 
     A, Y, sw = _problem(seed=6)
     B, D = jsparse.BCOO.from_scipy_sparse(A), jnp.asarray(A.toarray())
@@ -489,12 +496,8 @@ def test_preconditioned_each_backend(be):
             np.testing.assert_allclose(be.to_numpy(got.intercept), ref.intercept, rtol=1e-9)
 
 
-def test_preconditioned_under_jit(request):
-    if "jax" not in request.config._lsq_backends:
-        pytest.skip("runs in the jax session")
-    jax = pytest.importorskip("jax")
-    jnp = jax.numpy
-    from jax.experimental import sparse as jsparse
+def test_preconditioned_under_jit(jax_sparse):
+    jax, jnp, jsparse = jax_sparse
 
     A, Y, sw = _problem(seed=16)
     A = sp.csr_array(A @ sp.diags(np.repeat([1e3, 1.0, 1e-3, 1.0], 10)))
