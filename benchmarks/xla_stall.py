@@ -14,8 +14,8 @@ reported as a stall and the process exits with status 3.
 
 ``--fit`` runs the self-check's case instead: a jitted float32 ``lstsq(X, y, method="auto")`` of its stack of
 10000 problems of 64 x 8 (``lsq_backends.check.problems``, the "batched" problem). With jaxlib 0.10.2 on 2 cores
-it stalled on its first call in every run, with or without that flag; pinned to one core (``taskset -c 0``)
-it ran 30 calls. The threads' native stacks (``gdb -p PID -batch -ex "thread apply all bt"``) show both XLA
+it stalled with that flag on the first call in 4 of 4 runs, without it on the third call in 1 of 1; pinned to
+one core (``taskset -c 0``) it ran 30 calls with the flag and 20 without. The threads' native stacks (``gdb -p PID -batch -ex "thread apply all bt"``) show both XLA
 workers inside jaxlib's batched LAPACK kernels (``lapack_strsm_ffi``, ``lapack_sorgqr_ffi``), each splitting its
 batch over the pool it runs on (``jax::ParallelBatchMap``) and waiting for parts no free worker is left to run.
 
