@@ -78,6 +78,7 @@ __all__ = [
     "flush_checks",
     "is_lazy",
     "jit",
+    "lapack_in_order",
     "loop",
     "one_task",
     "over_columns",
@@ -397,3 +398,29 @@ def over_columns(xp, fn, arrays, batch):
         return tuple(joined)
     parts = [fn(*(a[..., j : min(j + batch, k)] for a in arrays)) for j in range(0, k, batch)]
     return tuple(xp.concat(list(p), axis=-1) for p in zip(*parts, strict=False))
+
+
+_LAPACK_LAST = contextvars.ContextVar("lsq_backends_lapack_last", default=None)
+
+
+def lapack_in_order(xp, fn, a, *args, **kwargs):
+    """``fn(a, *args, **kwargs)``, a LAPACK routine, after the one before it in the same JAX trace on a CPU.
+
+    jaxlib's batched LAPACK kernels run on a worker of XLA's CPU thread pool, split their batch over that same
+    pool and wait for the parts: two at once on a pool of two workers (2 cores) wait for good. So on stacks
+    each routine's matrix is made to depend on the previous routine's result (a selection whose condition holds
+    at run time, NaN included), and no two run at once. Elsewhere ``fn`` is called as it is."""
+    stack = a.ndim > 2 or any(getattr(b, "ndim", 0) > 2 for b in args)
+    if not (stack and _aac.is_jax_namespace(xp) and _is_tracer(a)):
+        return fn(a, *args, **kwargs)
+    import jax
+
+    if jax.default_backend() != "cpu":
+        return fn(a, *args, **kwargs)
+    last = _LAPACK_LAST.get()
+    if last is not None and last.size and getattr(last, "_trace", None) is getattr(a, "_trace", None):
+        s = xp.reshape(last, (-1,))[0]
+        a = xp.where((s == s) | (s != s), a, xp.zeros_like(a))  # ``a`` itself, once ``last`` is computed
+    out = fn(a, *args, **kwargs)
+    _LAPACK_LAST.set(jax.tree_util.tree_leaves(out)[0])
+    return out

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import array_api_compat as _aac
 
+from ._control import lapack_in_order
 from ._dask_blocks import dask_per_matrix, dask_tsqr_apply, numpy_eigh, numpy_qr, numpy_safe_cholesky, numpy_svd
 from ._devices import eye_like
 from ._products import matmul
@@ -93,7 +94,7 @@ def cholesky(xp, a):
     check the factor's diagonal; module docstring)."""
     if _aac.is_jax_namespace(xp):
         # JAX already returns NaN for a matrix that is not positive definite.
-        return xp.linalg.cholesky(a)
+        return lapack_in_order(xp, xp.linalg.cholesky, a)
     if _aac.is_torch_namespace(xp):
         # torch.linalg.cholesky raises; cholesky_ex reports failures per matrix without a sync.
         import torch
@@ -149,6 +150,8 @@ def qr(xp, x):
             return dask_per_matrix(numpy_qr, "(m,n)->(m,p),(p,n)", x, 2, x.shape[-1])
         # Quirk: dask's TSQR needs one chunk across the columns.
         x = x.rechunk({1: -1})
+    if _aac.is_jax_namespace(xp):  # stacks on a CPU: one LAPACK routine at a time
+        return lapack_in_order(xp, xp.linalg.qr, x, mode="reduced")
     q, r = xp.linalg.qr(x, mode="reduced")
     return q, r
 
@@ -287,6 +290,8 @@ def svd(xp, x, *, after_qr_implicit=False):
         return retry_on_cpu(lambda a: xp.linalg.svd(a, full_matrices=False), x)
     if _aac.is_cupy_namespace(xp) and 0 not in tuple(x.shape):
         return cupy_svd(xp, x)
+    if _aac.is_jax_namespace(xp):  # stacks on a CPU: one LAPACK routine at a time
+        return lapack_in_order(xp, xp.linalg.svd, x, full_matrices=False)
     u, s, vh = xp.linalg.svd(x, full_matrices=False)
     return u, s, vh
 
@@ -318,6 +323,8 @@ def eigh(xp, a):
         return dask_per_matrix(numpy_eigh, "(i,j)->(p),(i,p)", a, 2, a.shape[-1])
     if _aac.is_torch_namespace(xp) and a.device.type == "cuda":
         return retry_on_cpu(xp.linalg.eigh, a)
+    if _aac.is_jax_namespace(xp):  # stacks on a CPU: one LAPACK routine at a time
+        return lapack_in_order(xp, xp.linalg.eigh, a)
     w, v = xp.linalg.eigh(a)
     return w, v
 
@@ -355,7 +362,7 @@ def qr_r(xp, x):
         return torch.triu(torch.geqrf(x)[0][: x.shape[-1], :])
     if _aac.is_jax_namespace(xp):
         # jnp.linalg.qr takes mode="r" and skips forming Q (the standard's signature lacks it).
-        return xp.linalg.qr(x, mode="r")
+        return lapack_in_order(xp, xp.linalg.qr, x, mode="r")
     if _aac.is_cupy_namespace(xp):
         # Quirk: cupy.linalg.qr(mode="r") returns R alone, which array-api-compat's wrapper
         # unpacks into QRResult(*R) (a TypeError, or for two columns the rows of R taken as

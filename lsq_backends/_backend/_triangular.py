@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import array_api_compat as _aac
 
+from ._control import lapack_in_order
 from ._dask_blocks import dask_solve_triangular
 from ._devices import eye_like
 from ._precision import full_float32
@@ -83,7 +84,9 @@ def solve_triangular(xp, a, b, *, lower: bool):
     if sp is not None and (a.ndim == 2 or _aac.is_jax_namespace(xp)):
         # jax.scipy broadcasts over stacks in one kernel. SciPy (>= 1.15) accepts stacks but
         # loops over them in Python (design notes), and cupyx's is 2-D only: stacks take the
-        # standard paths below instead.
+        # standard paths below instead. JAX's stacks on a CPU: one LAPACK routine at a time (``lapack_in_order``).
+        if _aac.is_jax_namespace(xp):
+            return lapack_in_order(xp, sp.solve_triangular, a, b, lower=lower, check_finite=False)
         return sp.solve_triangular(a, b, lower=lower, check_finite=False)
     if _substitutes(xp, a, b):
         return _substitute(xp, a, b, lower)
