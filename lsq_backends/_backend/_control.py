@@ -65,6 +65,7 @@ caller's ``jax.jit`` the inner one is simply inlined.
 from __future__ import annotations
 
 import contextvars
+import weakref
 
 import array_api_compat as _aac
 import numpy as _np
@@ -400,7 +401,7 @@ def over_columns(xp, fn, arrays, batch):
     return tuple(xp.concat(list(p), axis=-1) for p in zip(*parts, strict=False))
 
 
-_LAPACK_LAST = contextvars.ContextVar("lsq_backends_lapack_last", default=None)
+_LAPACK_LAST: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # a JAX trace -> its last LAPACK result
 
 
 def lapack_in_order(xp, fn, a, *args, **kwargs):
@@ -417,10 +418,21 @@ def lapack_in_order(xp, fn, a, *args, **kwargs):
 
     if jax.default_backend() != "cpu":
         return fn(a, *args, **kwargs)
-    last = _LAPACK_LAST.get()
-    if last is not None and last.size and getattr(last, "_trace", None) is getattr(a, "_trace", None):
+    trace = _current_trace(a)  # a branch's own, where ``a`` is closed over from outside it
+    last = _LAPACK_LAST.get(trace)
+    if last is not None and last.size:
         s = xp.reshape(last, (-1,))[0]
         a = xp.where((s == s) | (s != s), a, xp.zeros_like(a))  # ``a`` itself, once ``last`` is computed
     out = fn(a, *args, **kwargs)
-    _LAPACK_LAST.set(jax.tree_util.tree_leaves(out)[0])
+    _LAPACK_LAST[trace] = jax.tree_util.tree_leaves(out)[0]
     return out
+
+
+def _current_trace(a):
+    """The JAX trace being built (JAX's internal ``trace_ctx``; ``a``'s own where that is missing)."""
+    try:
+        from jax._src.core import trace_ctx
+
+        return trace_ctx.trace
+    except (ImportError, AttributeError):  # pragma: no cover - another JAX's internals
+        return a._trace
