@@ -18,6 +18,8 @@ it stalled with that flag on the first call in 4 of 4 runs, without it on the th
 one core (``taskset -c 0``) it ran 30 calls with the flag and 20 without. The threads' native stacks (``gdb -p PID -batch -ex "thread apply all bt"``) show both XLA
 workers inside jaxlib's batched LAPACK kernels (``lapack_strsm_ffi``, ``lapack_sorgqr_ffi``), each splitting its
 batch over the pool it runs on (``jax::ParallelBatchMap``) and waiting for parts no free worker is left to run.
+The library now runs those routines one at a time on JAX's CPU backend (``_control.lapack_in_order``): the same
+command ran 60 calls without a stall, with or without the flag.
 
     python -m benchmarks.xla_stall [--calls 200] [--batch 10000] [--wait 30] [--fit]
 """

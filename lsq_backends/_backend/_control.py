@@ -419,6 +419,8 @@ def lapack_in_order(xp, fn, a, *args, **kwargs):
     if jax.default_backend() != "cpu":
         return fn(a, *args, **kwargs)
     trace = _current_trace(a)  # a branch's own, where ``a`` is closed over from outside it
+    if type(trace).__name__ != "DynamicJaxprTrace":  # a program being built (jit, a branch), not differentiated
+        return fn(a, *args, **kwargs)
     last = _LAPACK_LAST.get(trace)
     if last is not None and last.size:
         s = xp.reshape(last, (-1,))[0]
