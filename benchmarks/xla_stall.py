@@ -13,13 +13,14 @@ four runs (900 calls). Each call has ``--wait`` seconds (the first also its comp
 reported as a stall and the process exits with status 3.
 
 ``--fit`` runs the self-check's case instead: a jitted float32 ``lstsq(X, y, method="auto")`` of its stack of
-10000 problems of 64 x 8 (``lsq_backends.check.problems``, the "batched" problem). With jaxlib 0.10.2 on 2 cores
-it stalled with that flag on the first call in 4 of 4 runs, without it on the third call in 1 of 1; pinned to
-one core (``taskset -c 0``) it ran 30 calls with the flag and 20 without. The threads' native stacks (``gdb -p PID -batch -ex "thread apply all bt"``) show both XLA
-workers inside jaxlib's batched LAPACK kernels (``lapack_strsm_ffi``, ``lapack_sorgqr_ffi``), each splitting its
-batch over the pool it runs on (``jax::ParallelBatchMap``) and waiting for parts no free worker is left to run.
-The library now runs those routines one at a time on JAX's CPU backend (``_control.lapack_in_order``): the same
-command ran 60 calls without a stall, with or without the flag.
+10000 problems of 64 x 8 (``lsq_backends.check.problems``, the "batched" problem). Before the library ran its
+LAPACK routines one at a time, with jaxlib 0.10.2 on 2 cores it stalled with that flag on the first call in 4 of
+4 runs, without it on the third call in 1 of 1; pinned to one core (``taskset -c 0``) it ran 30 calls with the
+flag and 20 without. The threads' native stacks (``gdb -p PID -batch -ex "thread apply all bt"``) showed both
+XLA workers inside jaxlib's batched LAPACK kernels (``lapack_strsm_ffi``, ``lapack_sorgqr_ffi``), each splitting
+its batch over the pool it runs on (``jax::ParallelBatchMap``) and waiting for parts no free worker is left to
+run. The library now runs those routines one at a time on JAX's CPU backend (``_control.lapack_in_order``):
+the same command ran 60 calls without a stall, with or without the flag.
 
     python -m benchmarks.xla_stall [--calls 200] [--batch 10000] [--wait 30] [--fit]
 """
