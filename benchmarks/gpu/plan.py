@@ -99,6 +99,7 @@ CPU_ONLY = {
     "test_estimator_tol.py": "scikit-learn's tol mapped to LSQR's: covered by test_lsqr.py on the GPU",
     "test_pandas_input.py": "pandas frames (host data)",
     "test_benchmark_cli.py": "the benchmark's command line",
+    "test_jax_lapack_order.py": "the order of LAPACK calls in JAX's CPU programs (it skips on a GPU)",
     "test_route.py": "the route of a NumPy call through the package",
     "test_passes.py": "passes over X counted by PyTorch's dispatcher: the same ops run on CUDA",
     "test_docs_text.py": "the README, the pages and the docstrings: static text",

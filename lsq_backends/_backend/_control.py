@@ -405,12 +405,10 @@ _LAPACK_LAST: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # a JAX t
 
 
 def lapack_in_order(xp, fn, a, *args, **kwargs):
-    """``fn(a, *args, **kwargs)``, a LAPACK routine, after the one before it in the same JAX trace on a CPU.
-
-    jaxlib's batched LAPACK kernels run on a worker of XLA's CPU thread pool, split their batch over that same
-    pool and wait for the parts: two at once on a pool of two workers (2 cores) wait for good. So on stacks
-    each routine's matrix is made to depend on the previous routine's result (a selection whose condition holds
-    at run time, NaN included), and no two run at once. Elsewhere ``fn`` is called as it is."""
+    """``fn(a, ...)``, a LAPACK routine, after the previous one of the JAX program being built on a CPU (stacks):
+    ``a`` made to depend on its result, by a selection that holds at run time. jaxlib's batched kernels split their
+    batch over the pool they run on and wait; two at once on two workers wait for good (the JAX page's known
+    limits). Elsewhere ``fn`` is called as it is."""
     stack = a.ndim > 2 or any(getattr(b, "ndim", 0) > 2 for b in args)
     if not (stack and _aac.is_jax_namespace(xp) and _is_tracer(a)):
         return fn(a, *args, **kwargs)
