@@ -123,9 +123,8 @@ def _lean(X, y, sample_weight, alpha, spec, kind):
     if traced:  # the derivative is the lean fit's own (``lean.tangent``), finite where its branch is not taken
         W, intercept, rss, ok = _derivatives.lean_fit(*args)
     else:
-        with _compat.float_errors_ignored(
-            X
-        ):  # NumPy: a negative weight's root, an overflowing square only fail the gate
+        # NumPy: a negative weight's root, an overflowing square only fail the gate
+        with _compat.float_errors_ignored(X):
             W, intercept, rss, ok = lean.fit(*args, traits=v.traits)[:4]
     if intercept is None:
         intercept = _compat.full(xp, (*batch, k), 0, X.dtype, X)

@@ -212,14 +212,13 @@ def _rescale():
     raise Rescale
 
 
-def gram_certificate(xp, X, alpha, checks, free=None):
+def gram_certificate(xp, X, alpha, checks, free):
     """With ``scale_problem(..., skip_x=True)``: ``certify(A, offset_sq)``, run on the Gram matrix A = X^T X of tall
     X before it is factorized (X centered where ``offset_sq``, what centering removed, is given). Unless X's factor
     is certainly 1 it raises :class:`Rescale`. NumPy raises at once; elsewhere ``checks`` raises it when the fit
     reads its route decision (no read of its own; ``free``: as :func:`scale_problem`). Module docstring."""
     safe, _ = limits(xp, X.dtype)
     m = X.shape[-2]
-    free = _compat.traits(xp).free_to_read if free is None else free
 
     def certify(A, offset_sq=None):
         d = _compat.diagonal(xp, A)
@@ -279,7 +278,7 @@ def _exponents(xp, big_x, big_y, big_r, low_alpha, *, limit):
     return _compat.clip(xp, ka - kr, -limit, limit), _compat.clip(xp, kb - kr, -limit, limit), kr
 
 
-def scale_problem(xp, X, Y, root, alpha, *, shared_y=False, skip_x=False, free=None):
+def scale_problem(xp, X, Y, root, alpha, *, free, shared_y=False, skip_x=False):
     """``(X', Y', root', alpha', scale)`` at unit scale (see the module docstring); ``root``
     is sqrt(w) (..., m, 1) or None; ``scale`` None where nothing was scaled (read on NumPy,
     where reading is free). ``skip_x`` (NumPy, no weights): X and alpha are left as given,
@@ -287,7 +286,6 @@ def scale_problem(xp, X, Y, root, alpha, *, shared_y=False, skip_x=False, free=N
     if 0 in tuple(X.shape) or 0 in tuple(Y.shape):
         return X, Y, root, alpha, None
     y_axes = None if shared_y else tuple(range(Y.ndim - 1))
-    free = _compat.traits(xp).free_to_read if free is None else free
     if skip_x:  # Y alone (k columns: no pass over X, and X is not copied)
         if free and _ordinary(xp, Y, y_axes):
             return X, Y, root, alpha, None

@@ -35,10 +35,8 @@ RESIDUAL_LIMIT = 1e4  # cond**2 * tan(theta) up to which the refined error stays
 
 def solve(xp, X, Y, alpha, given=NOTHING, *, operators=False):
     rcond, offset_sq, check, data, _ = given
-    fac = gram.GramCholesky(xp, X, Y, alpha, data)  # the Gram products
-    if check is not None:  # X's deferred test (finiteness, scale) on them, before they are factorized
-        check(fac.G, fac.offset_sq)
-    fac.factorize(xp)
+    # the Gram products, then X's deferred test on them (finiteness, scale), then their factor
+    fac = gram.GramCholesky(xp, X, Y, alpha, data).factorize(xp, check)
     offset_sq = gram.centered_offsets(fac, offset_sq)
     kappa = fac.condition(xp)
     limit = gram.kappa_limit(xp, X) if fac.wide else gram.refined_limit(xp, X)

@@ -33,10 +33,8 @@ def solve(xp, X, Y, alpha, given=NOTHING, *, operators=False):
     (uncentered X and Y with their shifts, for a fit with an intercept), or the ``_operator_gram.MapGram`` of a sparse
     X (a ``LinearMap``: the eigendecomposition is then the fallback); ``operators``: see ``gram.GramCholesky.solve_or``."""
     rcond, offset_sq, check, data, _ = given
-    fac = gram.GramCholesky(xp, X, Y, alpha, data)  # the Gram products
-    if check is not None:  # X's deferred test (finiteness, scale) on them, before they are factorized
-        check(fac.G, fac.offset_sq)
-    fac.factorize(xp)
+    # the Gram products, then X's deferred test on them (finiteness, scale), then their factor
+    fac = gram.GramCholesky(xp, X, Y, alpha, data).factorize(xp, check)
     offset_sq = gram.centered_offsets(fac, offset_sq)
     ok = gram.full_rank_test(xp, fac, X, rcond, offset_sq)
     # X known by its products and Gram matrix (a sparse X) has no QR: the Gram's eigendecomposition

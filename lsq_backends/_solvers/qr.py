@@ -45,10 +45,8 @@ def solve(xp, X, Y, alpha, given=NOTHING, *, operators=False):
     rcond, offset_sq, check, data, _ = given
     if not cholqr.uses_cholqr2(xp, X, alpha):
         return gram.without_gram(xp, householder.solve, X, Y, alpha, given, operators)
-    fac = gram.GramCholesky(xp, X, Y, None, None if data is None else data.whole())  # the Gram products
-    if check is not None:  # X's deferred test (finiteness, scale) on them, before they are factorized
-        check(fac.G, fac.offset_sq)
-    fac.factorize(xp)
+    # the Gram products, then X's deferred test on them (finiteness, scale), then their factor
+    fac = gram.GramCholesky(xp, X, Y, None, None if data is None else data.whole()).factorize(xp, check)
     offset_sq = gram.centered_offsets(fac, offset_sq)
     n = X.shape[-1]
 

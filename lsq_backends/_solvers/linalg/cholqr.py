@@ -80,10 +80,8 @@ def r_factor(xp, X, Y, rcond, offset_sq=None, check=None, data=None):
     see ``_gram_data.TallGram``)."""
     if not uses_cholqr2(xp, X, None):
         return _compat.qr_apply(xp, X, Y)
-    fac = gram.GramCholesky(xp, X, Y, None, None if data is None else data.whole())  # the Gram products
-    if check is not None:  # X's deferred test (finiteness, scale) on them, before they are factorized
-        check(fac.G, fac.offset_sq)
-    fac.factorize(xp)
+    # the Gram products, then X's deferred test on them (finiteness, scale), then their factor
+    fac = gram.GramCholesky(xp, X, Y, None, None if data is None else data.whole()).factorize(xp, check)
     offset_sq = gram.centered_offsets(fac, offset_sq)
 
     def attempt(X, Y):

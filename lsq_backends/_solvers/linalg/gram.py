@@ -70,9 +70,8 @@ from .rank import SMALL, bounded, certified, condition_estimate
 
 class GramCholesky:
     """The Cholesky factor of a Gram system, in a solve's two steps: the products (the constructor), then their
-    factor (:meth:`factorize`). Between the two the solver runs X's deferred test on the products (``Given.check``
-    on :attr:`G` and :attr:`offset_sq`), before anything is factorized. Kept so that ``auto`` can inspect the factor
-    before solving."""
+    factor (:meth:`factorize`, which first runs X's deferred test on the products, ``Given.check``, before anything
+    is factorized). Kept so that ``auto`` can inspect the factor before solving."""
 
     def __init__(self, xp, X, Y, alpha, data=None):
         self.m, self.n = X.shape[-2:]
@@ -94,8 +93,11 @@ class GramCholesky:
         """What the Gram route's centering removed from the squared column norms (``TallGram.offset_sq``), or None."""
         return None if self.data is None else self.data.offset_sq
 
-    def factorize(self, xp):
-        """The penalty added (``A``, ``B`` split per target) and the Cholesky factor ``L``; returns ``self``."""
+    def factorize(self, xp, check=None):
+        """X's deferred test ``check`` (None: none) on the products :attr:`G` with :attr:`offset_sq`, then the penalty
+        added (``A``, ``B`` split per target) and the Cholesky factor ``L``; returns ``self``."""
+        if check is not None:
+            check(self.G, self.offset_sq)
         alpha = self.alpha
         self.A = self.G if alpha is None else add_penalty(xp, self.G, alpha)
         self.B = split_targets(xp, self.XtY, alpha)
