@@ -52,9 +52,10 @@ import numpy as _np
 
 from ._control import TYPED_LIBRARIES, is_jax_array, is_lazy
 from ._dask_blocks import numpy_arg_best
-from ._products import cross, matmul
-from ._vectors import (
+from ._products import (
+    cross,
     dots,
+    matmul,
 )
 
 # An array of any array-API library, and the namespace of one: the standard has no common

@@ -17,13 +17,13 @@ The parts, each reached through this module:
 - :mod:`._control`: ``branch``, ``loop``, ``jit``: branches and loops that survive tracing, and
   the value checks read with them;
 - :mod:`._factorizations`: Cholesky, QR, SVD, eigh: each library's failure modes and its cheaper
-  routes;
-- :mod:`._triangular`: triangular solves and inverses, which the standard lacks;
+  routes; the triangular solves and inverses on their factors, which the standard lacks;
 - :mod:`._dask_blocks`: the NumPy code that runs inside Dask tasks;
+- :mod:`._products`: products at full precision; the Krylov solvers' column norms and masked
+  updates, the certificate's vectors, ``sign`` and ``clip``;
 - :mod:`._precision`: full float32 products on PyTorch and CuPy, whatever the process-wide
   settings, reached through :mod:`._products`;
 - :mod:`._devices`: constants made on the device, the input's device entered on CuPy;
-- :mod:`._vectors`: the Krylov solvers' column norms and masked updates; ``sign`` and ``clip``.
 - :mod:`._segments`: ``segment_sum``, sums of rows over integer codes (cluster covariances).
 - :mod:`._sparse`: ``sparse_gram``, a sparse X's Gram matrix in its own library.
 """
@@ -82,30 +82,34 @@ from ._arrays import (
 from ._control import Checks, branch, deferred, flush_checks, is_lazy, jit, kept, loop, one_task, over_columns, read_now
 from ._devices import constants, device_scope, exact_powers, eye_like, on_input_device, powers_of_two, to_numpy
 from ._factorizations import (
+    SMALL_STACK,
+    batch_last,
     checked_cholesky,
+    cho_solve,
     cholesky,
     cholesky_ex,
     eigh,
+    inverse_diagonal,
     one_pass_qr,
     qr,
     qr_apply,
     qr_implicit,
     qr_r,
+    solve_triangular,
     svd,
+    triangular_inverse,
 )
-from ._products import cross, matmul
-from ._segments import prepare_segments, segment_sum
-from ._sparse import sparse_gram
-from ._triangular import SMALL_STACK, batch_last, cho_solve, inverse_diagonal, solve_triangular, triangular_inverse
-from ._vectors import (
+from ._products import (
     add_product,
     add_to_diagonal,
     clip,
     column_norms,
     column_squares,
+    cross,
     dots,
     flat_concat,
     known_ones,
+    matmul,
     multiply_add,
     nonzero_or_one,
     plain_namespace,
@@ -113,6 +117,8 @@ from ._vectors import (
     sign,
     within,
 )
+from ._segments import prepare_segments, segment_sum
+from ._sparse import sparse_gram
 
 __all__ = [
     # namespaces and devices
@@ -131,11 +137,11 @@ __all__ = [
     # products, and chains written into temporaries (_products, _segments, _sparse)
     "add_product", "cross", "dots", "matmul", "minus_fresh", "multiply_add", "normal_products", "sum_of_squares",
     "update_fresh", "zero_first_row", "prepare_segments", "segment_sum", "sparse_gram",
-    # factorizations and triangles (_factorizations, _triangular)
+    # factorizations and triangles (_factorizations)
     "SMALL_STACK", "batch_last", "checked_cholesky", "cho_solve", "cholesky", "cholesky_ex", "eigh",
     "inverse_diagonal", "one_pass_qr", "qr", "qr_apply", "qr_implicit", "qr_r", "solve_triangular", "svd",
     "triangular_inverse",
-    # the Krylov solvers' vectors (_vectors)
+    # the Krylov solvers' vectors (_products)
     "add_to_diagonal", "clip", "column_norms", "column_squares", "flat_concat", "known_ones", "nonzero_or_one",
     "select", "sign", "within",
 ]  # fmt: skip

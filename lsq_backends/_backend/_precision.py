@@ -13,7 +13,7 @@ lowered for their own network training:
   units; ``set_float32_matmul_precision("medium")`` sets it). The setting is read when the
   product is dispatched. So it is forced to full precision around that call, and put back after.
   cuBLAS's triangular solve (trsm) runs on the handle torch switches to TF32 math as well. So
-  the float32 triangular solves of ``_triangular`` are guarded the same way.
+  the float32 triangular solves of ``_factorizations`` are guarded the same way.
 - CuPy: ``CUPY_TF32=1`` makes float32 products use ``CUBLAS_COMPUTE_32F_FAST_TF32``. CuPy keeps
   the compute type per dtype in ``cupy._core._routines_linalg`` (private, but the only handle).
   Where it is TF32, BF16 or FP16, ``COMPUTE_TYPE_PEDANTIC`` (``CUBLAS_COMPUTE_32F_PEDANTIC``,
