@@ -2,7 +2,7 @@
 
 ``_fit``: one dense fit of ``lstsq`` or ``ridge``, step by step:
 
-1. prepare (``_input.prepare``): validate, with the value checks left pending; the scale
+1. prepare (``_prepare.prepare``): validate, with the value checks left pending; the scale
    (powers of two); the weights and the intercept (or, on the Gram route, only the means);
 2. solve (``_solve``, or a ridge path's ``_path.fit_path``), which reads the pending checks
    with its first route decision;
@@ -31,11 +31,10 @@ from ._problem._input import (
     check_bool,
     check_count,
     compiled_fit,
-    intercept_of,
     operator_route,
-    prepare,
     validate,
 )  # fmt: skip
+from ._problem._prepare import intercept_of, prepare
 from ._problem._scaling import Rescale, unscale
 from ._problem._start import start_of
 from ._result import LstsqResult

@@ -13,10 +13,9 @@ from ._problem._input import (
     check_count,
     check_fraction,
     compiled_fit,
-    intercept_of,
-    prepare,
     validate,
 )
+from ._problem._prepare import intercept_of, prepare
 from ._problem._scaling import unscale
 from ._result import LstsqResult, plain_signature
 from ._solvers import solve_nnls

@@ -21,8 +21,15 @@ from __future__ import annotations
 
 from ._backend import _compat
 from ._backend._compat import full_int
-from ._problem._alpha import failure, validate_alpha
-from ._problem._input import as_array, check_bool, check_dtype, check_finite_values, namespace_of
+from ._problem._input import (
+    as_array,
+    check_bool,
+    check_dtype,
+    check_finite_values,
+    failure,
+    namespace_of,
+    validate_alpha,
+)
 from ._problem._kinds import check_kind
 from ._problem._operator import (
     LinearMap,

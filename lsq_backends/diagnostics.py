@@ -41,7 +41,8 @@ from ._backend import _compat
 from ._backend._compat import all_true, eps, full_int, matmul, mT
 from ._problem._absorb import absorbed, absorbed_rank, kept_rows, nested_rank
 from ._problem._cov_options import ROBUST_COV_TYPES, cov_options
-from ._problem._input import check_bool, intercept_of, prepare, validate
+from ._problem._input import check_bool, validate
+from ._problem._prepare import intercept_of, prepare
 from ._problem._scaling import powers, times
 from ._result import plain_signature
 from ._solvers import default_cutoff, filtered_solve, robust_cov, uncentered_scale

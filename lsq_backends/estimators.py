@@ -16,8 +16,7 @@ from ._api import lstsq, ridge
 from ._backend import _compat
 from ._nnls import NNLSResult, nnls
 from ._operator_fit import fit_nnls, method_for
-from ._problem._alpha import check_alpha_type
-from ._problem._input import check_bool
+from ._problem._input import check_alpha_type, check_bool
 from ._problem._operator import is_operator_input
 from ._ridge._cv import ridge_cv
 from ._ridge._scoring import sklearn_callable

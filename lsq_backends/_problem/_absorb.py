@@ -52,8 +52,7 @@ import warnings
 from typing import NamedTuple
 
 from .._backend import _compat
-from ._alpha import failure
-from ._input import validate
+from ._input import failure, validate
 
 # Steps (and then sweeps): the limit, and the tolerance (relative to a column's largest magnitude) by dtype.
 MAX_SWEEPS = 10_000

@@ -31,7 +31,7 @@ from .._backend import _compat
 
 def _weights(xp, X, root):
     """(ones (m, 1) aligned with X's rows, weights w (..., m, 1), their sum (..., 1, 1)), all of
-    X's rank (as ``root``, see ``_input.prepare``)."""
+    X's rank (as ``root``, see ``_prepare.prepare``)."""
     m = X.shape[-2]
     ones = _compat.align_rows(xp, xp.ones((m, 1), dtype=X.dtype, device=_compat.device(X)), X)
     ones = _compat.as_rank(xp, ones, X.ndim)

@@ -11,7 +11,7 @@ import operator
 from typing import Any, NamedTuple
 
 from .._backend import _compat
-from ._alpha import failure
+from ._input import failure
 
 ROBUST_COV_TYPES = ("cluster", "HAC", "hac-groupsum", "hac-panel")
 KERNELS = ("bartlett", "uniform")

@@ -1,8 +1,8 @@
-"""Input validation and preprocessing shared by every fit.
+"""Input validation shared by every fit: step 1 (:func:`validate`); step 2 is ``_prepare.prepare``.
 
 Validation looks at shapes, dtypes and devices first, then (when ``check_finite``) at values.
 Value checks are recorded as small device arrays (``_compat.Checks``) and read together, in one
-host read. That read comes at the end of :func:`prepare`. For a fit (``defer_checks``) it comes
+host read. That read comes at the end of ``_prepare.prepare``. For a fit (``defer_checks``) it comes
 with the solver's first route decision instead: a well-conditioned fit on a GPU waits for the
 device once. Value checks are skipped for lazy arrays (JAX tracers under ``jax.jit``, Dask
 graphs), where reading a value would force a computation or fail. Concrete JAX arrays are
@@ -15,22 +15,9 @@ when huge finite values overflow. (A non-finite entry is never zero, so no BLAS 
 Only then is X itself tested. That saves the separate pass over X, and the error is still
 raised, with the other value checks, before the solution is.
 
-``prepare``: ``eliminate=False`` keeps the centered, weighted rows (m of them, one per sample)
-instead of reflecting the intercept direction away: leave-one-out needs per-sample rows.
-``keep_original`` keeps the validated inputs (for ``refine`` and leave-one-out). The value
-checks are read before ``prepare`` returns. With ``defer_checks`` they are left in
-``Problem.checks`` instead. The fit reads them with its first route decision (see
-``_compat.deferred``): one host read for the whole fit. (NumPy, where reading is free, reads
-them in ``prepare`` all the same.) ``scale`` ("per_target" or "shared", see ``_scaling``) solves
-at unit scale. X, Y, the square roots of the weights and alpha are divided by powers of two,
-recorded in ``Problem.scale`` for ``_scaling.unscale``. With ``gram_center`` a tall problem with
-an intercept (m - 1 >= n >= 1) is not centered here (``Problem.gram_center``): the Gram route's
-``TallGram`` centers it on the n x n side and finds its means. Without weights, where the fit reads
-its checks while it solves (``_compat.traits(xp).reads_while_solving``), X's scale is then certified by the
-Gram matrix (``_scaling.gram_certificate``). That raises ``Rescale`` where it fails: prepare
-again with ``scale_x_by_gram=False``. X's finiteness test goes with the Gram matrix where ``v``
-left it there (``Problem.check``, see ``gram_check``). On NumPy the certificate, read at once,
-is that test: NaN or infinity on the diagonal fails it, and the fit prepared again tests X first.
+``validate_alpha``: ridge penalties (``alpha`` of :func:`ridge` and the accumulators, ``alphas``
+of :func:`ridge_cv` and the estimators): type, dtype and shape are checked at once; values are
+read where that is free (a number, a NumPy array) or recorded in ``checks``.
 """
 
 from __future__ import annotations
@@ -41,43 +28,16 @@ import math
 import numbers
 import operator
 import sys
-from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
 
 from .._backend import _compat
 from .._backend._compat import Array, Checks, Namespace
-from ._alpha import failure, validate_alpha
-from ._center import eliminate_intercept
 from ._frames import from_pandas
 from ._kinds import check_kind, check_known_shape
 from ._operator import is_operator_input
-from ._scaling import Scale, flushed, gram_certificate, scale_problem
-
-
-class Problem(NamedTuple):
-    """A validated problem, centered and weighted, ready for a solver."""
-
-    xp: Namespace
-    X: Array  # (..., m', n) scaled by sqrt(sample_weight), intercept eliminated (m' = m - 1 for wide X;
-    #   tall X keeps m rows, the first one zero: see _center.eliminate_intercept; m with eliminate=False)
-    Y: Array  # (..., m', k), same treatment
-    alpha: Array | None  # None (least squares) or (kα,) with kα in {1, k}
-    x_offset: Array | None  # (..., 1, n) (None with ``gram_center``: the Gram route's TallGram finds them)
-    y_offset: Array | None  # (..., 1, k)
-    y_was_vector: bool
-    offset_sq: Array | None  # (..., n) what centering removed from the squared column norms
-    original: tuple[Array, Array, Array | None] | None  # (X, Y, root): validated, uncentered,
-    #   unweighted (root = sqrt(weights) or None), kept for ``refine`` only (a cast input: a copy of X)
-    check: Callable[[Array], None] | None = None  # X's finiteness test deferred to the Gram matrix
-    #   (``gram_check``), or the scale certificate (``_scaling.gram_certificate``): records, reads nothing
-    checks: Checks | None = None  # the value checks not yet read, with ``defer_checks``
-    scale: Scale | None = None  # X, Y, sqrt(w) (and alpha) were divided by powers of two
-    gram_center: bool = False  # X and Y left uncentered and unweighted (``root`` the weights): the Gram
-    #   route centers on the n x n side
-    root: Array | None = None  # with ``gram_center``: sqrt(sample_weight) (..., m, 1), or None
-    traits: _compat.Traits | None = None  # ``_compat.traits(xp)``, asked once by :func:`validate`
+from ._scaling import flushed
 
 
 def as_array(xp, a, name, dev, like=None):
@@ -245,7 +205,7 @@ class Validated(NamedTuple):
 
 class Penalty(NamedTuple):
     """The penalty of a penalized fit, as the entry point took it: ``alpha`` (a number or an
-    array, checked by ``_alpha.validate_alpha``), one per target or not, and the name errors
+    array, checked by :func:`validate_alpha`), one per target or not, and the name errors
     call it by (``alphas`` for ``ridge_cv``)."""
 
     alpha: object  # a number, a list or an array: as the caller gave it
@@ -260,7 +220,8 @@ def validate(X, y, sample_weight, *, fit_intercept, check_finite, penalty=None, 
     Gram matrix (:func:`gram_check`); with ``values=False`` no value check but a penalty's (the lean route)."""
     ridge = penalty is not None
     alpha, per_target, alpha_name = penalty if ridge else (None, False, "alpha")
-    if _compat.plain_numpy(X, y, sample_weight):
+    plain = _compat.plain_numpy(X, y, sample_weight)
+    if plain:
         # Plain NumPy arrays (not subclasses: no masked array) pass the checks of kind, known
         # shape and device by construction, and need no conversion.
         xp = _compat.memo("numpy namespace", lambda: _compat.array_namespace(X))
@@ -300,7 +261,8 @@ def validate(X, y, sample_weight, *, fit_intercept, check_finite, penalty=None, 
     y = xp.astype(y, dtype, copy=False) if y.dtype != dtype else y
     if sample_weight is not None and sample_weight.dtype != dtype:
         sample_weight = xp.astype(sample_weight, dtype, copy=False)
-    Y = _compat.align_rows(xp, y[..., None] if y_was_vector else y, X)
+    Y = y[..., None] if y_was_vector else y
+    Y = Y if plain else _compat.align_rows(xp, Y, X)  # plain NumPy: one block, laid out as it is
 
     checks = _compat.Checks()
     traits = _compat.traits(xp)
@@ -352,83 +314,6 @@ def compiled_fit(fn, static, X, y, sample_weight, kwargs, check_finite, penalty=
     if penalty is not None:
         kwargs = {**kwargs, "alpha": v.alpha if penalty[2] else v.alpha[0]}
     return _compat.compiled(fn, static)(v.X, y, sample_weight=v.sample_weight, check_finite=False, **kwargs)
-
-
-def intercept_of(xp, problem, coef, fit_intercept):
-    """The intercept of a fit of the prepared ``problem``: ``y_offset - x_offset @ coef`` with
-    an intercept, else zeros; coef (..., n, k) gives (..., k). One place for every entry point
-    (fits, paths, ``ridge_cv``, ``nnls``, ``diagnostics``)."""
-    if fit_intercept:
-        shift = _compat.matmul(xp, problem.x_offset, coef)  # a path's coef has a leading alpha axis
-        return (_compat.as_rank(xp, problem.y_offset, shift.ndim) - shift)[..., 0, :]
-    shape = (*coef.shape[:-2], coef.shape[-1])
-    return _compat.full(xp, shape, 0, coef.dtype, coef)
-
-
-def _both(first, second):
-    """Two Gram-matrix checks as one (either may be None)."""
-    if first is None:
-        return second
-
-    def check(A, offset_sq=None):
-        second(A, offset_sq)
-        first(A, offset_sq)
-
-    return check
-
-
-def prepare(
-    v, *, scale=None, eliminate=True, keep_original=False, defer_checks=False, gram_center=False, scale_x_by_gram=True
-) -> Problem:
-    """Step 2 of every fit: the validated inputs ``v`` (:func:`validate`) scaled, weighted and centered for a
-    solver, as a :class:`Problem`. Raises before any heavy work. The options (``eliminate``, ``keep_original``,
-    ``defer_checks``, ``scale``, ``gram_center``, ``scale_x_by_gram``): module docstring, ``prepare``."""
-    xp, X, Y, sample_weight, alpha, y_was_vector, checks, fit_intercept, check_finite, defer_x_check, traits = v
-    free = traits.free_to_read
-    if not defer_checks or free:
-        # NumPy reads for free: a bad value raises here, before centering or scaling meets
-        # it (NaN and infinity there print NumPy's RuntimeWarnings ahead of the error).
-        checks.read(xp)
-
-    m, n = X.shape[-2:]
-    gram_route = gram_center and m - int(fit_intercept) >= n >= 1
-    # The Gram route certifies X's scale on the Gram matrix (``_scaling.gram_certificate``)
-    # where the fit can read it while it solves (not JAX, compiled, nor Dask, lazy: there the
-    # ``max |X|`` passes choose the scale): no passes over X for its scale
-    skip_x = (
-        gram_route
-        and scale_x_by_gram
-        and sample_weight is None
-        and traits.reads_while_solving
-        and (defer_checks or free)
-    )
-    root = None  # sqrt(w) (..., m, 1), of X's rank (JAX with strict rank promotion)
-    if sample_weight is not None:
-        root = _compat.as_rank(xp, _compat.align_rows(xp, xp.sqrt(sample_weight[..., None]), X), X.ndim)
-    scaling = None
-    if scale is not None:
-        X, Y, root, alpha, scaling = scale_problem(
-            xp, X, Y, root, alpha, shared_y=scale == "shared", skip_x=skip_x, free=free
-        )
-    certify = skip_x and scale is not None
-    # NumPy reads the scale certificate at once, and NaN or infinity on the Gram matrix's
-    # diagonal fails it (the fit is prepared again, X tested first): it is the finiteness test too
-    check = gram_check(xp, X, check_finite, checks) if defer_x_check and not (certify and free) else None
-    original = (X, Y, root) if keep_original else None
-    x_offset = y_offset = offset_sq = None
-    gram_center = fit_intercept and gram_route and eliminate
-    if gram_center:
-        pass  # centered and weighted on the n x n side, by the Gram route's ``TallGram``
-    elif fit_intercept:
-        X, Y, x_offset, y_offset, offset_sq = eliminate_intercept(xp, X, Y, root, eliminate)
-    elif root is not None:
-        X, Y = root * X, root * Y
-    if certify:
-        check = _both(check, gram_certificate(xp, X, alpha, checks, free))
-    return Problem(
-        xp, X, Y, alpha, x_offset, y_offset, y_was_vector, offset_sq, original, check,
-        checks if defer_checks else None, scaling, gram_center, root if gram_center else None, traits,
-    )  # fmt: skip
 
 
 def as_integer(value):
@@ -497,3 +382,144 @@ def operator_route(target):
         return entry
 
     return decorate
+
+
+# Penalties
+
+# The value errors of a penalty (both routes of :func:`validate_alpha`).
+NOT_FINITE = "{name} must be finite (in X's dtype {dtype})"
+NEGATIVE = "{name} must be non-negative"
+
+
+def failure(exc, msg):
+    """A callable raising ``exc(msg)``: the ``on_fail`` of a recorded check."""
+
+    def raise_():
+        raise exc(msg)
+
+    return raise_
+
+
+def _real(v):
+    # numbers.Real covers int, float and NumPy's integer and float scalars, not bool or np.bool_.
+    return isinstance(v, numbers.Real) and not isinstance(v, bool)
+
+
+def _flat(seq):
+    for v in seq:
+        if isinstance(v, (list, tuple)):
+            yield from _flat(v)
+        else:
+            yield v
+
+
+def check_alpha_type(alpha, name="alpha"):
+    """Raise ``TypeError`` naming ``name`` unless ``alpha`` is a real number, a (nested) list or
+    tuple of real numbers, or an array of an integer or real float dtype. Booleans, complex
+    numbers and strings are refused: cast they would pass as penalties."""
+    if _compat.is_array(alpha):
+        check_kind(alpha, name)
+        xp = _compat.array_namespace(alpha)
+        dt = alpha.dtype
+        if dt == xp.bool or not xp.isdtype(dt, ("real floating", "integral")):
+            msg = f"{name} must have a real (integer or float) dtype; got {dt}"
+            raise TypeError(msg)
+    elif isinstance(alpha, (list, tuple)):
+        bad = next((v for v in _flat(alpha) if not _real(v)), None)
+        if bad is not None:
+            msg = f"{name} must hold real numbers; got {bad!r} ({type(bad).__name__})"
+            raise TypeError(msg)
+    elif not _real(alpha):
+        msg = f"{name} must be a non-negative number or a 1-D array of them; got {type(alpha).__name__}"
+        raise TypeError(msg)
+
+
+def _as_floats(alpha, name):
+    """A number or (nested) sequence of them as Python floats; an integer beyond the float range
+    is refused as not finite (``float()`` would raise OverflowError)."""
+    try:
+        if isinstance(alpha, (list, tuple)):
+            return [_as_floats(v, name) for v in alpha]
+        return float(alpha)
+    except OverflowError as exc:
+        msg = f"{name} must be finite; got an integer too large for a float"
+        raise ValueError(msg) from exc
+
+
+def validate_alpha(xp, alpha, k, dtype, dev, per_target, checks=None, name="alpha"):
+    """alpha as an array: (1,) for one penalty, (k,) for one per target (``per_target``), or
+    (a,) for a path (a 1-D alpha otherwise). The meaning follows the shape and the flag only,
+    never the values, so a path of k penalties is not mistaken for per-target penalties."""
+    if (type(alpha) is float or type(alpha) is int) and not per_target:  # one plain number: checked at once
+        value = alpha if type(alpha) is float else _as_floats(alpha, name)
+        # finite as a Python float: finite in float64, and in a narrower dtype where within its largest
+        if not math.isfinite(value) or (dtype != xp.float64 and abs(value) > float(_compat.finfo(xp, dtype).max)):
+            failure(ValueError, NOT_FINITE.format(name=name, dtype=dtype))()
+        if value < 0:
+            failure(ValueError, NEGATIVE.format(name=name))()
+        return xp.reshape(_compat.constants(xp, value, dtype, dev, shared=True), (1,))  # read only: one array
+    check_alpha_type(alpha, name)
+    if _compat.is_array(alpha):
+        if _compat.array_namespace(alpha) is not xp and not _compat.is_host_array(alpha):
+            msg = f"{name} must come from the same array library as X"
+            raise TypeError(msg)
+        check_known_shape(alpha, name)
+        a = given = alpha
+    else:
+        a = given = _as_floats(alpha, name)
+    same = _compat.is_array(a) and _compat.array_namespace(a) is xp and a.dtype == dtype
+    same = same and (dev is None or _compat.device(a) is None or repr(_compat.device(a)) == repr(dev))
+    # A NumPy alpha next to Dask X becomes a Dask array too (mixed, it was left NumPy and its
+    # checks below went through Dask, a compute inside the fit). An alpha on another device
+    # (a CPU tensor next to CUDA X) is moved to X's: it is small.
+    if not same:
+        try:
+            if _compat.is_array(a) and not _compat.is_host_array(a):
+                a = xp.asarray(a, dtype=dtype, device=dev)
+            else:  # host values: filled in on X's device (a copy from host memory blocks a GPU)
+                a = _compat.constants(xp, a, dtype, dev)
+        except Exception as exc:
+            import numpy as np
+
+            host = np.asarray(a, dtype=np.float64) if not _compat.is_array(a) or _compat.is_host_array(a) else None
+            if host is not None and np.any(np.abs(host) > float(xp.finfo(dtype).max)):
+                msg = f"{name} must be finite in X's dtype {dtype}; got a value beyond its largest"
+                raise ValueError(msg) from exc
+            msg = f"{name} could not be moved to X's device {dev!r} (it is on {getattr(a, 'device', None)!r}); move it first"
+            raise ValueError(msg) from exc
+    if per_target:
+        if a.ndim != 1 or a.shape[0] != k:
+            count = f": {a.shape[0]} != {k}" if a.ndim == 1 else ""  # scikit-learn's words (penalties != targets)
+            msg = (
+                f"Number of targets and number of penalties do not correspond{count}; {name} must have shape ({k},) "
+                f"with per_target=True, one penalty per column of y; got shape {tuple(a.shape)}"
+            )
+            raise ValueError(msg)
+    elif a.ndim == 0:
+        a = xp.reshape(a, (1,))
+    elif a.ndim != 1 or a.shape[0] == 0:
+        msg = f"{name} must be a scalar or a non-empty 1-D array (a path of penalties); got shape {tuple(a.shape)}"
+        raise ValueError(msg)
+    # Values are read as given where that is free (a number, a NumPy array), recorded in
+    # ``checks`` for an eager array on a device, never read from a lazy array. Finite means
+    # finite in X's dtype: 1e300 is infinite in float32.
+    not_finite = failure(ValueError, NOT_FINITE.format(name=name, dtype=dtype))
+    negative = failure(ValueError, NEGATIVE.format(name=name))
+    if not _compat.is_array(given) or _compat.is_host_array(given):
+        import numpy as np
+
+        g = np.asarray(given)
+        # The limit as a float64 scalar: a Python float next to a float32 alpha (a NumPy scalar
+        # or array) would be cast to float32 and overflow, with a RuntimeWarning.
+        if not np.all(np.isfinite(g)) or np.any(np.abs(g) > np.float64(xp.finfo(dtype).max)):
+            not_finite()
+        if np.any(g < 0):
+            negative()
+    elif not _compat.is_lazy(a):
+        own = checks is None
+        checks = _compat.Checks() if own else checks
+        checks.add(xp.all(xp.isfinite(a)), not_finite)
+        checks.add(xp.logical_not(xp.any(a < 0)), negative)
+        if own:
+            checks.read(xp)
+    return a

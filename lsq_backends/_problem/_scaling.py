@@ -35,7 +35,7 @@ every exponent is 0. Elsewhere X is multiplied by its (exact) factor, one elemen
 factors cost a few dozen operations on arrays of k + 3 numbers.
 
 The same exponents and factors serve every entry point: :func:`scale_problem` for the fits
-that ``_input.prepare`` builds, :func:`unscale` / :func:`unscale_cv` for their results,
+that ``_prepare.prepare`` builds, :func:`unscale` / :func:`unscale_cv` for their results,
 :func:`make_scale` and :func:`powers` for the diagnostics and the accumulators' running
 scales (``_stream``).
 

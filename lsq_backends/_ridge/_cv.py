@@ -6,10 +6,10 @@ from typing import Any, NamedTuple
 
 from .._backend import _compat
 from .._backend._compat import matmul
-from .._problem._alpha import failure
 from .._problem._center import eliminate_intercept
 from .._problem._empty import pad_empty_batch
-from .._problem._input import Penalty, check_bool, check_count, intercept_of, operator_route, prepare, validate
+from .._problem._input import Penalty, check_bool, check_count, failure, operator_route, validate
+from .._problem._prepare import intercept_of, prepare
 from .._problem._scaling import unscale_cv
 from .._result import plain_signature
 from .._solvers import spectral

@@ -13,7 +13,7 @@ from __future__ import annotations
 from .._autodiff import rule_of
 from .._backend import _compat
 from .._backend._compat import full_int
-from .._problem._input import intercept_of
+from .._problem._prepare import intercept_of
 from .._problem._scaling import unscale
 from .._result import LstsqResult
 from .._solvers import over_alphas, record, solve_path

@@ -13,8 +13,7 @@ import functools
 
 from .._backend import _compat
 from .._backend._compat import all_true, diagonal, eps, full_int, matmul, mT
-from .._problem._alpha import validate_alpha
-from .._problem._input import as_real, check_bool
+from .._problem._input import as_real, check_bool, validate_alpha
 from .._problem._scaling import scaled_alpha, times, unscale
 from .._result import LstsqResult
 from .._solvers import (

@@ -45,7 +45,8 @@ from typing import Any, NamedTuple
 
 from .._backend import _compat
 from .._backend._compat import matmul, mT
-from .._problem._input import check_bool, prepare, validate
+from .._problem._input import check_bool, validate
+from .._problem._prepare import prepare
 from .._problem._scaling import empty_exponent, exponent, log2_abs, make_scale, powers, times
 
 
