@@ -90,7 +90,7 @@ class Form(NamedTuple):
 def fit(xp, X, Y, weights, alpha, form, limits=None, traits=None):
     """``(W (..., n, k), intercept (..., k) or None, rss (..., k), ok, L, x_mean (..., 1, n) or None)``: the refined
     solution, the gate (0-d boolean) and what :func:`tangent` needs. ``weights`` (..., m) or None, ``alpha`` None,
-    (1,) or (k,), ``form`` a :class:`Form`, ``limits`` :func:`bounds`' (found here when None), ``traits`` the
+    (1,) or (k,), ``form`` a :class:`Form`, ``limits`` :func:`bounds`' (found here, or remembered, when None), ``traits`` the
     library's (``_compat.traits``) where the caller has them. On JAX one compiled call. Module docstring."""
     centered, auto, choose = form
     if limits is None:
@@ -100,7 +100,12 @@ def fit(xp, X, Y, weights, alpha, form, limits=None, traits=None):
         # the resolution test's factor of c**2: the total weight where it is the number m (no weights), else 1
         resolution = (float(m) if weights is None else 1.0) if centered and alpha is None else None
         info = traits.reports_failures
-        limits = bounds(xp, X, (m, n, Y.shape[-1], per_target, auto, choose, info, centered, resolution))
+        shape = (m, n, Y.shape[-1], per_target, auto, choose, info, centered, resolution)
+        if traits.reads_while_solving or not _compat.is_lazy(X):  # made once per shape and device
+            key = ("lean bounds", xp.__name__, X.dtype, _compat.device(X), shape)  # an unhashable device: made anew
+            limits = _compat.memo(key, lambda: bounds(xp, X, shape))
+        else:  # traced: constants of this trace (a remembered one would leak it)
+            limits = bounds(xp, X, shape)
         if not traits.reads_while_solving:  # JAX (Dask takes the full route): eagerly, each operation would compile
             key = ("lean fit", xp.__name__, form)
             run = _compat.memo(key, lambda: _compat.jit(xp, functools.partial(fit, xp, form=form)))
@@ -229,14 +234,7 @@ def _total(xp, X, D):
 
 def bounds(xp, like, shape):
     """``(lo, hi)``: the bounds of :func:`fit`'s ``q`` for one problem of ``shape`` = (m, n, k, per_target, auto,
-    choose, info, centered, resolution), arrays on ``like``'s device, made once per shape (module docstring)."""
-    if _compat.is_lazy(like):  # traced: constants of this trace (a remembered one would leak it)
-        return _bounds(xp, like, shape)
-    key = ("lean bounds", xp.__name__, like.dtype, _compat.device(like), shape)  # an unhashable device: made anew
-    return _compat.memo(key, lambda: _bounds(xp, like, shape))
-
-
-def _bounds(xp, like, shape):
+    choose, info, centered, resolution), arrays on ``like``'s device (module docstring)."""
     m, n, k, per_target, auto, choose, info, centered, resolution = shape
     big = float(_compat.finfo(xp, like.dtype).max)
     safe = round(math.log2(big)) // 4
