@@ -33,6 +33,7 @@ never formed, and the sums over clusters run on Z (:mod:`._solvers.linalg.sandwi
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from typing import Any, NamedTuple
 
@@ -213,11 +214,14 @@ def _check_shapes(problem, fit_intercept):
         raise ValueError(msg)
 
 
-def _no_dof_warning(xp, df_resid, m, p):
-    """Warn (eager arrays) where df_resid is 0: possible only when m <= p (no read otherwise)."""
+def _no_dof_warning(xp, df_resid, m, p, X):
+    """Warn (eager arrays) where df_resid is 0: possible only when m <= p (no read otherwise). A context in which
+    the covariances are found: where it warned, NumPy's own warnings of the masked NaN (``1 - h`` = 0) are silenced."""
     if m <= p and not _compat.is_lazy(df_resid) and bool(xp.any(df_resid == 0)):
         msg = "diagnostics: no residual degrees of freedom (df_resid = 0): sigma, standard errors, t, cov and adjusted R-squared are NaN"
         warnings.warn(msg, RuntimeWarning, stacklevel=3)
+        return _compat.float_errors_ignored(X)
+    return contextlib.nullcontext()
 
 
 def _inverse_factor(xp, R, Z, offset_sq, m, n):
@@ -504,7 +508,7 @@ def diagnostics(
 
     rank = rank + n_absorbed
     df_resid = m - rank
-    _no_dof_warning(xp, df_resid, m, n + int(fit_intercept) + n_absorbed)
+    quiet = _no_dof_warning(xp, df_resid, m, n + int(fit_intercept) + n_absorbed, X0)
     df = xp.astype(df_resid, dtype)
     # No residual degrees of freedom (m <= p): the residual variance, and all that rests on it,
     # is undefined: NaN (statsmodels: inf or NaN, and rounding noise for the HC types).
@@ -512,34 +516,35 @@ def diagnostics(
     nan = xp.full_like(rss, float("nan"))
     df = xp.where(has_df, df, xp.ones_like(df))
     sigma2 = xp.where(has_df, rss / df, nan)
-    if cov_type == "nonrobust":
-        cov = sigma2[..., None, None] * matmul(xp, Rinv_a, mT(xp, Rinv_a))
-        se = xp.sqrt(sigma2)[..., None] * xp.linalg.vector_norm(Rinv_a, axis=-1)  # row norms
-    elif options is not None:  # cluster, HAC, Driscoll-Kraay (module docstring: ``robust``)
-        Z = Xc * resid[..., None]  # the scores of the centered design
-        F = matmul(xp, Rinv_a[..., int(fit_intercept) :], mT(xp, Rinv))
-        if fit_intercept:
-            z0 = resid[..., None] if root is None else resid[..., None] * root
-            Z = xp.concat([xp.broadcast_to(z0, (*Z.shape[:-1], 1)), Z], axis=-1)
-            F = xp.concat([Rinv_a[..., :1] / sqrt_s, F], axis=-1)
-        cov = xp.where(has_df[..., None, None], robust_cov(xp, Z, F, options), nan[..., None, None])
-        se = xp.sqrt(_compat.diagonal(xp, cov))
-    else:
-        Q = matmul(xp, Xc, Rinv)  # (..., m, n): orthonormal basis of the centered design
-        if fit_intercept:
-            q0 = xp.broadcast_to((w if root is None else root) / sqrt_s, (*Q.shape[:-1], 1))
-            Q = xp.concat([q0, Q], axis=-1)
-        scale = xp.abs(resid)
-        if cov_type in ("HC2", "HC3"):
-            h = xp.sum(Q * Q, axis=-1)  # leverages, diag of the hat matrix
-            scale = scale / (xp.sqrt(1 - h) if cov_type == "HC2" else 1 - h)
-        elif cov_type == "HC1":
-            scale = scale * xp.sqrt(m / df)[..., None]
-        # cov = C^T C with C = diag(scale) A (A^T A)^{-1} = diag(scale) Q R_a^{-T}: a sum of
-        # squares, so its diagonal cannot come out negative.
-        C = matmul(xp, scale[..., None] * Q, mT(xp, Rinv_a))
-        cov = xp.where(has_df[..., None, None], matmul(xp, mT(xp, C), C), nan[..., None, None])
-        se = xp.where(has_df[..., None], xp.linalg.vector_norm(C, axis=-2), nan[..., None])
+    with quiet:
+        if cov_type == "nonrobust":
+            cov = sigma2[..., None, None] * matmul(xp, Rinv_a, mT(xp, Rinv_a))
+            se = xp.sqrt(sigma2)[..., None] * xp.linalg.vector_norm(Rinv_a, axis=-1)  # row norms
+        elif options is not None:  # cluster, HAC, Driscoll-Kraay (module docstring: ``robust``)
+            Z = Xc * resid[..., None]  # the scores of the centered design
+            F = matmul(xp, Rinv_a[..., int(fit_intercept) :], mT(xp, Rinv))
+            if fit_intercept:
+                z0 = resid[..., None] if root is None else resid[..., None] * root
+                Z = xp.concat([xp.broadcast_to(z0, (*Z.shape[:-1], 1)), Z], axis=-1)
+                F = xp.concat([Rinv_a[..., :1] / sqrt_s, F], axis=-1)
+            cov = xp.where(has_df[..., None, None], robust_cov(xp, Z, F, options), nan[..., None, None])
+            se = xp.sqrt(_compat.diagonal(xp, cov))
+        else:
+            Q = matmul(xp, Xc, Rinv)  # (..., m, n): orthonormal basis of the centered design
+            if fit_intercept:
+                q0 = xp.broadcast_to((w if root is None else root) / sqrt_s, (*Q.shape[:-1], 1))
+                Q = xp.concat([q0, Q], axis=-1)
+            scale = xp.abs(resid)
+            if cov_type in ("HC2", "HC3"):
+                h = xp.sum(Q * Q, axis=-1)  # leverages, diag of the hat matrix
+                scale = scale / (xp.sqrt(1 - h) if cov_type == "HC2" else 1 - h)
+            elif cov_type == "HC1":
+                scale = scale * xp.sqrt(m / df)[..., None]
+            # cov = C^T C with C = diag(scale) A (A^T A)^{-1} = diag(scale) Q R_a^{-T}: a sum of
+            # squares, so its diagonal cannot come out negative.
+            C = matmul(xp, scale[..., None] * Q, mT(xp, Rinv_a))
+            cov = xp.where(has_df[..., None, None], matmul(xp, mT(xp, C), C), nan[..., None, None])
+            se = xp.where(has_df[..., None], xp.linalg.vector_norm(C, axis=-2), nan[..., None])
 
     factors = None if problem.scale is None else _factors(xp, problem.scale, n, fit_intercept)
     if factors is not None and fit_intercept:
