@@ -36,7 +36,7 @@ COLUMNS = (
 #: What each form costs, for --help (measured with NumPy, JAX and PyTorch on a 2-core CPU).
 COST = (
     "Time on a quiet 2-core CPU with NumPy, JAX, PyTorch and Dask: --quick under a minute (JAX compiles "
-    "each of its few cases); the full check about 7 minutes. Its test problems take seconds to make, each "
+    "each of its few cases); the full check about 5 minutes. Its test problems take seconds to make, each "
     "JAX case compiles, and LSQR and LSMR take seconds a call at 200000 x 50 (minutes on Dask, which "
     "builds each iteration's graph anew): so it leaves out LSQR and LSMR in float32 and on Dask, JAX's "
     "float32 cases but the default method's, and JAX's eager cases but the default method's in float64 "
