@@ -1,12 +1,10 @@
 """Factorizations (Cholesky, QR, SVD, eigh) and the triangular solves and inverses that use their
-factors, as each array library needs them called: part of the :mod:`._compat` layer, through which
-solvers reach them. One module, as in LAPACK: both look up the same routines (:func:`numpy_lapack`).
-
-Each function names the quirk it handles (how a library reports failure, which route avoids
-forming Q) and ends in the standard call.
+factors, as each array library needs them called: part of the :mod:`._compat` layer. One module, as in
+LAPACK: both look up the same routines (:func:`numpy_lapack`). Each function names the quirk it handles
+(how a library reports failure, which route avoids forming Q) and ends in the standard call.
 
 ``cholesky``: callers check the diagonal of the factor (positive, finite) instead of catching
-exceptions. Exceptions would not work under ``jax.jit``, and would differ across libraries.
+exceptions, which would not work under ``jax.jit`` and would differ across libraries.
 
 ``checked_cholesky``: the factor is tested on the device (no host read), in O(p^2). Its pivots
 must be positive and finite, and its rows' squared norms must reproduce diag(a). That holds for
@@ -17,22 +15,20 @@ reached.
 SVD follows it. NumPy and SciPy ship separate OpenBLAS thread pools. Switching pools between two
 calls costs the wait of the other pool's spinning threads (design notes).
 
-``cupy_svd``: CuPy's 2-D SVD (and that of a stack past 32 x 32) is cuSOLVER's gesvd on a C-order
-copy read as a column-major matrix (``cupy/linalg/_decomposition.py``): x^T where x has at
-least as many columns as rows, x itself where it is tall. For square x cuSOLVER factors x^T,
-where NumPy's LAPACK factors x. The SVD of a graded triangular factor keeps its relative
-accuracy only in LAPACK's orientation: the first reflector of the bidiagonalization then spans
-one column of R (a tiny corner stays exact), not a row that mixes it with entries 1e200 times
-larger. Transposed (GPU run, reproduced with LAPACK's gesvd on x^T), NIST Pontius lost 6
-digits (5.7 against 12.2) and the condition number of diagnostics' [1, X] at X ~ 1e200 came
-out 1.45e17 instead of 1.19e202. So x^T is handed over and the factors swapped back (small
-stacks go to gesvdj in x's own orientation: left alone). LAPACK's SVD drivers also scale a
-matrix whose largest entry lies outside [sqrt(safmin) / eps, its inverse] before factoring it;
-cuSOLVER documents no such step, and its SVD of a 4 x 4 factor at 1e-300 (ridge at
-X ~ 1e-300, alpha = 1: the penalty sets the problem's scale, X keeps its own) erred by 4e-14
-and 6e-12 where NumPy's by 4e-15 and 4e-16, while the Householder QR of the same X (``qr``
-ridge) passed. So each matrix is divided by the power of two of its largest entry (exact) and
-its singular values are multiplied back.
+``cupy_svd``: CuPy's 2-D SVD (and that of a stack past 32 x 32) is cuSOLVER's gesvd on a C-order copy
+read as a column-major matrix (``cupy/linalg/_decomposition.py``): x^T where x has at least as many
+columns as rows, x itself where it is tall. For square x cuSOLVER factors x^T, where NumPy's LAPACK
+factors x. The SVD of a graded triangular factor keeps its relative accuracy only in LAPACK's
+orientation: the first reflector of the bidiagonalization then spans one column of R (a tiny corner
+stays exact), not a row that mixes it with entries 1e200 times larger. Transposed (GPU run, reproduced
+with LAPACK's gesvd on x^T), NIST Pontius lost 6 digits (5.7 against 12.2) and the condition number of
+diagnostics' [1, X] at X ~ 1e200 came out 1.45e17 instead of 1.19e202. So x^T is handed over and the
+factors swapped back (small stacks go to gesvdj in x's own orientation: left alone). LAPACK's SVD
+drivers also scale a matrix whose largest entry lies outside [sqrt(safmin) / eps, its inverse] before
+factoring it; cuSOLVER documents no such step, and its SVD of a 4 x 4 factor at 1e-300 (ridge at X ~
+1e-300, alpha = 1: the penalty sets the problem's scale, X keeps its own) erred by 4e-14 and 6e-12 where
+NumPy's by 4e-15 and 4e-16, while the Householder QR of the same X (``qr`` ridge) passed. So each matrix
+is divided by the power of two of its largest entry (exact) and its singular values are multiplied back.
 
 ``qr``, ``qr_apply``, ``qr_implicit`` of stacks of small matrices on CuPy and CUDA PyTorch:
 the library's QR loops over the matrices, one solver call each; Householder's steps run over the
@@ -569,10 +565,9 @@ LAPACK_SMALL = 32
 
 
 def inverse_diagonal(xp, L):
-    """The diagonal of ``(L L^T)^-1`` (..., n) for lower Cholesky factors ``L`` (..., n, n): the squared
-    column norms of ``L^-1``. PyTorch: ``cholesky_inverse``, one operator where the triangular inverse,
-    its identity, the squares and their sum took five (NaN where its CPU kernel refuses a zero pivot, a
-    failed factor)."""
+    """The diagonal of ``(L L^T)^-1`` (..., n) for lower Cholesky factors ``L`` (..., n, n). PyTorch: ``cholesky_inverse``,
+    one operator for five (NaN where its CPU kernel refuses a zero pivot, a failed factor); one small NumPy factor:
+    LAPACK's ``potri``, one call for three (a failed factor: its info, or NaN through); else ``L^-1``'s column norms."""
     if _aac.is_torch_namespace(xp):
         import torch
 
@@ -580,6 +575,10 @@ def inverse_diagonal(xp, L):
             return torch.linalg.diagonal(torch.cholesky_inverse(L))
         except RuntimeError:  # a zero pivot (CPU): the factorization failed
             return torch.full(L.shape[:-1], float("nan"), dtype=L.dtype, device=L.device)
+    potri = numpy_lapack(xp, "potri", L) if 0 < L.shape[-1] <= LAPACK_SMALL else None
+    inv, info = potri(L, lower=1) if potri is not None else (None, 1)
+    if info == 0:
+        return inv.diagonal()
     Li = triangular_inverse(xp, L, lower=True)
     return xp.sum(Li * Li, axis=-2)
 
