@@ -24,6 +24,8 @@ printed as they are found (a timeout keeps them). Without a GPU the CUDA probes 
   svd       cuSOLVER's gesvd through CuPy against LAPACK: graded triangular factors as CuPy hands
             them over (transposed) and as _compat.svd does, and matrices at 1e-300 ... 1e300
             (LAPACK scales them first), next to cuSOLVER's QR at the same scales
+  absorb    the absorbed two-way fit (lstsq, and diagnostics with clusters) of a 10**6-row worker-firm
+            panel on CuPy and torch-cuda against NumPy's in the same process
 """
 
 from __future__ import annotations
@@ -460,7 +462,49 @@ def svd(cp):
                r_vs_lapack=rel(np.abs(r.get() / c), np.abs(np.linalg.qr(Xc / c)[1])))  # fmt: skip
 
 
-PROBES = (qr_r, errstate, svd, potrf, tf32, goal, syncs, jax_cond)
+@probe()
+def absorb():
+    """The absorbed two-way fit of ``benchmarks.econometrics``' 10**6-row worker-firm panel (10**5 workers, 10**3
+    firms) on each CUDA library: ``lstsq`` and ``diagnostics`` with clusters by firm, median ms of 3 after one call,
+    against NumPy's in the same process, and the coefficients' and standard errors' difference from NumPy's."""
+    from benchmarks.econometrics import panel_data
+
+    X, y, codes = panel_data(1_000_000)
+
+    def timed(call, sync):
+        call()
+        sync()
+        times = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            out = call()
+            sync()
+            times.append(time.perf_counter() - t0)
+        return out, round(1e3 * sorted(times)[1], 1)
+
+    libraries = [("numpy", np.asarray, lambda: None, np.asarray)]
+    cp, torch = cuda_module("cupy"), cuda_module("torch")
+    if cp is not None:
+        libraries.append(("cupy", cp.asarray, cp.cuda.Device().synchronize, cp.asnumpy))
+    if torch is not None:
+        libraries.append(
+            ("torch-cuda", lambda a: torch.asarray(a, device="cuda"), torch.cuda.synchronize, lambda a: a.cpu().numpy())
+        )
+    ref = None
+    for name, put, sync, get in libraries:
+        Xd, yd, cd = put(X), put(y), put(codes)
+        fit, t_fit = timed(lambda: lsq.lstsq(Xd, yd, absorb=cd), sync)  # noqa: B023
+        diag, t_diag = timed(
+            lambda: lsq.diagnostics(Xd, yd, absorb=cd, cov_type="cluster", groups=cd[:, 1]),  # noqa: B023
+            sync,
+        )
+        coef, se = get(fit.coef), get(diag.stderr)
+        ref = (coef, se) if ref is None else ref
+        report("absorb", library=name, lstsq_ms=t_fit, diagnostics_ms=t_diag,
+               coef_rel=rel(coef, ref[0]), stderr_rel=rel(se, ref[1]))  # fmt: skip
+
+
+PROBES = (qr_r, errstate, svd, potrf, tf32, goal, syncs, jax_cond, absorb)
 
 if __name__ == "__main__":
     chosen = sys.argv[1:] or [p.__name__ for p in PROBES]

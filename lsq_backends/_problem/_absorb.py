@@ -13,7 +13,17 @@ product and fixes exactly that part, ``R``; ``D = V - R`` lies in the dummies' s
 positive definite, so conjugate gradient solves ``(I - T) D = (I - T) V`` from ``D = 0`` (reghdfe's ``cg``
 acceleration), keeping ``R = V - D`` and the residual ``(I - T) R`` (the move a symmetric sweep would make),
 each column with its own steps. It converges at about the square root of the sweeps' rate: 18 steps of
-``2K - 1`` projections on that panel, 9 where plain sweeps take 4,554 (tests). A column freezes once no entry
+``2K - 1`` projections on that panel, 9 where plain sweeps take 4,554 (tests). Two factors are solved exactly
+first where the smaller has at most ``DIRECT_MAX`` groups (``_two_way``): eliminating the larger factor's
+effects (its group means) leaves, for the smaller one's, the normal equations ``S f = D_b^T W (I - P_a) V`` with
+``S = D_b^T W (I - P_a) D_b``, a G_b x G_b matrix made on the host from the codes (and weights: one copy of them)
+as a sparse product and factored by Cholesky; its null space (one constant shift between the two factors'
+effects per connected component of the design) is added back at S's scale, which leaves the solution of a
+consistent system unchanged and S definite. Then ``R = (I - P_a)(V - D_b f)`` is the projection in one step: two
+projections of the larger factor and one sum of the smaller. The conjugate gradient starts from it (its first
+test, met: no step) and the checking sweep follows, so the result passes the same tests; where S's factor is
+inexact (a design that barely connects) the steps finish the work. On the benchmark's 10^6-row panel the
+partialling out took 0.34 s instead of 3.0-4.0 s (tens of steps). A column freezes once no entry
 of its residual exceeds ``tol`` times its largest magnitude at the start; plain sweeps then run from the result
 until one moves no entry by more than that bound (one, in the measurements), so the result passes the test the
 sweeps alone stopped on: a sweep's output that the last sweep moved by at most ``tol`` of the column's scale.
@@ -56,6 +66,9 @@ from ._input import failure, validate
 
 # Steps (and then sweeps): the limit, and the tolerance (relative to a column's largest magnitude) by dtype.
 MAX_SWEEPS = 10_000
+# Two factors: the smaller one's Schur complement is factored on the host up to this many groups (a dense
+# G x G Cholesky factorization, 0.1 s at 2048), and the partialling out is exact in one step.
+DIRECT_MAX = 2048
 _TOL = {"float64": 1e-14, "float32": 1e-6}
 
 
@@ -139,7 +152,8 @@ class _CG(NamedTuple):
 
 
 def _projector(xp, factors, w, like):
-    """``project(W, j)``: W's (weighted) group means of factor j, one per row (the projection P_j W)."""
+    """``(project, sums)``: ``project(W, j)`` W's (weighted) group means of factor j, one per row (the projection
+    P_j W); ``sums(W, j)`` its (weighted) group sums, (..., G_j, c)."""
     codes, counts = factors.codes, factors.counts
     segments = [_compat.prepare_segments(xp, codes[:, j], g) for j, g in enumerate(counts)]  # summed every step
     ones = xp.ones((like.shape[-2], 1), dtype=like.dtype, device=_compat.device(like))
@@ -148,11 +162,63 @@ def _projector(xp, factors, w, like):
         total = _compat.segment_sum(xp, ones if w is None else xp.broadcast_to(w, (*w.shape[:-1], 1)), segments[j], g)
         inverses.append(_safe_ratio(xp, 1.0, total))
 
-    def project(W, j):
-        sums = _compat.segment_sum(xp, W if w is None else w * W, segments[j], counts[j])
-        return xp.take(sums * inverses[j], codes[:, j], axis=-2)
+    def sums(W, j):
+        return _compat.segment_sum(xp, W if w is None else w * W, segments[j], counts[j])
 
-    return project
+    def project(W, j):
+        return xp.take(sums(W, j) * inverses[j], codes[:, j], axis=-2)
+
+    return project, sums
+
+
+def _two_way(xp, factors, weights, like):
+    """``solve(V, project, sums)``: the exact partialling out of two factors through the Schur complement of the
+    smaller one (module docstring: ``partial_out``), its factor made on the host from the codes (and weights);
+    None where it does not apply (not two factors, more than ``DIRECT_MAX`` groups in both, a stack, lazy or
+    traced data or weights, no SciPy, or a factorization that fails)."""
+    import numpy as np
+
+    counts, host = factors.counts, factors.host
+    if len(counts) != 2 or host is None or min(counts) > DIRECT_MAX or like.ndim != 2 or _compat.is_lazy(like):
+        return None
+    if host.shape[0] == 0:
+        return None
+    if weights is not None and (weights.ndim != 1 or _compat.is_lazy(weights)):
+        return None
+    try:
+        import scipy.sparse
+    except ImportError:
+        return None
+    big, small = (0, 1) if counts[0] >= counts[1] else (1, 0)
+    a, b = (np.asarray(host[:, j], dtype=np.intp) for j in (big, small))
+    ga, gb = counts[big], counts[small]
+    w = np.ones(host.shape[0]) if weights is None else np.asarray(_compat.to_numpy(weights), dtype=np.float64)
+    na, nb = np.bincount(a, w, minlength=ga), np.bincount(b, w, minlength=gb)
+    C = scipy.sparse.csr_array((w, (a, b)), shape=(ga, gb))  # C = D_a^T W D_b, duplicates summed
+    inv = scipy.sparse.diags_array(np.divide(1.0, na, out=np.zeros(ga), where=na > 0))
+    S = np.diag(nb) - (C.T @ inv @ C).toarray()  # D_b^T W (I - P_a) D_b
+    # Its null space: each connected component's indicator on the small factor's groups with weight (a constant
+    # shift between the two factors' effects), added back at the scale of S so that S is definite; the solution
+    # of S f = r for r in its range is then the pseudo-inverse's. Groups without weight: a unit diagonal.
+    label = _components(np, a, b + ga, ga + gb)[ga:]
+    present = nb > 0
+    size = np.bincount(label[present], minlength=ga + gb)[label]
+    scale = float(np.mean(nb[present])) if present.any() else 1.0
+    S += ((label[:, None] == label[None, :]) & present[None, :] & present[:, None]) * (scale / np.maximum(size, 1))
+    S[~present, ~present] = 1.0
+    try:
+        L = np.linalg.cholesky(S)
+    except np.linalg.LinAlgError:
+        return None
+    L = xp.asarray(L, dtype=like.dtype, device=_compat.device(like))
+    small_codes = factors.codes[:, small]
+
+    def solve(V, project, sums):
+        f = _compat.cho_solve(xp, L, sums(V - project(V, big), small))  # the small factor's effects
+        W = V - xp.take(f, small_codes, axis=-2)
+        return W - project(W, big)  # the large factor's, exactly
+
+    return solve
 
 
 def _safe_ratio(xp, a, b):
@@ -193,7 +259,7 @@ def partial_out(xp, V, factors, weights=None, max_iter=None):
     max_iter = MAX_SWEEPS if max_iter is None else max_iter
     tol = _TOL["float32" if V.dtype == xp.float32 else "float64"]
     w = None if weights is None else _compat.as_rank(xp, weights[..., None], V.ndim)
-    project = _projector(xp, factors, w, V)
+    project, sums = _projector(xp, factors, w, V)
     bound = tol * xp.max(xp.abs(V), axis=-2, keepdims=True)
 
     def sweep(s):
@@ -212,10 +278,13 @@ def partial_out(xp, V, factors, weights=None, max_iter=None):
     def dot(A, B):  # each column's (weighted) dot product, (..., 1, c): without an m x c product where it can
         return _compat.dots(xp, A if w is None else w * A, B)[..., None, :]
 
-    cg = _conjugate_gradient(xp, V, len(counts), project, dot, bound, max_iter)
+    direct = _two_way(xp, factors, weights, V)
+    start = V if direct is None else direct(V, project, sums)  # CG from there: no step where it is exact
+    cg = _conjugate_gradient(xp, start, len(counts), project, dot, bound, max_iter)
     # Sweeps until one moves no entry by more than the bound: today's test, on CG's result (none if CG failed).
     end = _compat.loop(xp, sweep, _Sweep(cg.R, cg.n_iter >= max_iter, zero), max_iter, lambda s: s.done)
-    return end.V, xp.minimum(cg.n_iter + end.n_iter, xp.asarray(max_iter, device=_compat.device(V)))
+    steps = cg.n_iter + end.n_iter + int(direct is not None)
+    return end.V, xp.minimum(steps, xp.asarray(max_iter, device=_compat.device(V)))
 
 
 def _components(np, a, b, n):
@@ -248,15 +317,16 @@ def _rank(c):
     import numpy as np
 
     c = np.asarray(c, dtype=np.int64)
-    present = [np.unique(c[:, j]) for j in range(c.shape[1])]
-    rank = len(present[0])
+    present = [np.bincount(c[:, j]) > 0 for j in range(c.shape[1])]  # O(m), no sort
+    sizes = [int(np.count_nonzero(p)) for p in present]
+    rank = sizes[0]
     if c.shape[1] >= 2:
         # renumber the present groups 0.. so that the graph's nodes are the groups with observations
-        a = np.searchsorted(present[0], c[:, 0])
-        b = np.searchsorted(present[1], c[:, 1]) + len(present[0])
-        label = _components(np, a, b, len(present[0]) + len(present[1]))
-        rank += len(present[1]) - len(np.unique(label))
-    return rank + sum(len(p) - 1 for p in present[2:])
+        a = (np.cumsum(present[0]) - 1)[c[:, 0]]
+        b = (np.cumsum(present[1]) - 1)[c[:, 1]] + sizes[0]
+        label = _components(np, a, b, sizes[0] + sizes[1])
+        rank += sizes[1] - int(np.count_nonzero(label == np.arange(label.size)))  # a component's smallest node
+    return rank + sum(size - 1 for size in sizes[2:])
 
 
 def singletons(host):
@@ -323,8 +393,13 @@ def nested_rank(factors, groups):
 
 
 def _nested(np, f, g):
-    """Whether every group of the codes ``f`` lies within one cluster of the codes ``g`` (NumPy, (m,) each)."""
-    return np.unique(np.stack([f, g]), axis=1).shape[1] == np.unique(f).size
+    """Whether every group of the codes ``f`` lies within one cluster of the codes ``g`` (NumPy, (m,) each): each
+    group's cluster at one of its rows (the last written) is that of all its rows. O(m), no sort."""
+    if f.size == 0:
+        return True
+    cluster = np.zeros(int(f.max()) + 1, dtype=g.dtype)
+    cluster[f] = g
+    return bool(np.all(cluster[f] == g))
 
 
 def kept_rows(a, factors, like):

@@ -10,18 +10,20 @@ import pytest
 from test_absorb import N, _data, _dummies, _jit_or_not, _reference, _rel
 
 import lsq_backends as lsq
+from lsq_backends._problem import _absorb
 from lsq_backends._problem._absorb import absorb_codes, absorbed_rank, partial_out
 
 
 @pytest.mark.parametrize("k", [2, 3])
-def test_converges(numpy_reference, k):
+def test_converges(numpy_reference, monkeypatch, k):
     """The steps stop on their tolerance, well before the limit; the partialled-out columns are orthogonal
-    to every dummy."""
+    to every dummy. Without the two-way solve (below), the conjugate gradient alone."""
     X, y, _, codes = _data(k, k)
     V = np.column_stack([X, y])
     factors = absorb_codes(np, X, codes, None, None)
+    monkeypatch.setattr(_absorb, "DIRECT_MAX", 0)
     out, n_iter = partial_out(np, V, factors, max_iter=5000)
-    assert 1 < int(n_iter) < 5000
+    assert 3 < int(n_iter) < 5000
     D = np.hstack([np.eye(g)[codes[:, j]] for j, g in enumerate(factors.counts)])
     assert np.max(np.abs(D.T @ out)) < 1e-10 * np.max(np.abs(V))
     _, stopped = partial_out(np, V, factors, max_iter=3)
@@ -75,9 +77,64 @@ def test_accelerated_on_slow_mixing(numpy_reference):
         assert _rel(lsq.diagnostics(X, y, absorb=codes, sample_weight=w).stderr, ref.bse[:N]) < 1e-8
 
 
-def test_warns_when_not_converged(numpy_reference, monkeypatch):
-    from lsq_backends._problem import _absorb
+def _exact(V, codes, w=None):
+    """V's part orthogonal (weighted by w) to every dummy of ``codes``, by QR of the weighted dummies."""
+    r = np.ones(len(V)) if w is None else np.sqrt(w)
+    D = r[:, None] * np.hstack([np.eye(c.max() + 1)[c] for c in codes.T])  # rank deficient: an orthonormal basis
+    U, sv, _ = np.linalg.svd(D, full_matrices=False)
+    Q = U[:, sv > 1e-10 * sv[0]]
+    return (r[:, None] * V - Q @ (Q.T @ (r[:, None] * V))) / r[:, None]
 
+
+def _components_design(seed):
+    """Codes (600, 2) of three disconnected worker-firm panels (a null space of three constant shifts), the larger
+    factor second, with groups that have no rows (code gaps): X (600, 2), y."""
+    rng = np.random.default_rng(seed)
+    worker = rng.integers(0, 150, 600)
+    block = worker % 3  # workers of block b stay at firms 3 f + b
+    firm = 3 * rng.integers(0, 4, 600) + block
+    firm = np.where(firm == 4, 13, firm)  # firm 4 has no rows
+    X = rng.standard_normal((600, 2)) + np.sin(worker)[:, None]
+    return X, X @ np.array([1.0, -1.0]) + np.cos(firm) + rng.standard_normal(600), np.column_stack([firm, worker])
+
+
+@pytest.mark.parametrize("design", ["slow mixing", "three components"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_two_way_solve_is_exact(numpy_reference, monkeypatch, design, weighted):
+    """Two factors: one step through the smaller factor's Schur complement (its null space, one constant per
+    connected component, handled) and one checking sweep, no conjugate gradient step; the exact projection
+    within 1e-13 of each column's scale, where the conjugate gradient alone takes tens of steps."""
+    X, y, codes = _slow_mixing(2) if design == "slow mixing" else _components_design(5)
+    w = np.random.default_rng(6).uniform(0.2, 3.0, len(y)) if weighted else None
+    V = np.column_stack([X, y])
+    factors = absorb_codes(np, X, codes, None, None)
+    out, n_iter = partial_out(np, V, factors, w)
+    assert int(n_iter) == 2  # the solve and the sweep that checks it
+    exact = _exact(V, codes, w)
+    scale = np.max(np.abs(V), axis=0)
+    assert np.max(np.abs(out - exact) / scale) < 1e-13
+    monkeypatch.setattr(_absorb, "DIRECT_MAX", 0)
+    alone, steps = partial_out(np, V, factors, w)
+    assert int(steps) > 5 and np.max(np.abs(alone - exact) / scale) < 2e-13
+
+
+def test_two_way_solve_where_it_applies(numpy_reference, monkeypatch):
+    """The two-way solve only for two factors with at most ``DIRECT_MAX`` groups in the smaller one (codes of any
+    integer dtype): three factors and a larger second factor take the conjugate gradient, to the same projection."""
+    X, y, codes = _slow_mixing(2)
+    V = np.column_stack([X, y])
+    _, n_iter = partial_out(np, V, absorb_codes(np, X, codes.astype(np.uint64), None, None))
+    assert int(n_iter) == 2
+    three = np.column_stack([codes, np.arange(480) % 5])
+    _, n_iter = partial_out(np, V, absorb_codes(np, X, three, None, None))
+    assert int(n_iter) > 2
+    monkeypatch.setattr(_absorb, "DIRECT_MAX", 7)  # the firms: 8 groups
+    out, n_iter = partial_out(np, V, absorb_codes(np, X, codes, None, None))
+    assert int(n_iter) > 2
+    assert np.max(np.abs(out - _exact(V, codes)) / np.max(np.abs(V), axis=0)) < 2e-13
+
+
+def test_warns_when_not_converged(numpy_reference, monkeypatch):
     X, y, _, codes = _data(2, 2)
     monkeypatch.setattr(_absorb, "MAX_SWEEPS", 2)
     with pytest.warns(RuntimeWarning, match="did not converge"):
@@ -99,3 +156,15 @@ def test_backends_accelerated(be):
     fit = _jit_or_not(be, lsq.lstsq, ("absorb_n_groups",))
     r = fit(be.asarray(X), be.asarray(y), absorb=be.asarray(codes), absorb_n_groups=(120, 8))
     assert _rel(be.to_numpy(r.coef), lsq.lstsq(X, y, absorb=codes).coef) < 1e-10
+
+
+def test_backends_two_way_solve(be):
+    """Every backend, eagerly, with concrete codes: the two-way solve (one step and a checking sweep; lazy Dask
+    data and traced JAX take the conjugate gradient), weighted and not, to the exact projection."""
+    X, y, codes = _components_design(5)
+    factors = absorb_codes(be.xp, be.asarray(X), codes if be.lazy else be.asarray(codes), None, None)
+    V = np.column_stack([X, y])
+    for w in (None, np.random.default_rng(6).uniform(0.2, 3.0, len(y))):
+        out, n_iter = partial_out(be.xp, be.asarray(V), factors, None if w is None else be.asarray(w))
+        assert int(be.to_numpy(n_iter)) == (2 if not be.lazy else int(be.to_numpy(n_iter)))
+        assert np.max(np.abs(be.to_numpy(out) - _exact(V, codes, w)) / np.max(np.abs(V), axis=0)) < 1e-12
