@@ -82,8 +82,6 @@ from ._arrays import (
 from ._control import Checks, branch, deferred, flush_checks, is_lazy, jit, kept, loop, one_task, over_columns, read_now
 from ._devices import constants, device_scope, exact_powers, eye_like, on_input_device, powers_of_two, to_numpy
 from ._factorizations import (
-    SMALL_STACK,
-    batch_last,
     checked_cholesky,
     cho_solve,
     cholesky,
@@ -118,6 +116,7 @@ from ._products import (
     within,
 )
 from ._segments import prepare_segments, segment_sum
+from ._small_stacks import SMALL_STACK, batch_last, small_inverse
 from ._sparse import sparse_gram
 
 __all__ = [
@@ -139,8 +138,8 @@ __all__ = [
     "update_fresh", "zero_first_row", "prepare_segments", "segment_sum", "sparse_gram",
     # factorizations and triangles (_factorizations)
     "SMALL_STACK", "batch_last", "checked_cholesky", "cho_solve", "cholesky", "cholesky_ex", "eigh",
-    "inverse_diagonal", "one_pass_qr", "qr", "qr_apply", "qr_implicit", "qr_r", "solve_triangular", "svd",
-    "triangular_inverse",
+    "inverse_diagonal", "one_pass_qr", "qr", "qr_apply", "qr_implicit", "qr_r", "small_inverse", "solve_triangular",
+    "svd", "triangular_inverse",
     # the Krylov solvers' vectors (_products)
     "add_to_diagonal", "clip", "column_norms", "column_squares", "flat_concat", "known_ones", "nonzero_or_one",
     "select", "sign", "within",

@@ -40,13 +40,8 @@ small (p x p), so the retry costs one round trip of p^2 numbers, on failure only
 
 **Triangular solves and inverses**, which the array API standard lacks: each library's own solver
 is used where it has one (SciPy, jax.scipy, cupyx, torch); every other library gets the standard
-fallback, LU of the triangle. ``_substitute``: stacks of small triangles on NumPy are solved by
-substitution, elementwise over the whole stack (n**2 / 2 array operations in all, where NumPy's
-batched LU, ``linalg.solve``, would pay a few microseconds per matrix); backward stable.
-
-``batch_last``: NumPy's elementwise operations on a strided entry ``a[..., i, j]`` of a stack
-are far slower than on a contiguous vector (design notes). Flattening the stack, problems last,
-forces one copy instead.
+fallback, LU of the triangle; stacks of small triangles on libraries without a batched triangular
+solve: :mod:`._small_stacks`.
 """
 
 from __future__ import annotations
@@ -65,7 +60,15 @@ from ._dask_blocks import (
 )
 from ._devices import eye_like
 from ._precision import full_float32
-from ._products import matmul
+from ._products import dots, matmul
+from ._small_stacks import (
+    batch_last,
+    cupy_batched_solve,
+    inverts_by_rows,
+    stack_inverse,
+    substitute,
+    substitutes,
+)
 from ._stack_qr import apply_q, apply_qt, householder_stack, lapack_reflectors, loops_over_stacks
 
 device = _aac.device
@@ -447,7 +450,7 @@ def solve_triangular(xp, a, b, *, lower: bool):
             raise np.linalg.LinAlgError(msg)
         return x
     sp = scipy_for(xp)
-    if sp is not None and a.ndim > 2 and _aac.is_cupy_namespace(xp) and _cupy_batched_solve():
+    if sp is not None and a.ndim > 2 and _aac.is_cupy_namespace(xp) and cupy_batched_solve():
         # cupyx's solve_triangular takes stacks (one batched cuBLAS call) since CuPy 14.
         batch = tuple(xp.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2])))
         a = xp.ascontiguousarray(xp.broadcast_to(a, batch + tuple(a.shape[-2:])))
@@ -460,8 +463,8 @@ def solve_triangular(xp, a, b, *, lower: bool):
         if _aac.is_jax_namespace(xp):
             return lapack_in_order(xp, sp.solve_triangular, a, b, lower=lower, check_finite=False)
         return sp.solve_triangular(a, b, lower=lower, check_finite=False)
-    if _substitutes(xp, a, b):
-        return _substitute(xp, a, b, lower)
+    if substitutes(xp, a, b):
+        return substitute(xp, a, b, lower)
     # Standard fallback: LU on a triangular matrix needs no row exchanges and is backward stable.
     return xp.linalg.solve(a, b)
 
@@ -489,16 +492,13 @@ def numpy_lapack(xp, name, a, b=None):
 _LAPACK: dict = {}
 
 
-def _cupy_batched_solve():
-    import cupy
-
-    return int(cupy.__version__.split(".")[0]) >= 14
-
-
-def cho_solve(xp, L, b, *, Lt=None):
+def cho_solve(xp, L, b, *, Lt=None, inverse=None):
     """Solve ``L L^T x = b`` for lower Cholesky factors ``L`` (..., n, n), ``b`` (..., n, k). ``Lt``, if
     given, is ``batch_last(xp, L)``. On stacks of small factors the two sweeps share that one copy
-    of the stack (and so does the condition estimate, ``rank.condition_estimate``)."""
+    of the stack (and so does the condition estimate, ``rank.condition_estimate``). ``inverse``: ``L^-1``
+    where :func:`small_inverse` made it, two products then."""
+    if inverse is not None:
+        return matmul(xp, xp.linalg.matrix_transpose(inverse), matmul(xp, inverse, b))
     lapack = numpy_lapack(xp, "potrs", L, b)
     if lapack is not None:  # both sweeps in one LAPACK call
         return lapack(L, b, lower=True)[0]
@@ -510,53 +510,13 @@ def cho_solve(xp, L, b, *, Lt=None):
             return torch.cholesky_solve(b, L)
         with full_float32(xp, L, b):
             return torch.cholesky_solve(b, L)
-    if _substitutes(xp, L, b):
+    if substitutes(xp, L, b):
         if Lt is None and tuple(L.shape[:-2]) == tuple(b.shape[:-2]):
             Lt = batch_last(xp, L)  # one copy for both sweeps
-        z = _substitute(xp, L, b, True, at=Lt)
-        return _substitute(xp, L, z, False, at=Lt, transpose=True)
+        z = substitute(xp, L, b, True, at=Lt)
+        return substitute(xp, L, z, False, at=Lt, transpose=True)
     z = solve_triangular(xp, L, b, lower=True)
     return solve_triangular(xp, xp.linalg.matrix_transpose(L), z, lower=False)
-
-
-# Stacks of triangles up to this size are solved by substitution vectorized over the stack.
-SMALL_STACK = 16
-
-
-def _substitutes(xp, a, b):
-    """Stacks of small triangles and one right-hand side, on libraries without a batched
-    triangular solve of their own (NumPy, CuPy before 14, array-api-strict): substitution."""
-    own = _aac.is_torch_namespace(xp) or _aac.is_dask_namespace(xp) or _aac.is_jax_namespace(xp)
-    own = own or (_aac.is_cupy_namespace(xp) and _cupy_batched_solve())
-    return not own and a.ndim > 2 and a.shape[-1] <= SMALL_STACK and b.shape[-1] == 1
-
-
-def _substitute(xp, a, b, lower, *, at=None, transpose=False):
-    """Forward (or back) substitution for a stack of small triangles and one right-hand side,
-    elementwise over the whole stack (module docstring). ``transpose`` solves with ``a^T`` (``lower``
-    then describes ``a^T``); ``at`` is ``batch_last(a)`` if the caller already has it."""
-    n = a.shape[-1]
-    batch = tuple(a.shape[:-2]) if a.ndim >= b.ndim else tuple(b.shape[:-2])
-    if at is None or tuple(a.shape[:-2]) != batch:
-        at = batch_last(xp, xp.broadcast_to(a, batch + (n, n)))
-    bt = batch_last(xp, xp.broadcast_to(b, batch + (n, 1)))
-    entry = (lambda i, j: at[j, i, ...]) if transpose else (lambda i, j: at[i, j, ...])  # noqa: E731
-    rows = [None] * n
-    for i in range(n) if lower else range(n - 1, -1, -1):
-        s = bt[i, 0, ...]
-        for j in range(i) if lower else range(i + 1, n):
-            s = s - entry(i, j) * rows[j]
-        rows[i] = s / at[i, i, ...]
-    return xp.reshape(xp.stack(rows, axis=-1), batch + (n, 1))
-
-
-def batch_last(xp, a):
-    """The stack ``a`` (..., p, q) as a (p, q, N) array, the N = prod(...) problems along its last,
-    contiguous axis. One copy, for code that works entry by entry over a whole stack (module
-    docstring)."""
-    p, q = a.shape[-2:]
-    flat = xp.reshape(a, (-1, p, q))
-    return xp.reshape(xp.reshape(xp.permute_dims(flat, (1, 2, 0)), (-1,)), (p, q, flat.shape[0]))
 
 
 # Triangles up to this size are inverted by SciPy's LAPACK (trtri) on NumPy: a single-threaded
@@ -564,10 +524,13 @@ def batch_last(xp, a):
 LAPACK_SMALL = 32
 
 
-def inverse_diagonal(xp, L):
+def inverse_diagonal(xp, L, *, inverse=None):
     """The diagonal of ``(L L^T)^-1`` (..., n) for lower Cholesky factors ``L`` (..., n, n). PyTorch: ``cholesky_inverse``,
     one operator for five (NaN where its CPU kernel refuses a zero pivot, a failed factor); one small NumPy factor:
-    LAPACK's ``potri``, one call for three (a failed factor: its info, or NaN through); else ``L^-1``'s column norms."""
+    LAPACK's ``potri``, one call for three (a failed factor: its info, or NaN through); else ``L^-1``'s column norms
+    (``inverse``: ``L^-1``, where :func:`small_inverse` made it)."""
+    if inverse is not None:
+        return dots(xp, inverse, inverse)
     if _aac.is_torch_namespace(xp):
         import torch
 
@@ -591,6 +554,8 @@ def triangular_inverse(xp, a, *, lower: bool):
             inv, info = trtri(a, lower=int(lower))
             if info == 0:
                 return inv
+    if inverts_by_rows(xp, a):
+        return stack_inverse(xp, a, lower=lower)  # a row at a time over the stack: NumPy's batched inv costs more
     if _aac.is_numpy_namespace(xp):
         # NumPy's own LAPACK, not SciPy's: SciPy's OpenBLAS is a second thread pool whose
         # spinning threads slow the next NumPy matrix product (design notes).

@@ -121,18 +121,19 @@ def fit(xp, X, Y, weights, alpha, form, limits=None, traits=None):
         A = add_penalty(xp, G, alpha) if alpha.shape[0] > 1 else _compat.add_to_diagonal(xp, G, alpha[0])
     L, info = _compat.cholesky_ex(xp, A)
     per_target = alpha is not None and alpha.shape[0] > 1  # a factor per target
-    W = _solve_per_target(xp, L, B, alpha) if per_target else _compat.cho_solve(xp, L, B)
+    Li = _compat.small_inverse(xp, L) if L.ndim > 2 else None  # NumPy's stacks: solves and certificate through L^-1
+    W = _solve_per_target(xp, L, B, alpha) if per_target else _compat.cho_solve(xp, L, B, inverse=Li)
     h, rss = data.residual(X, Y, W)
     a = None if alpha is None else _compat.as_rank(xp, alpha, W.ndim)
     g = h if alpha is None else _compat.add_product(xp, h, a, W, -1)
-    dW = _solve_per_target(xp, L, g, alpha) if per_target else _compat.cho_solve(xp, L, g)
+    dW = _solve_per_target(xp, L, g, alpha) if per_target else _compat.cho_solve(xp, L, g, inverse=Li)
     W2 = W + dW
     # rss falls by dW^T (2h - g) + alpha ||dW||^2 (``gram.GramCholesky.solve``) = dW^T (h + alpha W2), as 2h - g = h + alpha W
     corr = _compat.dots(xp, dW, h if alpha is None else _compat.add_product(xp, h, a, W2))
     W1, rss1, W, rss = W, rss, W2, rss - corr
     # The certificate: s = trace(As^-1), As = D^-1 A D^-1 the unit-diagonal matrix; ks >= cond(As), per row of As
     d = diagonal(xp, A)
-    inv = _compat.inverse_diagonal(xp, L)
+    inv = _compat.inverse_diagonal(xp, L, inverse=Li)
     s = _compat.dots(xp, d[..., None], inv[..., None])[..., 0]  # (...,) or (..., k)
     root_d = d**-0.5  # lambda_max(As) <= ||As||_inf, the largest row of |A| scaled on both sides: ks its largest entry
     ks = s[..., None] * (root_d * matmul(xp, xp.abs(A), root_d[..., None])[..., 0])  # (..., n) or (..., k, n)
