@@ -156,7 +156,7 @@ def _projector(xp, factors, w, like):
     P_j W); ``sums(W, j)`` its (weighted) group sums, (..., G_j, c)."""
     codes, counts = factors.codes, factors.counts
     segments = [_compat.prepare_segments(xp, codes[:, j], g) for j, g in enumerate(counts)]  # summed every step
-    ones = xp.ones((like.shape[-2], 1), dtype=like.dtype, device=_compat.device(like))
+    ones = xp.ones((*(1,) * (like.ndim - 2), like.shape[-2], 1), dtype=like.dtype, device=_compat.device(like))
     inverses = []
     for j, g in enumerate(counts):
         total = _compat.segment_sum(xp, ones if w is None else xp.broadcast_to(w, (*w.shape[:-1], 1)), segments[j], g)
@@ -174,12 +174,12 @@ def _projector(xp, factors, w, like):
 def _two_way(xp, factors, weights, like):
     """``solve(V, project, sums)``: the exact partialling out of two factors through the Schur complement of the
     smaller one (module docstring: ``partial_out``), its factor made on the host from the codes (and weights);
-    None where it does not apply (not two factors, more than ``DIRECT_MAX`` groups in both, a stack, lazy or
-    traced data or weights, no SciPy, or a factorization that fails)."""
+    None where it does not apply (not two factors, more than ``DIRECT_MAX`` groups in both, weights per problem of
+    a stack, lazy or traced data or weights, no SciPy, or a factorization that fails)."""
     import numpy as np
 
     counts, host = factors.counts, factors.host
-    if len(counts) != 2 or host is None or min(counts) > DIRECT_MAX or like.ndim != 2 or _compat.is_lazy(like):
+    if len(counts) != 2 or host is None or min(counts) > DIRECT_MAX or _compat.is_lazy(like):
         return None
     if host.shape[0] == 0:
         return None
@@ -214,7 +214,13 @@ def _two_way(xp, factors, weights, like):
     small_codes = factors.codes[:, small]
 
     def solve(V, project, sums):
-        f = _compat.cho_solve(xp, L, sums(V - project(V, big), small))  # the small factor's effects
+        b = sums(V - project(V, big), small)  # (..., G_b, c)
+        if b.ndim == 2:
+            f = _compat.cho_solve(xp, L, b)  # the small factor's effects
+        else:  # a stack sharing the codes: its problems side by side as columns of one solve
+            shape, (g, c) = tuple(b.shape), tuple(b.shape[-2:])
+            flat = xp.reshape(xp.permute_dims(xp.reshape(b, (-1, g, c)), (1, 0, 2)), (g, -1))
+            f = xp.reshape(xp.permute_dims(xp.reshape(_compat.cho_solve(xp, L, flat), (g, -1, c)), (1, 0, 2)), shape)
         W = V - xp.take(f, small_codes, axis=-2)
         return W - project(W, big)  # the large factor's, exactly
 

@@ -160,11 +160,16 @@ def test_backends_accelerated(be):
 
 def test_backends_two_way_solve(be):
     """Every backend, eagerly, with concrete codes: the two-way solve (one step and a checking sweep; lazy Dask
-    data and traced JAX take the conjugate gradient), weighted and not, to the exact projection."""
+    data and traced JAX take the conjugate gradient), weighted and not, and a stack sharing the codes and the
+    weights, to the exact projection."""
     X, y, codes = _components_design(5)
     factors = absorb_codes(be.xp, be.asarray(X), codes if be.lazy else be.asarray(codes), None, None)
     V = np.column_stack([X, y])
+    stack = np.stack([V, 2 * V[:, ::-1] - 1, V**2])
     for w in (None, np.random.default_rng(6).uniform(0.2, 3.0, len(y))):
-        out, n_iter = partial_out(be.xp, be.asarray(V), factors, None if w is None else be.asarray(w))
-        assert int(be.to_numpy(n_iter)) == (2 if not be.lazy else int(be.to_numpy(n_iter)))
-        assert np.max(np.abs(be.to_numpy(out) - _exact(V, codes, w)) / np.max(np.abs(V), axis=0)) < 1e-12
+        for data in (V, stack):
+            out, n_iter = partial_out(be.xp, be.asarray(data), factors, None if w is None else be.asarray(w))
+            if not be.lazy:
+                assert int(be.to_numpy(n_iter)) == 2
+            exact = np.stack([_exact(d, codes, w) for d in data]) if data.ndim == 3 else _exact(data, codes, w)
+            assert np.max(np.abs(be.to_numpy(out) - exact) / np.max(np.abs(data), axis=-2, keepdims=True)) < 1e-12
