@@ -10,7 +10,9 @@
   and ``numpy.linalg.lstsq`` (time, and error against a double-double refined reference).
 - ``small``: one 442 x 10 fit per call, ``normal``/``auto`` against ``numpy.linalg.lstsq``.
 - ``batched``: 10000 x (64 x 8) ``auto`` against a Python loop of ``numpy.linalg.lstsq``
-  (and ``torch.linalg.lstsq``'s batched call, where PyTorch is installed).
+  (and ``torch.linalg.lstsq``'s batched call, where PyTorch is installed), beside the floor of a
+  refined fit's arithmetic on NumPy: the products X^T X, X^T y, X w and X^T r and the batched
+  Cholesky factorization, without any solve or certificate.
 
 Calls of a row are interleaved (one of each per round), medians of the rounds reported.
 """
@@ -131,10 +133,17 @@ def small(lsq, repeat):
 
 def batched(lsq, repeat):
     _, _, X, y = make_problem(64, 8, 100.0, seed=4, batch=(10_000,))
+    XT, yc = np.swapaxes(X, -1, -2), y[..., None]
+
+    def floor():  # the arithmetic every refined fit does: the two products, Cholesky, residual, X^T r
+        np.linalg.cholesky(XT @ X)
+        return XT @ (yc - X @ (XT @ yc))
+
     calls = {
         "loop of numpy.linalg.lstsq": lambda: [np.linalg.lstsq(a, b, rcond=None) for a, b in zip(X, y, strict=True)],
         "auto": lambda X=X, y=y: lsq.lstsq(X, y, method="auto"),
         "normal": lambda X=X, y=y: lsq.lstsq(X, y, method="normal"),
+        "floor: products, Cholesky": floor,
     }
     try:  # PyTorch's batched LAPACK lstsq (gelsy on the CPU), where PyTorch is installed
         import torch
@@ -145,7 +154,7 @@ def batched(lsq, repeat):
         pass
     med = _rounds(calls, repeat)
     _print("batched 10000 x (64x8), cond 100", med, "loop of numpy.linalg.lstsq")
-    for k in ("auto", "normal", "torch.linalg.lstsq"):
+    for k in ("auto", "normal", "floor: products, Cholesky", "torch.linalg.lstsq"):
         if k in med:
             print(f"  speed-up {k}: {med['loop of numpy.linalg.lstsq'] / med[k]:.1f}x")
     q, r = np.linalg.qr(X)
