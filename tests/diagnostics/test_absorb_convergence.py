@@ -119,8 +119,9 @@ def test_two_way_solve_is_exact(numpy_reference, monkeypatch, design, weighted):
 
 
 def test_two_way_solve_where_it_applies(numpy_reference, monkeypatch):
-    """The two-way solve only for two factors with at most ``DIRECT_MAX`` groups in the smaller one (codes of any
-    integer dtype): three factors and a larger second factor take the conjugate gradient, to the same projection."""
+    """The two-way solve only for two factors with at most ``DIRECT_MAX`` groups in the smaller one and a cost within
+    ``DIRECT_BUDGET`` (codes of any integer dtype): three factors, a costlier design and a larger second factor take
+    the conjugate gradient, to the same projection."""
     X, y, codes = _slow_mixing(2)
     V = np.column_stack([X, y])
     _, n_iter = partial_out(np, V, absorb_codes(np, X, codes.astype(np.uint64), None, None))
@@ -128,6 +129,10 @@ def test_two_way_solve_where_it_applies(numpy_reference, monkeypatch):
     three = np.column_stack([codes, np.arange(480) % 5])
     _, n_iter = partial_out(np, V, absorb_codes(np, X, three, None, None))
     assert int(n_iter) > 2
+    monkeypatch.setattr(_absorb, "DIRECT_BUDGET", 0.5)  # the cost: 8**3 / 3 + sum(k**2) = 321 > 0.5 * 480
+    _, n_iter = partial_out(np, V, absorb_codes(np, X, codes, None, None))
+    assert int(n_iter) > 2
+    monkeypatch.setattr(_absorb, "DIRECT_BUDGET", 1024)
     monkeypatch.setattr(_absorb, "DIRECT_MAX", 7)  # the firms: 8 groups
     out, n_iter = partial_out(np, V, absorb_codes(np, X, codes, None, None))
     assert int(n_iter) > 2
