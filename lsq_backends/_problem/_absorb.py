@@ -13,17 +13,18 @@ product and fixes exactly that part, ``R``; ``D = V - R`` lies in the dummies' s
 positive definite, so conjugate gradient solves ``(I - T) D = (I - T) V`` from ``D = 0`` (reghdfe's ``cg``
 acceleration), keeping ``R = V - D`` and the residual ``(I - T) R`` (the move a symmetric sweep would make),
 each column with its own steps. It converges at about the square root of the sweeps' rate: 18 steps of
-``2K - 1`` projections on that panel, 9 where plain sweeps take 4,554 (tests). Two factors are solved exactly
-first where the smaller has at most ``DIRECT_MAX`` groups (``_two_way``): eliminating the larger factor's
-effects (its group means) leaves, for the smaller one's, the normal equations ``S f = D_b^T W (I - P_a) V`` with
-``S = D_b^T W (I - P_a) D_b``, a G_b x G_b matrix made on the host from the codes (and weights: one copy of them)
-as a sparse product and factored by Cholesky; its null space (one constant shift between the two factors'
-effects per connected component of the design) is added back at S's scale, which leaves the solution of a
-consistent system unchanged and S definite. Then ``R = (I - P_a)(V - D_b f)`` is the projection in one step: two
-projections of the larger factor and one sum of the smaller. The conjugate gradient starts from it (its first
-test, met: no step) and the checking sweep follows, so the result passes the same tests; where S's factor is
-inexact (a design that barely connects) the steps finish the work. On the benchmark's 10^6-row panel the
-partialling out took 0.34 s instead of 3.0-4.0 s (tens of steps). A column freezes once no entry
+``2K - 1`` projections on that panel, 9 where plain sweeps take 4,554 (tests). Every factor but the largest
+is solved exactly first where together they have at most ``DIRECT_MAX`` groups (``_direct``): eliminating the
+largest factor's effects (its group means, ``P_a``) leaves, for the others' (dummies ``D_s``), the normal
+equations ``S f = D_s^T W (I - P_a) V`` with ``S = D_s^T W (I - P_a) D_s``, a G_s x G_s matrix made on the host
+from the codes (and weights: one copy of them) as sparse products and factored by LAPACK's pivoted Cholesky
+(``pstrf``), which stops at S's rank: its null space (a constant shift between factors per connected part of the
+design, groups without weight, a factor nested in another) is left out, and as the system is consistent, any
+solution gives the same projection ``R = (I - P_a)(V - D_s f)``: two projections of the largest factor and one
+sum of each other, in one step. The conjugate gradient starts from it (its first test, met: no step) and the
+checking sweep follows, so the result passes the same tests; where the factor is inexact (a design that barely
+connects) the steps finish the work. On the benchmark's 10^6-row panel the partialling out took 0.32 s instead
+of 3.0-4.0 s (tens of steps). A column freezes once no entry
 of its residual exceeds ``tol`` times its largest magnitude at the start; plain sweeps then run from the result
 until one moves no entry by more than that bound (one, in the measurements), so the result passes the test the
 sweeps alone stopped on: a sweep's output that the last sweep moved by at most ``tol`` of the column's scale.
@@ -66,12 +67,12 @@ from ._input import failure, validate
 
 # Steps (and then sweeps): the limit, and the tolerance (relative to a column's largest magnitude) by dtype.
 MAX_SWEEPS = 10_000
-# Two factors: the smaller one's Schur complement is factored on the host up to this many groups (a dense
-# G x G Cholesky factorization, 0.1 s at 2048), and the partialling out is exact in one step. Its cost, G**3 / 3
-# for the factorization and sum(k**2) for the sparse product (k: the distinct groups of the smaller factor in each
-# group of the larger), at most this many times m: designs that cost more mix well (balanced panels), where the
-# conjugate gradient takes a few steps (2000 stores x 500 days, 9e5 rows: 5 steps in 0.8-1.0 s; the solve, at
-# sum(k**2) = 4e8 within the budget, 0.66 s).
+# The Schur complement of every factor but the largest is factored on the host where they have at most this many
+# groups together (a dense G x G factorization, 0.1 s at 2048), and the partialling out is exact in one step. Its
+# cost, G**3 / 3 for the factorization and sum(k**2) + m (K - 1)**2 for the sparse products (k: the distinct groups
+# of the other factors in each group of the largest), at most this many times m: designs that cost more mix well
+# (balanced panels), where the conjugate gradient takes a few steps (2000 stores x 500 days, 9e5 rows: 5 steps in
+# 0.7-1.0 s; the solve, at sum(k**2) = 4e8 within the budget, 0.64 s).
 DIRECT_MAX = 2048
 DIRECT_BUDGET = 1024
 _TOL = {"float64": 1e-14, "float32": 1e-6}
@@ -176,62 +177,74 @@ def _projector(xp, factors, w, like):
     return project, sums
 
 
-def _two_way(xp, factors, weights, like):
-    """``solve(V, project, sums)``: the exact partialling out of two factors through the Schur complement of the
-    smaller one (module docstring: ``partial_out``), its factor made on the host from the codes (and weights);
-    None where it does not apply (not two factors, more than ``DIRECT_MAX`` groups in both or a cost over
-    ``DIRECT_BUDGET``, weights per problem of a stack, lazy or traced data or weights, no SciPy, or a failed factor)."""
+def _direct(xp, factors, weights, like):
+    """``solve(V, project, sums)``: the exact partialling out through the Schur complement of every factor but the
+    largest (module docstring: ``partial_out``), factored on the host from the codes (and weights); None where it
+    does not apply (one factor, more than ``DIRECT_MAX`` groups in the others or a cost over ``DIRECT_BUDGET``,
+    weights per problem of a stack, lazy or traced data or weights, no SciPy)."""
     import numpy as np
 
     counts, host = factors.counts, factors.host
-    if len(counts) != 2 or host is None or min(counts) > DIRECT_MAX or _compat.is_lazy(like):
-        return None
-    if host.shape[0] == 0:
+    if len(counts) < 2 or host is None or host.shape[0] == 0 or _compat.is_lazy(like):
         return None
     if weights is not None and (weights.ndim != 1 or _compat.is_lazy(weights)):
         return None
+    big = max(range(len(counts)), key=counts.__getitem__)
+    rest = [j for j in range(len(counts)) if j != big]
+    sizes = [counts[j] for j in rest]
+    m, ga, gs = host.shape[0], counts[big], sum(sizes)
+    if gs > DIRECT_MAX:
+        return None
     try:
         import scipy.sparse
+        from scipy.linalg import lapack
     except ImportError:
         return None
-    big, small = (0, 1) if counts[0] >= counts[1] else (1, 0)
-    a, b = (np.asarray(host[:, j], dtype=np.intp) for j in (big, small))
-    ga, gb = counts[big], counts[small]
-    w = np.ones(host.shape[0]) if weights is None else np.asarray(_compat.to_numpy(weights), dtype=np.float64)
-    na, nb = np.bincount(a, w, minlength=ga), np.bincount(b, w, minlength=gb)
-    C = scipy.sparse.csr_array((w, (a, b)), shape=(ga, gb))  # C = D_a^T W D_b
+    starts = [sum(sizes[:i]) for i in range(len(rest))]
+    w = np.ones(m) if weights is None else np.asarray(_compat.to_numpy(weights), dtype=np.float64)
+    a = np.asarray(host[:, big], dtype=np.intp)
+    b = np.concatenate([np.asarray(host[:, j], dtype=np.intp) + s0 for j, s0 in zip(rest, starts, strict=True)])
+    ws = np.tile(w, len(rest))
+    C = scipy.sparse.csr_array((ws, (np.tile(a, len(rest)), b)), shape=(ga, gs))  # D_a^T W D_s
     C.sum_duplicates()
     k = np.diff(C.indptr).astype(np.float64)
-    if gb**3 / 3 + float(k @ k) > DIRECT_BUDGET * host.shape[0]:
+    if gs**3 / 3 + float(k @ k) + m * len(rest) ** 2 > DIRECT_BUDGET * m:
         return None
+    rows = np.tile(np.arange(m), len(rest))
+    E, Ew = (scipy.sparse.csr_array((v, (rows, b)), shape=(m, gs)) for v in (np.ones(m * len(rest)), ws))
+    na = np.bincount(a, w, minlength=ga)
     inv = scipy.sparse.diags_array(np.divide(1.0, na, out=np.zeros(ga), where=na > 0))
-    S = np.diag(nb) - (C.T @ inv @ C).toarray()  # D_b^T W (I - P_a) D_b
-    # Its null space: each connected component's indicator on the small factor's groups with weight (a constant
-    # shift between the two factors' effects), added back at the scale of S so that S is definite; the solution
-    # of S f = r for r in its range is then the pseudo-inverse's. Groups without weight: a unit diagonal.
-    label = _components(np, a, b + ga, ga + gb)[ga:]
-    present = nb > 0
-    size = np.bincount(label[present], minlength=ga + gb)[label]
-    scale = float(np.mean(nb[present])) if present.any() else 1.0
-    S += ((label[:, None] == label[None, :]) & present[None, :] & present[:, None]) * (scale / np.maximum(size, 1))
-    S[~present, ~present] = 1.0
-    try:
-        L = np.linalg.cholesky(S)
-    except np.linalg.LinAlgError:
+    S = (E.T @ Ew).toarray() - (C.T @ inv @ C).toarray()  # D_s^T W (I - P_a) D_s, semidefinite
+    # Its null space (a constant shift between factors per connected part of the design, groups without weight,
+    # and whatever else the design repeats) is left out by the pivoted factorization: the system S f = r is
+    # consistent, and any solution gives the same projection (I - P_a)(V - D_s f).
+    L, piv, rank, info = lapack.dpstrf(S, lower=1)
+    if info < 0:
         return None
-    L = xp.asarray(L, dtype=like.dtype, device=_compat.device(like))
-    small_codes = factors.codes[:, small]
+    piv = piv - 1  # LAPACK's pivots count from 1
+    place = np.full(gs, rank)  # where each group's effect is in the solved (rank) entries; the rest are zero
+    place[piv[:rank]] = np.arange(rank)
+    device = _compat.device(like)
+    L = xp.asarray(np.tril(L[:rank, :rank]), dtype=like.dtype, device=device)
+    order, place = (xp.asarray(v, device=device) for v in (piv[:rank], place))
+    codes = factors.codes
 
     def solve(V, project, sums):
-        b = sums(V - project(V, big), small)  # (..., G_b, c)
-        if b.ndim == 2:
-            f = _compat.cho_solve(xp, L, b)  # the small factor's effects
+        if rank == 0:  # every other factor's dummies lie in the largest one's span
+            return V - project(V, big)
+        r = xp.concat([sums(V - project(V, big), j) for j in rest], axis=-2)  # (..., gs, c)
+        r = xp.take(r, order, axis=-2)
+        if r.ndim == 2:
+            f = _compat.cho_solve(xp, L, r)  # the other factors' effects
         else:  # a stack sharing the codes: its problems side by side as columns of one solve
-            shape, (g, c) = tuple(b.shape), tuple(b.shape[-2:])
-            flat = xp.reshape(xp.permute_dims(xp.reshape(b, (-1, g, c)), (1, 0, 2)), (g, -1))
+            shape, (g, c) = tuple(r.shape), tuple(r.shape[-2:])
+            flat = xp.reshape(xp.permute_dims(xp.reshape(r, (-1, g, c)), (1, 0, 2)), (g, -1))
             f = xp.reshape(xp.permute_dims(xp.reshape(_compat.cho_solve(xp, L, flat), (g, -1, c)), (1, 0, 2)), shape)
-        W = V - xp.take(f, small_codes, axis=-2)
-        return W - project(W, big)  # the large factor's, exactly
+        f = xp.take(xp.concat([f, xp.zeros_like(f[..., :1, :])], axis=-2), place, axis=-2)
+        W = V
+        for j, s0, g in zip(rest, starts, sizes, strict=True):
+            W = W - xp.take(f[..., s0 : s0 + g, :], codes[:, j], axis=-2)
+        return W - project(W, big)  # the largest factor's, exactly
 
     return solve
 
@@ -293,7 +306,7 @@ def partial_out(xp, V, factors, weights=None, max_iter=None):
     def dot(A, B):  # each column's (weighted) dot product, (..., 1, c): without an m x c product where it can
         return _compat.dots(xp, A if w is None else w * A, B)[..., None, :]
 
-    direct = _two_way(xp, factors, weights, V)
+    direct = _direct(xp, factors, weights, V)
     start = V if direct is None else direct(V, project, sums)  # CG from there: no step where it is exact
     cg = _conjugate_gradient(xp, start, len(counts), project, dot, bound, max_iter)
     # Sweeps until one moves no entry by more than the bound: today's test, on CG's result (none if CG failed).

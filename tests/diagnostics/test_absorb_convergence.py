@@ -98,13 +98,23 @@ def _components_design(seed):
     return X, X @ np.array([1.0, -1.0]) + np.cos(firm) + rng.standard_normal(600), np.column_stack([firm, worker])
 
 
-@pytest.mark.parametrize("design", ["slow mixing", "three components"])
+def _three_way(seed):
+    """The slowly mixing panel with a third factor, the period (5 groups, every worker seen in 4 of them), and a
+    fourth, nested in the firms (2 groups each: a rank the components do not count)."""
+    X, y, codes = _slow_mixing(seed)
+    period = (np.tile(np.arange(4), 120) + np.repeat(np.arange(120), 4)) % 5
+    return X, y, np.column_stack([codes, period, 2 * codes[:, 1] + np.arange(480) % 2])
+
+
+@pytest.mark.parametrize("design", ["slow mixing", "three components", "four factors"])
 @pytest.mark.parametrize("weighted", [False, True])
-def test_two_way_solve_is_exact(numpy_reference, monkeypatch, design, weighted):
-    """Two factors: one step through the smaller factor's Schur complement (its null space, one constant per
-    connected component, handled) and one checking sweep, no conjugate gradient step; the exact projection
-    within 1e-13 of each column's scale, where the conjugate gradient alone takes tens of steps."""
-    X, y, codes = _slow_mixing(2) if design == "slow mixing" else _components_design(5)
+def test_direct_solve_is_exact(numpy_reference, monkeypatch, design, weighted):
+    """One step through the Schur complement of every factor but the largest (its null space, a constant per
+    connected component and what the other factors repeat, left out by the pivoted factorization) and one
+    checking sweep, no conjugate gradient step; the exact projection within 1e-13 of each column's scale, where the
+    conjugate gradient alone takes tens of steps."""
+    designs = {"slow mixing": _slow_mixing, "three components": _components_design, "four factors": _three_way}
+    X, y, codes = designs[design](2 if design != "three components" else 5)
     w = np.random.default_rng(6).uniform(0.2, 3.0, len(y)) if weighted else None
     V = np.column_stack([X, y])
     factors = absorb_codes(np, X, codes, None, None)
@@ -118,17 +128,20 @@ def test_two_way_solve_is_exact(numpy_reference, monkeypatch, design, weighted):
     assert int(steps) > 5 and np.max(np.abs(alone - exact) / scale) < 2e-13
 
 
-def test_two_way_solve_where_it_applies(numpy_reference, monkeypatch):
-    """The two-way solve only for two factors with at most ``DIRECT_MAX`` groups in the smaller one and a cost within
-    ``DIRECT_BUDGET`` (codes of any integer dtype): three factors, a costlier design and a larger second factor take
-    the conjugate gradient, to the same projection."""
+def test_direct_solve_where_it_applies(numpy_reference, monkeypatch):
+    """The direct solve only where the factors but the largest have at most ``DIRECT_MAX`` groups together and its
+    cost is within ``DIRECT_BUDGET`` (codes of any integer dtype): a costlier design and larger factors take the
+    conjugate gradient, to the same projection."""
     X, y, codes = _slow_mixing(2)
     V = np.column_stack([X, y])
     _, n_iter = partial_out(np, V, absorb_codes(np, X, codes.astype(np.uint64), None, None))
     assert int(n_iter) == 2
-    three = np.column_stack([codes, np.arange(480) % 5])
-    _, n_iter = partial_out(np, V, absorb_codes(np, X, three, None, None))
+    _, n_iter = partial_out(np, V, absorb_codes(np, X, _three_way(2)[2][:, :3], None, None))
+    assert int(n_iter) == 2
+    monkeypatch.setattr(_absorb, "DIRECT_MAX", 12)  # firms and periods: 13 groups
+    _, n_iter = partial_out(np, V, absorb_codes(np, X, _three_way(2)[2][:, :3], None, None))
     assert int(n_iter) > 2
+    monkeypatch.setattr(_absorb, "DIRECT_MAX", 2048)
     monkeypatch.setattr(_absorb, "DIRECT_BUDGET", 0.5)  # the cost: 8**3 / 3 + sum(k**2) = 321 > 0.5 * 480
     _, n_iter = partial_out(np, V, absorb_codes(np, X, codes, None, None))
     assert int(n_iter) > 2
@@ -163,8 +176,8 @@ def test_backends_accelerated(be):
     assert _rel(be.to_numpy(r.coef), lsq.lstsq(X, y, absorb=codes).coef) < 1e-10
 
 
-def test_backends_two_way_solve(be):
-    """Every backend, eagerly, with concrete codes: the two-way solve (one step and a checking sweep; lazy Dask
+def test_backends_direct_solve(be):
+    """Every backend, eagerly, with concrete codes: the direct solve (one step and a checking sweep; lazy Dask
     data and traced JAX take the conjugate gradient), weighted and not, and a stack sharing the codes and the
     weights, to the exact projection."""
     X, y, codes = _components_design(5)
