@@ -17,7 +17,7 @@ from lsq_backends._problem._absorb import absorb_codes, absorbed_rank, partial_o
 @pytest.mark.parametrize("k", [2, 3])
 def test_converges(numpy_reference, monkeypatch, k):
     """The steps stop on their tolerance, well before the limit; the partialled-out columns are orthogonal
-    to every dummy. Without the two-way solve (below), the conjugate gradient alone."""
+    to every dummy. Without the direct solve (below), the conjugate gradient alone."""
     X, y, _, codes = _data(k, k)
     V = np.column_stack([X, y])
     factors = absorb_codes(np, X, codes, None, None)
