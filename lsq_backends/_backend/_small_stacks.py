@@ -33,12 +33,18 @@ def cupy_batched_solve():
     return int(cupy.__version__.split(".")[0]) >= 14
 
 
+def _small_stack_without_solver(xp, a):
+    """``a`` is a stack of small triangles on a library without a batched triangular solve of its own (NumPy,
+    CuPy before 14, array-api-strict)."""
+    own = _aac.is_torch_namespace(xp) or _aac.is_dask_namespace(xp) or _aac.is_jax_namespace(xp)
+    own = own or (_aac.is_cupy_namespace(xp) and cupy_batched_solve())
+    return not own and a.ndim > 2 and a.shape[-1] <= SMALL_STACK
+
+
 def substitutes(xp, a, b):
     """Stacks of small triangles and one right-hand side, on libraries without a batched
     triangular solve of their own (NumPy, CuPy before 14, array-api-strict): substitution."""
-    own = _aac.is_torch_namespace(xp) or _aac.is_dask_namespace(xp) or _aac.is_jax_namespace(xp)
-    own = own or (_aac.is_cupy_namespace(xp) and cupy_batched_solve())
-    return not own and a.ndim > 2 and a.shape[-1] <= SMALL_STACK and b.shape[-1] == 1
+    return _small_stack_without_solver(xp, a) and b.shape[-1] == 1
 
 
 def substitute(xp, a, b, lower, *, at=None, transpose=False):
@@ -85,9 +91,9 @@ def stack_inverse(xp, a, *, lower):
 
 
 def inverts_by_rows(xp, a):
-    """Whether :func:`stack_inverse` inverts the triangles ``a`` (a stack of small ones where the library has no
-    batched triangular solve, or NumPy's, whose batched ``inv`` costs more)."""
-    return a.ndim > 2 and a.shape[-1] <= SMALL_STACK and (_aac.is_numpy_namespace(xp) or substitutes(xp, a, a[..., :1]))
+    """Whether :func:`stack_inverse` inverts the triangles ``a``: a stack of small ones where the library has no
+    batched triangular solve (NumPy's batched ``inv`` is LU per matrix, and costs more)."""
+    return _small_stack_without_solver(xp, a)
 
 
 def small_inverse(xp, L):
