@@ -102,6 +102,20 @@ def rel(a, b):
     return float(np.linalg.norm(np.asarray(a, dtype=np.float64) - b) / np.linalg.norm(b))
 
 
+def timed(call, sync, repeat=5):
+    """``(result, median ms)`` of ``repeat`` calls of ``call`` after one untimed call, ``sync()`` waiting for the
+    device after each."""
+    call()
+    sync()
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = call()
+        sync()
+        times.append(time.perf_counter() - t0)
+    return out, round(1e3 * sorted(times)[len(times) // 2], 2)
+
+
 @probe("cupy")
 def potrf(cp):
     xp = _compat.array_namespace(cp.empty(0))
@@ -369,35 +383,24 @@ def jax_cond():
 def goal(torch):
     """The H100 goal: normal <= 1.3x a bare X^T X, qr >= 3x faster than
     torch.linalg.lstsq (gels), at 10**6 x 256 (float32 and float64; data made on the device)."""
-
-    def median_ms(f, repeat=5):
-        f()
-        torch.cuda.synchronize()
-        times = []
-        for _ in range(repeat):
-            t0 = time.perf_counter()
-            f()
-            torch.cuda.synchronize()
-            times.append(time.perf_counter() - t0)
-        return round(1e3 * sorted(times)[len(times) // 2], 2)
-
     g = torch.Generator(device="cuda").manual_seed(0)
     for dtype in (torch.float32, torch.float64):
-        _goal_one(torch, dtype, g, median_ms)
+        _goal_one(torch, dtype, g)
         torch.cuda.empty_cache()
 
 
-def _goal_one(torch, dtype, g, median_ms):
+def _goal_one(torch, dtype, g):
     m, n = 1_000_000, 256
     X = torch.randn(m, n, device="cuda", dtype=dtype, generator=g)
     noise = 0.01 * torch.randn(m, device="cuda", dtype=dtype, generator=g)
     y = X @ torch.randn(n, device="cuda", dtype=dtype, generator=g) + noise
+    sync = torch.cuda.synchronize
     t = {
-        "bare X.T@X": median_ms(lambda: X.T @ X),
-        "torch.linalg.lstsq(gels)": median_ms(lambda: torch.linalg.lstsq(X, y[:, None])),
+        "bare X.T@X": timed(lambda: X.T @ X, sync)[1],
+        "torch.linalg.lstsq(gels)": timed(lambda: torch.linalg.lstsq(X, y[:, None]), sync)[1],
     }
     for method in ("normal", "auto", "qr"):
-        t[f"lsq {method}"] = median_ms(lambda method=method: lsq.lstsq(X, y, method=method))
+        t[f"lsq {method}"] = timed(lambda method=method: lsq.lstsq(X, y, method=method), sync)[1]
     report(
         "goal",
         dtype=str(dtype),
@@ -423,21 +426,11 @@ def _goal_cupy_one(cp, dtype, g):
     X = g.standard_normal((m, n), dtype=dtype)
     y = X @ g.standard_normal(n, dtype=dtype) + dtype(0.01) * g.standard_normal(m, dtype=dtype)
 
-    def median_ms(f, repeat=5):
-        f()
-        cp.cuda.Device().synchronize()
-        times = []
-        for _ in range(repeat):
-            t0 = time.perf_counter()
-            f()
-            cp.cuda.Device().synchronize()
-            times.append(time.perf_counter() - t0)
-        return round(1e3 * sorted(times)[len(times) // 2], 2)
-
-    t = {"bare X.T@X": median_ms(lambda: X.T @ X)}
+    sync = cp.cuda.Device().synchronize
+    t = {"bare X.T@X": timed(lambda: X.T @ X, sync)[1]}
     for method in ("normal", "auto"):
-        t[f"lsq {method}"] = median_ms(lambda method=method: lsq.lstsq(X, y, method=method))
-    t["cupy.linalg.lstsq"] = median_ms(lambda: cp.linalg.lstsq(X, y, rcond=None), repeat=1)
+        t[f"lsq {method}"] = timed(lambda method=method: lsq.lstsq(X, y, method=method), sync)[1]
+    t["cupy.linalg.lstsq"] = timed(lambda: cp.linalg.lstsq(X, y, rcond=None), sync, repeat=1)[1]
     report("goal_cupy", dtype=dtype.__name__, ms=t, normal_over_gram=round(t["lsq normal"] / t["bare X.T@X"], 2),
            lstsq_over_normal=round(t["cupy.linalg.lstsq"] / t["lsq normal"], 2))  # fmt: skip
 
@@ -506,17 +499,6 @@ def absorb():
 
     X, y, codes = panel_data(1_000_000)
 
-    def timed(call, sync):
-        call()
-        sync()
-        times = []
-        for _ in range(3):
-            t0 = time.perf_counter()
-            out = call()
-            sync()
-            times.append(time.perf_counter() - t0)
-        return out, round(1e3 * sorted(times)[1], 1)
-
     libraries = [("numpy", np.asarray, lambda: None, np.asarray)]
     cp, torch = cuda_module("cupy"), cuda_module("torch")
     if cp is not None:
@@ -528,10 +510,11 @@ def absorb():
     ref = None
     for name, put, sync, get in libraries:
         Xd, yd, cd = put(X), put(y), put(codes)
-        fit, t_fit = timed(lambda: lsq.lstsq(Xd, yd, absorb=cd), sync)  # noqa: B023
+        fit, t_fit = timed(lambda: lsq.lstsq(Xd, yd, absorb=cd), sync, repeat=3)  # noqa: B023
         diag, t_diag = timed(
             lambda: lsq.diagnostics(Xd, yd, absorb=cd, cov_type="cluster", groups=cd[:, 1]),  # noqa: B023
             sync,
+            repeat=3,
         )
         coef, se = get(fit.coef), get(diag.stderr)
         ref = (coef, se) if ref is None else ref
