@@ -78,7 +78,7 @@ def test_accelerated_on_slow_mixing(numpy_reference):
 
 
 def _exact(V, codes, w=None):
-    """V's part orthogonal (weighted by w) to every dummy of ``codes``, by QR of the weighted dummies."""
+    """V's part orthogonal (weighted by w) to every dummy of ``codes``, by the SVD of the weighted dummies."""
     r = np.ones(len(V)) if w is None else np.sqrt(w)
     D = r[:, None] * np.hstack([np.eye(c.max() + 1)[c] for c in codes.T])  # rank deficient: an orthonormal basis
     U, sv, _ = np.linalg.svd(D, full_matrices=False)
@@ -142,7 +142,7 @@ def test_direct_solve_where_it_applies(numpy_reference, monkeypatch):
     _, n_iter = partial_out(np, V, absorb_codes(np, X, _three_way(2)[2][:, :3], None, None))
     assert int(n_iter) > 2
     monkeypatch.setattr(_absorb, "DIRECT_MAX", 2048)
-    monkeypatch.setattr(_absorb, "DIRECT_BUDGET", 0.5)  # the cost: 8**3 / 3 + sum(k**2) = 321 > 0.5 * 480
+    monkeypatch.setattr(_absorb, "DIRECT_BUDGET", 0.5)  # the cost: 8**3 / 3 + sum(k**2) + m = 801 > 0.5 * 480
     _, n_iter = partial_out(np, V, absorb_codes(np, X, codes, None, None))
     assert int(n_iter) > 2
     monkeypatch.setattr(_absorb, "DIRECT_BUDGET", 1024)
