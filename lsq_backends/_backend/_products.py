@@ -152,13 +152,16 @@ _BLOCK = 1 << 15  # elements of a block of rows in multiply_add: 256 KiB of floa
 
 
 def add_product(xp, b, a, c, sign=1):
-    """``b + sign * a * c`` (``sign`` 1 or -1) for small arrays (n x k and a penalty): PyTorch's ``addcmul``, one
-    operator where the product and the sum took two (its CPU kernel rounds them once: not bit for bit the two)."""
+    """``b + sign * a * c`` (``sign`` a number: 1 and -1 exactly) for small arrays (n x k and a penalty; broadcast):
+    PyTorch's ``addcmul``, one operator where the product and the sum took two (its CPU kernel rounds them once: not
+    bit for bit the two)."""
     if _aac.is_torch_namespace(xp):
         import torch
 
         return torch.addcmul(b, a, c, value=sign)
-    return b + a * c if sign == 1 else b - a * c
+    if sign == 1 or sign == -1:
+        return b + a * c if sign == 1 else b - a * c
+    return b + (sign * a) * c
 
 
 def multiply_add(xp, a, c, b, fresh=False):

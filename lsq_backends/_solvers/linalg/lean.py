@@ -151,8 +151,15 @@ def fit(xp, X, Y, weights, alpha, form, limits=None, traits=None):
         parts.append(ks)
     if auto:  # the signal ||X w||^2 stands for y's scale too (module docstring)
         signal = _compat.dots(xp, W, B)
-        tan = rss / signal  # tan(theta)**2, per target; with cond(As)**2 <= every ks**2 of a row
-        parts += [signal, ks * ks * tan[..., None] if ks.ndim > rss.ndim else (ks * ks)[..., None] * tan[..., None, :]]
+        # ks**2 tan(theta)**2 <= RESIDUAL_LIMIT**2, tan(theta)**2 = rss / signal, asked without the division as
+        # signal - ks**2 rss / RESIDUAL_LIMIT**2 >= 0 (one fused operator), per target and row of As
+        per_row = ks.ndim > rss.ndim  # ks (..., k, n) per target, else (..., n) shared by the targets
+        k2, r, t = (
+            (ks * ks, rss[..., None], signal[..., None])
+            if per_row
+            else ((ks * ks)[..., None], rss[..., None, :], signal[..., None, :])
+        )
+        parts += [signal, _compat.add_product(xp, t, k2, r, -(RESIDUAL_LIMIT**-2))]
     else:
         parts.append(_compat.dots(xp, Y, Y))  # y's scale, per target (weighted without an intercept)
     if info is not None:
@@ -263,7 +270,7 @@ def bounds(xp, like, shape):
         part(per * n, 0.0, r * r / 4)  # ks, per row: cond(X D^-1) <= r / 2
     part(k, *safe_sum)  # auto: the signal; normal: ||y||**2
     if auto:
-        part(n * k, 0.0, RESIDUAL_LIMIT**2)  # per row of As and target
+        part(n * k, 0.0, big)  # per row of As and target: signal - ks**2 rss / RESIDUAL_LIMIT**2
     if info:
         part(per, 0.0, 0.0)
     if resolution is not None:  # |mean| / sqrt(d) below 1 / (c sqrt(total)) (total: m, or 1 and in q)
