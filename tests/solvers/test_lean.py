@@ -116,7 +116,8 @@ def test_accepted_fits_are_refined_to_qr_accuracy(be, full_fits, method, cond):
 
 
 @pytest.mark.parametrize("offset", [1e6, 1e8, 1.7e9])
-def test_large_column_offsets_with_an_intercept_stay_lean_and_exact(be, full_fits, offset):
+@pytest.mark.parametrize("weighted", [False, True])
+def test_large_column_offsets_with_an_intercept_stay_lean_and_exact(be, full_fits, offset, weighted):
     """Columns offset by 1e8 and more (timestamps, prices): the lean route centers exactly on the n x n side and
     decides the rank of the centered problem. X = offset + E with E on a grid of the offset's own spacing, so
     that the data are exactly E shifted: the reference is the intercept fit of E, well conditioned."""
@@ -127,15 +128,44 @@ def test_large_column_offsets_with_an_intercept_stay_lean_and_exact(be, full_fit
     y = E @ rng.standard_normal(n) + 1e-3 * rng.standard_normal(m)
     X = offset + E
     assert np.array_equal(X - offset, E)
+    w = rng.uniform(0.5, 2.0, m) if weighted else np.ones(m)
     A = np.c_[np.ones(m), E]
-    ref = np.linalg.lstsq(A, y, rcond=None)[0]
-    res = _fit(be, X, y, "auto", fit_intercept=True)
+    ref = np.linalg.lstsq(np.sqrt(w)[:, None] * A, np.sqrt(w) * y, rcond=None)[0]
+    res = _fit(be, X, y, "auto", fit_intercept=True, sample_weight=w if weighted else None)
     assert full_fits == []
     coef = be.to_numpy(res.coef)
     assert np.max(np.abs(coef - ref[1:])) / np.max(np.abs(ref[1:])) <= C * EPS * np.linalg.cond(A)
     # intercept of X: ref[0] - offset * sum(coef); its error is the offset times coef's
     intercept = ref[0] - offset * ref[1:].sum()
     assert abs(float(be.to_numpy(res.intercept)) - intercept) <= C * EPS * offset * np.abs(ref[1:]).sum() * n
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_weighted_means_rounding_is_corrected_at_large_offsets(be, full_fits, seed):
+    """Weighted means are products, rounded to ~eps sqrt(m) |offset| (no cascaded sum): the Gram matrix of data
+    shifted by them is off by total d d^T, second order in that rounding d, which one refinement step leaves at
+    about (cond**2 |d|**2 / var)**2 (2.9e-12 at cond 1e2, offsets 1.7e9), past the refined bound; its correction
+    (``_gram_data.TallGram.products``) keeps the error at QR's. The reference: the data centered by the weighted
+    means in extended precision (``numpy.longdouble``), solved and refined twice."""
+    if np.finfo(np.longdouble).eps >= EPS:
+        pytest.skip("numpy.longdouble is float64 here: no extended-precision reference")
+    rng = np.random.default_rng(seed)
+    m, n, cond = 4000, 32, 1e2
+    U, V = np.linalg.qr(rng.standard_normal((m, n)))[0], np.linalg.qr(rng.standard_normal((n, n)))[0]
+    X = (U * np.geomspace(1, 1 / cond, n)) @ V.T * np.sqrt(m) + 1.7e9 * (1 + rng.random(n))
+    y = X @ rng.standard_normal(n) + 3.0 + 0.1 * rng.standard_normal(m)
+    w = rng.uniform(0.5, 2.0, m)
+    Xl, yl, wl = X.astype(np.longdouble), y.astype(np.longdouble), w.astype(np.longdouble)
+    root = np.sqrt(wl)[:, None]
+    Xc, yc = root * (Xl - (wl @ Xl) / wl.sum()), root[:, 0] * (yl - (wl @ yl) / wl.sum())
+    ref = np.linalg.lstsq(Xc.astype(np.float64), yc.astype(np.float64), rcond=None)[0]
+    for _ in range(2):
+        g = (Xc.T @ (yc - Xc @ ref.astype(np.longdouble))).astype(np.float64)
+        ref = ref + np.linalg.solve(Xc.astype(np.float64).T @ Xc.astype(np.float64), g)
+    res = _fit(be, X, y, "normal", fit_intercept=True, sample_weight=w)
+    assert full_fits == []
+    err = np.linalg.norm(be.to_numpy(res.coef) - ref) / np.linalg.norm(ref)
+    assert err <= C * EPS * cond, err
 
 
 def _outside(name, X, y):

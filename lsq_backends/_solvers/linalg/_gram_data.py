@@ -33,7 +33,11 @@ Gram product, ``Z^T [V root]`` (``B`` and ``s`` in one product), the residual ``
 the products without an intercept. Without weights the shifts are the plain means (one reduction
 each) and ``s`` and ``t`` their rounding: where a refinement step follows (``refined``: ``normal``
 and ``auto``, lean route or full), whose residual is centered exactly, the corrections by them are
-left to it (``s = 0``): ten operators fewer. CholeskyQR2, which has no such step, needs them
+left to it (``s = 0``): ten operators fewer. With weights the means are products, whose rounding (no cascaded
+sum) is larger: the Gram matrix's correction by it stays (second order in it, but one refinement step leaves
+about its square: 3e-12 at offsets of 1.7e9, cond 1e2), the others are left to the refinement, and y's mean as
+the intercept needs it comes from the residual's own weighted mean ``c`` (exact for the solution refined).
+CholeskyQR2, which has no such step, needs them
 (``qr`` with columns offset by 1e8 and cond 1e3 erred by 1.3e-10, past QR's bound, without them):
 :meth:`TallGram.basis_products` takes them where they were left. On 4000 x 32 data with
 columns offset by 0 to 1.7e9 (``python -m benchmarks.lean --offsets-accuracy``: cond 1e2 and 1e5,
@@ -73,11 +77,14 @@ class TallGram:
     def __init__(self, xp, X, Y, root=None, centered=False, refined=False):
         self.xp = xp
         self.centered = centered
-        self.refined = refined  # a refinement step follows the products: the plain means' rounding is left to it
+        self.refined = refined  # a refinement step follows the products: what it absorbs is left to it
         self.root = root
         self.x_shift = self.y_shift = None  # near the means (centered): module docstring
         self.s = self.t_mean = self.total = None  # s (..., n, 1); t_mean: V's mean (..., 1, k)
         self._offset_sq = self._squares = None
+        self._y_by_residual = (
+            False  # y's mean as the intercept needs it is left to :meth:`residual` (weighted, refined)
+        )
         self.kept = None  # (Z, V): the one shifted copy, made by ``products`` (whole arrays)
         m, n = X.shape[-2:]
         rows = max(BLOCK_ELEMENTS // max(n, 1), MIN_ROWS)  # row blocks where X is 2-D and long
@@ -139,8 +146,7 @@ class TallGram:
             if self.root is None and self.refined:
                 # Centered by their own means, Z's and V's column sums are the means' rounding: the corrections
                 # by them (of A, B and the means) are left to the refinement step that follows (module
-                # docstring). ``s`` is then 0, a number. Not with weights: their means are products, whose
-                # rounding (no cascaded sum) one refinement step does not absorb at large offsets.
+                # docstring). ``s`` is then 0, a number.
                 self.s = self.t_mean = 0.0
                 self.x_mean, self.y_mean = self.x_shift, self.y_shift
                 return A, _compat.cross(xp, Z, V)
@@ -153,6 +159,13 @@ class TallGram:
                 roots = roots if tuple(roots.shape) == shape else xp.broadcast_to(roots, shape)  # shared by a batch
             Bs = _compat.cross(xp, Z, xp.concat([V, roots], axis=-1))
             B, self.s = Bs[..., :k], Bs[..., k:]  # s: (..., n, 1)
+            if self.refined and self.root is not None:
+                # Weighted means are products, whose rounding (no cascaded sum) is larger: A's correction
+                # (s s^T / total, second order in it) is kept, which one refinement step does not absorb at large
+                # offsets; B's and the means' (the refinement's residual is centered exactly) are left to it, and y's
+                # mean (as the intercept needs it) to :meth:`residual`.
+                self.t_mean, self.x_mean, self.y_mean, self._y_by_residual = 0.0, self.x_shift, self.y_shift, True
+                return _compat.add_product(xp, A, self.s, _compat.mT(xp, self.s) / self.total, -1), B
             if self.root is None:  # V's mean, one reduction (a product and its division took two)
                 self.t_mean = _compat.reduce_mean(xp, V, axis=-2, keepdims=True)
             else:
@@ -203,6 +216,8 @@ class TallGram:
                 else:
                     c = _compat.matmul(xp, _compat.mT(xp, self.weights), R) / self.total  # (..., 1, k)
                     R = R - _compat.as_rank(xp, self.weights, R.ndim) * c
+                    if self._y_by_residual:  # c = y_mean - y_shift - (x_mean - x_shift) W: y_shift + c - x_shift W2
+                        self.y_mean = self.y_shift + c  # is the intercept of W2 = W + dW to (x_mean - x_shift) dW
             h = _compat.cross(xp, X, R) if cross else None
             return h, _compat.sum_of_squares(xp, R, axis=-2)  # R is not used after this
         h = rss = c = s = None
@@ -227,11 +242,15 @@ class TallGram:
         xp = self.xp
         if self.centered:
             X, Y = self.kept
-            if isinstance(self.s, float):  # left to a refinement (:meth:`products`), which CholeskyQR2 has not
-                self.s = _compat.mT(xp, _compat.reduce_sum(xp, X, axis=-2, keepdims=True))
-                self.t_mean = _compat.reduce_mean(xp, Y, axis=-2, keepdims=True)
+            if isinstance(self.t_mean, float):  # left to a refinement (:meth:`products`), which CholeskyQR2 has not
+                if isinstance(self.s, float):
+                    self.s = _compat.mT(xp, _compat.reduce_sum(xp, X, axis=-2, keepdims=True))
+                    self.t_mean = _compat.reduce_mean(xp, Y, axis=-2, keepdims=True)
+                else:  # weighted: s was taken (A's correction)
+                    roots = _compat.as_rank(xp, self.weights, Y.ndim)
+                    self.t_mean = _compat.mT(xp, _compat.matmul(xp, _compat.mT(xp, Y), roots)) / self.total
                 self.x_mean = self.x_shift + _compat.mT(xp, self.s) / self.total
-                self.y_mean = self.y_shift + self.t_mean
+                self.y_mean, self._y_by_residual = self.y_shift + self.t_mean, False
         Q = _compat.matmul(xp, X, M)
         G, C = _compat.matmul(xp, _compat.mT(xp, Q), Q), _compat.cross(xp, Q, Y)
         if not self.centered:
@@ -259,4 +278,6 @@ class TallGram:
         Xe, Ye, x_mean, y_mean, offset_sq = eliminate_intercept(self.xp, X, Y, self.root)
         if self.offset_sq is None:
             self.x_mean, self.y_mean, self.offset_sq = x_mean, y_mean, offset_sq
+        elif self._y_by_residual:  # the products' means were the shifts (weighted, refined): these are exact
+            self.x_mean, self.y_mean, self._y_by_residual = x_mean, y_mean, False
         return Xe, Ye
