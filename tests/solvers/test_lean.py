@@ -18,6 +18,7 @@ import pytest
 
 import lsq_backends as lsq
 from lsq_backends import _api
+from lsq_backends._solvers import lean
 
 EPS = np.finfo(np.float64).eps
 C = 20.0
@@ -212,6 +213,19 @@ def test_problems_outside_the_common_case_take_the_full_route(be, full_fits, met
     assert full_fits == [method], f"{name}: the lean route kept it"
     # and the answer is the full route's own
     assert np.all(np.isfinite(be.to_numpy(lean.coef)))
+
+
+@pytest.mark.parametrize("shape", ["stack", "past OUTER_MAX"])
+def test_a_negligible_column_takes_the_full_route_in_both_forms_of_the_pivot_test(be, full_fits, shape):
+    """The pivot test asks every pivot against every column for one problem of up to ``lean.OUTER_MAX`` columns, and
+    the smallest pivot against every column for a stack or more columns: both send NumPy's negligible column (its
+    rank deficiency) to the full route."""
+    n = 20 if shape == "stack" else lean.OUTER_MAX + 6
+    X, y, _ = _outside("negligible column", *_problem(1000, n, 10.0))
+    if shape == "stack":
+        X, y = np.stack([_problem(1000, n, 10.0, seed=1)[0], X]), np.stack([y, y])
+    _fit(be, X, y, "normal")
+    assert full_fits == ["normal"], "the lean route kept it"
 
 
 @pytest.mark.parametrize("method", ["normal", "auto"])

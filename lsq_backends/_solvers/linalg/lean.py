@@ -32,7 +32,8 @@ of Numerical Algorithms*, 2nd ed., ch. 10 and 20):
   solution elsewhere, and the rank is NumPy's rule (``trace(A) trace(A^-1) c**2 < 1``) or CLEAR's.
 - **Pivots**: no Cholesky pivot below the cutoff, nor the Gram matrix's rounding, against any
   column's norm (so against the largest: a negligible column is NumPy's rank deficiency), as
-  ``min(diag(L)) * diag(A)**-1/2``, which a failed factor's negative pivot fails.
+  ``diag(L)_i * diag(A)_j**-1/2`` for every pair (one problem of up to ``OUTER_MAX`` columns: one product) or
+  ``min(diag(L)) * diag(A)**-1/2`` (a stack, or more columns), which a failed factor's negative pivot fails.
 - **Residual** (``rss``): finite and non-negative; ``auto`` also asks its residual-angle test
   (``cond**2 tan(theta) <= 1e4``) of the upper bound.
 - **Resolution** (least squares with an intercept): each column's centered square ``d_j`` above
@@ -76,6 +77,9 @@ from .rank import CLEAR
 
 CONTRACTION = 1 / 16  # eps cond(As) up to which ``choose`` keeps the refined solution (module docstring)
 RESIDUAL_LIMIT = 1e4  # auto's: cond**2 * tan(theta) up to which the refined error stays QR-level
+# Columns up to which one problem asks the pivot test of every pivot against every column (an outer product: n**2
+# entries of the certificate, one operator), where the smallest pivot's reduction and its product took two
+OUTER_MAX = 64
 
 
 class Form(NamedTuple):
@@ -100,7 +104,8 @@ def fit(xp, X, Y, weights, alpha, form, limits=None, traits=None):
         # the resolution test's factor of c**2: the total weight where it is the number m (no weights), else 1
         resolution = (float(m) if weights is None else 1.0) if centered and alpha is None else None
         info = traits.reports_failures
-        shape = (m, n, Y.shape[-1], per_target, auto, choose, info, centered, resolution)
+        outer = X.ndim == 2 and n <= OUTER_MAX  # the pivot test's form (below)
+        shape = (m, n, Y.shape[-1], per_target, auto, choose, info, centered, resolution, outer)
         if traits.reads_while_solving or not _compat.is_lazy(X):  # made once per shape and device
             key = ("lean bounds", xp.__name__, X.dtype, _compat.device(X), shape)  # an unhashable device: made anew
             limits = _compat.memo(key, lambda: bounds(xp, X, shape))
@@ -139,8 +144,12 @@ def fit(xp, X, Y, weights, alpha, form, limits=None, traits=None):
     ks = s[..., None] * (root_d * matmul(xp, xp.abs(A), root_d[..., None])[..., 0])  # (..., n) or (..., k, n)
     # X's scale (with the penalty's): each column's diag(A)**-1/2, which the pivot test multiplies too (the smallest
     # pivot against every column: against the largest); a failed pivot's negative diagonal fails it
-    low = _compat.reduce_min(xp, diagonal(xp, L), axis=-1)
-    parts = [root_d, s, low[..., None] * root_d, rss]
+    piv = diagonal(xp, L)
+    if X.ndim == 2 and X.shape[-1] <= OUTER_MAX:  # one problem: every pivot against every column
+        pivots = piv[..., :, None] * root_d[..., None, :]
+    else:
+        pivots = _compat.reduce_min(xp, piv, axis=-1)[..., None] * root_d
+    parts = [root_d, s, pivots, rss]
     if choose:  # NumPy's rank rule too (trace(A) trace(A^-1) c**2 < 1), where CLEAR's is narrower
         t = _compat.reduce_sum(xp, d, axis=-1) * _compat.reduce_sum(xp, inv, axis=-1)
         parts.append(xp.minimum(t, s * (X.shape[-1] * CLEAR**2)))  # at most 1 / (4 c**2)
@@ -242,8 +251,8 @@ def _total(xp, X, D):
 
 def bounds(xp, like, shape):
     """``(lo, hi)``: the bounds of :func:`fit`'s ``q`` for one problem of ``shape`` = (m, n, k, per_target, auto,
-    choose, info, centered, resolution), arrays on ``like``'s device (module docstring)."""
-    m, n, k, per_target, auto, choose, info, centered, resolution = shape
+    choose, info, centered, resolution, outer), arrays on ``like``'s device (module docstring)."""
+    m, n, k, per_target, auto, choose, info, centered, resolution, outer = shape
     big = float(_compat.finfo(xp, like.dtype).max)
     safe = round(math.log2(big)) // 4
     r = refined_limit(xp, like)
@@ -262,7 +271,7 @@ def bounds(xp, like, shape):
     safe_sum = (m * 2.0 ** (-2 * safe), 2.0 ** (2 * safe))  # the scaling's safe range for a sum of squares
     part(per * n, 2.0**-safe, 2.0**safe / math.sqrt(m))  # every diag(A)**-1/2 within that range
     part(per, 0.0, s_max)  # s
-    part(per * n, math.sqrt(max(c * c, gn)), big)  # the smallest pivot against each column's norm
+    part(per * n * (n if outer else 1), math.sqrt(max(c * c, gn)), big)  # each (smallest) pivot against each column
     part(k, 0.0, big)  # rss
     if choose:
         part(per, 0.0, 1 / (4 * c * c))  # the rank: NumPy's rule or CLEAR's
