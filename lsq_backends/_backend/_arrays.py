@@ -495,6 +495,9 @@ def diagonal(xp, a):
     if _aac.is_numpy_namespace(xp):
         d = a.diagonal(axis1=-2, axis2=-1)  # a read-only view, as xp.linalg.diagonal's
         return d.copy() if a.ndim > 2 else d
+    if _aac.is_jax_namespace(xp):  # a strided slice of the flattened matrices: XLA fuses it, where the gather of
+        p = a.shape[-1]  # xp.linalg.diagonal is a kernel of its own, with another for its indices
+        return xp.reshape(a, (*a.shape[:-2], p * p))[..., :: p + 1]
     return xp.linalg.diagonal(a)
 
 

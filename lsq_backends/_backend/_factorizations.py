@@ -515,6 +515,10 @@ def cho_solve(xp, L, b, *, Lt=None, inverse=None):
             Lt = batch_last(xp, L)  # one copy for both sweeps
         z = substitute(xp, L, b, True, at=Lt)
         return substitute(xp, L, z, False, at=Lt, transpose=True)
+    if _aac.is_jax_namespace(xp):  # the second sweep reads L transposed (LAPACK's trans): no copy of L^T
+        sp = scipy_for(xp)
+        z = lapack_in_order(xp, sp.solve_triangular, L, b, lower=True, check_finite=False)
+        return lapack_in_order(xp, sp.solve_triangular, L, z, trans=1, lower=True, check_finite=False)
     z = solve_triangular(xp, L, b, lower=True)
     return solve_triangular(xp, xp.linalg.matrix_transpose(L), z, lower=False)
 

@@ -9,9 +9,12 @@ proves from arrays it already has that the common case holds (Higham, *Accuracy 
 of Numerical Algorithms*, 2nd ed., ch. 10 and 20):
 
 - **Scale** (``root_d``): every ``diag(A)`` (A the Gram matrix, centered with an intercept, with the
-  penalty), as ``diag(A)**-1/2``, and each target's ``||y||^2`` (``auto``: ``||X w||^2``, which it has)
-  within ``[m 2**(-2 safe), 2**(2 safe)]``, the scaling's safe range (``_scaling.limits``): no square
-  can overflow or lose bits to the subnormal range, so the full route would not have scaled. Asked of
+  penalty), as ``diag(A)**-1/2``, and each target's ``||X w||^2`` (the signal, ``w^T X^T y``, from arrays
+  of n entries; with ridge ``+ alpha ||w||^2``) for y's scale, within ``[m 2**(-2 safe), 2**(2 safe)]``, the
+  scaling's safe range (``_scaling.limits``): no square can overflow or lose bits to the subnormal range, so the
+  full route would not have scaled (a y far off the range with its signal inside: its rss is finite, or it fails,
+  and every operation on y commutes with a power of two; a signal off the range with y inside, y nearly
+  orthogonal to X's columns: the full route fits, as it would). Asked of
   every column rather than the largest: a column below the range with the others inside it mostly fails
   the pivot test too; the rest (within 1 / max(c**2, gram_noise) of the range's bottom) take the full route.
   NaN or infinity in X, y or the weights (a negative weight's square root) fails it, and so does a
@@ -158,8 +161,9 @@ def fit(xp, X, Y, weights, alpha, form, limits=None, traits=None):
         W, rss = xp.where(conv[..., None, :], W, W1), xp.where(conv, rss, rss1)
     else:
         parts.append(ks)
-    if auto:  # the signal ||X w||^2 stands for y's scale too (module docstring)
-        signal = _compat.dots(xp, W, B)
+    signal = _compat.dots(xp, W, B)  # ||X w||^2 (+ alpha ||w||^2), per target: y's scale (module docstring)
+    parts.append(signal)
+    if auto:
         # ks**2 tan(theta)**2 <= RESIDUAL_LIMIT**2, tan(theta)**2 = rss / signal, asked without the division as
         # signal - ks**2 rss / RESIDUAL_LIMIT**2 >= 0 (one fused operator), per target and row of As
         per_row = ks.ndim > rss.ndim  # ks (..., k, n) per target, else (..., n) shared by the targets
@@ -168,9 +172,7 @@ def fit(xp, X, Y, weights, alpha, form, limits=None, traits=None):
             if per_row
             else ((ks * ks)[..., None], rss[..., None, :], signal[..., None, :])
         )
-        parts += [signal, _compat.add_product(xp, t, k2, r, -(RESIDUAL_LIMIT**-2))]
-    else:
-        parts.append(_compat.dots(xp, Y, Y))  # y's scale, per target (weighted without an intercept)
+        parts.append(_compat.add_product(xp, t, k2, r, -(RESIDUAL_LIMIT**-2)))
     if info is not None:
         parts.append(info)  # an integer: ``flat_concat`` casts it with the rest
     if centered and alpha is None:  # each column's offset against its centered square (module docstring)
@@ -277,7 +279,7 @@ def bounds(xp, like, shape):
         part(per, 0.0, 1 / (4 * c * c))  # the rank: NumPy's rule or CLEAR's
     else:
         part(per * n, 0.0, r * r / 4)  # ks, per row: cond(X D^-1) <= r / 2
-    part(k, *safe_sum)  # auto: the signal; normal: ||y||**2
+    part(k, *safe_sum)  # the signal, y's scale
     if auto:
         part(n * k, 0.0, big)  # per row of As and target: signal - ks**2 rss / RESIDUAL_LIMIT**2
     if info:
