@@ -9,7 +9,9 @@ launch, which ``benchmarks.gpu`` measures.
 
 ``python -m benchmarks.lean --jax``: the same for JAX (float64, CPU): a jitted 500 x 10 ``normal`` fit against the
 bare refined pipeline jitted, with the fusions of each compiled program (the fit's holds both branches of its
-``lax.cond``; the taken branch is counted on its own), and the first call of a new shape, compile included, of
+``lax.cond``; the taken branch is counted on its own), and the floor of a certified fit beside them (the pipeline
+with its rss, which the bare pipeline does not compute, then with the inverse its certificate needs); and the
+first call of a new shape, compile included, of
 ``normal`` at 300 x 6, eager and under ``jax.jit``, against the bare pipeline's.
 
 ``python -m benchmarks.lean --offsets-accuracy``: the errors of PyTorch intercept fits of 4000 x 32 data with columns
@@ -22,6 +24,7 @@ without offsets (200000 x 50), and float32 ``normal`` against float64 ``normal``
 from __future__ import annotations
 
 import argparse
+import functools
 import time
 
 
@@ -96,11 +99,25 @@ def jax_main(repeat):
         W = jax.scipy.linalg.cho_solve((L, True), X.T @ Y)
         return W + jax.scipy.linalg.cho_solve((L, True), X.T @ (Y - X @ W))
 
+    def with_rss(X, Y, inverse=False):  # the floor of a certified fit: the pipeline, its rss, the certificate's inverse
+        A = X.T @ X
+        L = jnp.linalg.cholesky(A)
+        W = jax.scipy.linalg.cho_solve((L, True), X.T @ Y)
+        R = Y - X @ W
+        out = (W + jax.scipy.linalg.cho_solve((L, True), X.T @ R), jnp.sum(R * R, axis=0))
+        if inverse:
+            Li = jax.scipy.linalg.solve_triangular(L, jnp.eye(X.shape[-1], dtype=X.dtype), lower=True)
+            out += (jnp.sum(jnp.diagonal(A) * jnp.sum(Li * Li, axis=0)),)
+        return out
+
     fit = jax.jit(lambda X, y: lsq.lstsq(X, y, method="normal").coef)
     pipe = jax.jit(bare_jax)
+    floors = jax.jit(with_rss), jax.jit(functools.partial(with_rss, inverse=True))
     cases = {
         "bare refined pipeline": lambda: pipe(X, Y).block_until_ready(),
         "normal": lambda: fit(X, y).block_until_ready(),
+        "pipeline + rss": lambda: jax.block_until_ready(floors[0](X, Y)),
+        "+ certificate's inverse": lambda: jax.block_until_ready(floors[1](X, Y)),
     }
     for fn in cases.values():
         fn()
@@ -111,6 +128,8 @@ def jax_main(repeat):
     kernels = {
         "bare refined pipeline": _fusions(pipe.lower(X, Y).compile()),
         "normal": _fusions(fit.lower(X, y).compile()),
+        "pipeline + rss": _fusions(floors[0].lower(X, Y).compile()),
+        "+ certificate's inverse": _fusions(floors[1].lower(X, Y).compile()),
     }
     print("500 x 10 float64, JAX jitted on the CPU (minimum of interleaved rounds):")
     for name, t in best.items():
