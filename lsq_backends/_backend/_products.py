@@ -152,9 +152,8 @@ _BLOCK = 1 << 15  # elements of a block of rows in multiply_add: 256 KiB of floa
 
 
 def add_product(xp, b, a, c, sign=1):
-    """``b + sign * a * c`` (``sign`` a number: 1 and -1 exactly) for small arrays (n x k and a penalty; broadcast):
-    PyTorch's ``addcmul``, one operator where the product and the sum took two (its CPU kernel rounds them once: not
-    bit for bit the two)."""
+    """``b + sign * a * c`` (``sign`` a number: 1 and -1 exactly), broadcast: PyTorch's ``addcmul``, one operator where
+    the product and the sum took two (its CPU kernel rounds them once: not bit for bit the two)."""
     if _aac.is_torch_namespace(xp):
         import torch
 

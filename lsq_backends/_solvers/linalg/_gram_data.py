@@ -135,9 +135,8 @@ class TallGram:
                 self.x_shift = _compat.reduce_mean(xp, X, axis=-2, keepdims=True)
                 self.y_shift = _compat.reduce_mean(xp, Y, axis=-2, keepdims=True)
             else:
-                wt = _compat.mT(xp, self._squares)
-                self.x_shift = _compat.matmul(xp, wt, X) / self.total
-                self.y_shift = _compat.matmul(xp, wt, Y) / self.total
+                p = _compat.mT(xp, self._squares / self.total)  # the weights' shares: one division, not one a mean
+                self.x_shift, self.y_shift = _compat.matmul(xp, p, X), _compat.matmul(xp, p, Y)
             Z, V = X - self.x_shift, Y - self.y_shift
             if self.root is not None:
                 Z, V = self.root * Z, self.root * V
@@ -215,7 +214,7 @@ class TallGram:
                     R = R - _compat.reduce_mean(xp, R, axis=-2, keepdims=True)
                 else:
                     c = _compat.matmul(xp, _compat.mT(xp, self.weights), R) / self.total  # (..., 1, k)
-                    R = R - _compat.as_rank(xp, self.weights, R.ndim) * c
+                    R = _compat.add_product(xp, R, _compat.as_rank(xp, self.weights, R.ndim), c, -1)  # one operator
                     if self._y_by_residual:  # c = y_mean - y_shift - (x_mean - x_shift) W: y_shift + c - x_shift W2
                         self.y_mean = self.y_shift + c  # is the intercept of W2 = W + dW to (x_mean - x_shift) dW
             h = _compat.cross(xp, X, R) if cross else None
