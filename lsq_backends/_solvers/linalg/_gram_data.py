@@ -35,8 +35,9 @@ each) and ``s`` and ``t`` their rounding: where a refinement step follows (``ref
 and ``auto``, lean route or full), whose residual is centered exactly, the corrections by them are
 left to it (``s = 0``): ten operators fewer. With weights the means are products, whose rounding (no cascaded
 sum) is larger: the Gram matrix's correction by it stays (second order in it, but one refinement step leaves
-about its square: 3e-12 at offsets of 1.7e9, cond 1e2), the others are left to the refinement, and y's mean as
-the intercept needs it comes from the residual's own weighted mean ``c`` (exact for the solution refined).
+about its square: 3e-12 at offsets of 1.7e9, cond 1e2), the others are left to the refinement (the means' rounding
+then reaches the intercept alone, within its own conditioning: ``python -m benchmarks.lean --offsets-accuracy
+--weighted``).
 CholeskyQR2, which has no such step, needs them
 (``qr`` with columns offset by 1e8 and cond 1e3 erred by 1.3e-10, past QR's bound, without them):
 :meth:`TallGram.basis_products` takes them where they were left. On 4000 x 32 data with
@@ -82,9 +83,6 @@ class TallGram:
         self.x_shift = self.y_shift = None  # near the means (centered): module docstring
         self.s = self.t_mean = self.total = None  # s (..., n, 1); t_mean: V's mean (..., 1, k)
         self._offset_sq = self._squares = None
-        self._y_by_residual = (
-            False  # y's mean as the intercept needs it is left to :meth:`residual` (weighted, refined)
-        )
         self.kept = None  # (Z, V): the one shifted copy, made by ``products`` (whole arrays)
         m, n = X.shape[-2:]
         rows = max(BLOCK_ELEMENTS // max(n, 1), MIN_ROWS)  # row blocks where X is 2-D and long
@@ -161,9 +159,8 @@ class TallGram:
             if self.refined and self.root is not None:
                 # Weighted means are products, whose rounding (no cascaded sum) is larger: A's correction
                 # (s s^T / total, second order in it) is kept, which one refinement step does not absorb at large
-                # offsets; B's and the means' (the refinement's residual is centered exactly) are left to it, and y's
-                # mean (as the intercept needs it) to :meth:`residual`.
-                self.t_mean, self.x_mean, self.y_mean, self._y_by_residual = 0.0, self.x_shift, self.y_shift, True
+                # offsets; B's and the means' (the refinement's residual is centered exactly) are left to it.
+                self.t_mean, self.x_mean, self.y_mean = 0.0, self.x_shift, self.y_shift
                 return _compat.add_product(xp, A, self.s, _compat.mT(xp, self.s) / self.total, -1), B
             if self.root is None:  # V's mean, one reduction (a product and its division took two)
                 self.t_mean = _compat.reduce_mean(xp, V, axis=-2, keepdims=True)
@@ -215,8 +212,6 @@ class TallGram:
                 else:
                     c = _compat.matmul(xp, _compat.mT(xp, self.weights), R) / self.total  # (..., 1, k)
                     R = _compat.add_product(xp, R, _compat.as_rank(xp, self.weights, R.ndim), c, -1)  # one operator
-                    if self._y_by_residual:  # c = y_mean - y_shift - (x_mean - x_shift) W: y_shift + c - x_shift W2
-                        self.y_mean = self.y_shift + c  # is the intercept of W2 = W + dW to (x_mean - x_shift) dW
             h = _compat.cross(xp, X, R) if cross else None
             return h, _compat.sum_of_squares(xp, R, axis=-2)  # R is not used after this
         h = rss = c = s = None
@@ -249,7 +244,7 @@ class TallGram:
                     roots = _compat.as_rank(xp, self.weights, Y.ndim)
                     self.t_mean = _compat.mT(xp, _compat.matmul(xp, _compat.mT(xp, Y), roots)) / self.total
                 self.x_mean = self.x_shift + _compat.mT(xp, self.s) / self.total
-                self.y_mean, self._y_by_residual = self.y_shift + self.t_mean, False
+                self.y_mean = self.y_shift + self.t_mean
         Q = _compat.matmul(xp, X, M)
         G, C = _compat.matmul(xp, _compat.mT(xp, Q), Q), _compat.cross(xp, Q, Y)
         if not self.centered:
@@ -277,6 +272,4 @@ class TallGram:
         Xe, Ye, x_mean, y_mean, offset_sq = eliminate_intercept(self.xp, X, Y, self.root)
         if self.offset_sq is None:
             self.x_mean, self.y_mean, self.offset_sq = x_mean, y_mean, offset_sq
-        elif self._y_by_residual:  # the products' means were the shifts (weighted, refined): these are exact
-            self.x_mean, self.y_mean, self._y_by_residual = x_mean, y_mean, False
         return Xe, Ye
