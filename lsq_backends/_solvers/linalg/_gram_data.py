@@ -37,9 +37,8 @@ left to it (``s = 0``): ten operators fewer. With weights the means are products
 sum) is larger: the Gram matrix's correction by it stays (second order in it, but one refinement step leaves
 about its square: 3e-12 at offsets of 1.7e9, cond 1e2), the others are left to the refinement (the means' rounding
 then reaches the intercept alone, within its own conditioning: ``python -m benchmarks.lean --offsets-accuracy
---weighted``).
-CholeskyQR2, which has no such step, needs them
-(``qr`` with columns offset by 1e8 and cond 1e3 erred by 1.3e-10, past QR's bound, without them):
+--weighted``). CholeskyQR2, which has no such step, needs the corrections (``qr`` with columns offset by 1e8
+and cond 1e3 erred by 1.3e-10, past QR's bound, without them):
 :meth:`TallGram.basis_products` takes them where they were left. On 4000 x 32 data with
 columns offset by 0 to 1.7e9 (``python -m benchmarks.lean --offsets-accuracy``: cond 1e2 and 1e5,
 8 problems each, against the fit of the data centered in extended precision) the coefficients' and
