@@ -39,7 +39,8 @@ about its square: 3e-12 at offsets of 1.7e9, cond 1e2), the others are left to t
 then reaches the intercept alone, within its own conditioning: ``python -m benchmarks.lean --offsets-accuracy
 --weighted``). CholeskyQR2, which has no such step, needs the corrections (``qr`` with columns offset by 1e8
 and cond 1e3 erred by 1.3e-10, past QR's bound, without them):
-:meth:`TallGram.basis_products` takes them where they were left. On 4000 x 32 data with
+its data (``qr``'s and ``svd``'s) is never refined, and a refined fit's fallbacks start anew from
+:meth:`TallGram.arrays`. On 4000 x 32 data with
 columns offset by 0 to 1.7e9 (``python -m benchmarks.lean --offsets-accuracy``: cond 1e2 and 1e5,
 8 problems each, against the fit of the data centered in extended precision) the coefficients' and
 the intercept's errors stayed within a factor 1.5 of those with the corrections (the intercept at
@@ -233,17 +234,11 @@ class TallGram:
         copy's) is the centered Q plus ``root u^T``, ``u = M^T s / total``: ``Q^T Q = P - q q^T / total`` and
         ``Q^T Y_c = (Z M)^T V - q t^T / total``, with ``P = (Z M)^T (Z M)`` and ``q = M^T s``."""
         xp = self.xp
+        # refined data (``normal``, ``auto``, the lean route) leaves corrections to its refinement step, which CholeskyQR2
+        # has not; their fallbacks take :meth:`arrays`, so only ``qr``'s and ``svd``'s own data arrive here
+        assert not self.refined, "CholeskyQR2 needs the corrections a refined fit leaves out"
         if self.centered:
             X, Y = self.kept
-            if isinstance(self.t_mean, float):  # left to a refinement (:meth:`products`), which CholeskyQR2 has not
-                if isinstance(self.s, float):
-                    self.s = _compat.mT(xp, _compat.reduce_sum(xp, X, axis=-2, keepdims=True))
-                    self.t_mean = _compat.reduce_mean(xp, Y, axis=-2, keepdims=True)
-                else:  # weighted: s was taken (A's correction)
-                    roots = _compat.as_rank(xp, self.weights, Y.ndim)
-                    self.t_mean = _compat.mT(xp, _compat.matmul(xp, _compat.mT(xp, Y), roots)) / self.total
-                self.x_mean = self.x_shift + _compat.mT(xp, self.s) / self.total
-                self.y_mean = self.y_shift + self.t_mean
         Q = _compat.matmul(xp, X, M)
         G, C = _compat.matmul(xp, _compat.mT(xp, Q), Q), _compat.cross(xp, Q, Y)
         if not self.centered:
