@@ -149,13 +149,16 @@ def test_operators_within_ceiling(problem, method, intercept):
 # The lean route's other common fits: today's operators (the lean-route page's target is 40 for each, with an
 # intercept; weights with an intercept are above it). A penalty given as
 # a number is a fill the first time only (``_devices.constants(shared=True)``): counted on the second call.
-# Weighted with an intercept: its roots, total, shares and means as products (5 operators), the Gram matrix's
-# correction by the means' rounding (``_gram_data.TallGram.products``: 3, which the plain means leave out), the
-# residual's weighted centering (2 more) and the total's root in the resolution test (2); 58 before B's and the
-# means' corrections were left to the refinement.
+# Weighted with an intercept, 11 above the unweighted 36: the roots, their squares and total (3), its root and the
+# unit vector root / sqrt(total) (2), the shares (1; the means are products, as the plain means are reductions), the
+# weighting of the two shifted copies (2), the Gram matrix's correction by the means' rounding (``_gram_data.TallGram
+# .products``: the unit vector beside V in B's product, and one ``addcmul``: 2, which the plain means leave out) and
+# the resolution test's product by sqrt(total) (1); 58 before B's and the means' corrections were left to the
+# refinement, 48 before the unit vector (a division fewer in A's correction, in the residual's centering, and the
+# total's root taken once).
 VARIANTS = {
     "weighted normal, intercept": (
-        48,
+        47,
         lambda X, y, w: lsq.lstsq(X, y, sample_weight=w, method="normal", fit_intercept=True),
     ),
     "ridge, intercept": (40, lambda X, y, w: lsq.ridge(X, y, 1.0, fit_intercept=True)),

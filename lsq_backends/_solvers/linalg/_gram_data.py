@@ -82,6 +82,7 @@ class TallGram:
         self.root = root
         self.x_shift = self.y_shift = None  # near the means (centered): module docstring
         self.s = self.t_mean = self.total = None  # s (..., n, 1); t_mean: V's mean (..., 1, k)
+        self.unit = self.root_total = None  # weighted: root / sqrt(total), a unit vector, and sqrt(total)
         self._offset_sq = self._squares = None
         self.kept = None  # (Z, V): the one shifted copy, made by ``products`` (whole arrays)
         m, n = X.shape[-2:]
@@ -94,6 +95,8 @@ class TallGram:
                 self.weights = root  # root of the weights, (..., m, 1)
                 self._squares = root * root  # the weights again, for the total and the means
                 self.total = _compat.reduce_sum(xp, self._squares, axis=-2, keepdims=True)  # (..., 1, 1)
+                self.root_total = xp.sqrt(self.total)
+                self.unit = root / self.root_total  # centers a residual in one product and one operator
             if self.rows is not None:
                 self.x_shift, self.y_shift = sample_means(xp, X, Y)
         self.x_mean, self.y_mean = self.x_shift, self.y_shift  # exact after ``products``
@@ -151,17 +154,18 @@ class TallGram:
             k, shape = V.shape[-1], (*V.shape[:-1], 1)
             if self.root is None:
                 roots = xp.ones(shape, dtype=V.dtype, device=_compat.device(V))
-            else:
-                roots = _compat.as_rank(xp, self.weights, V.ndim)
+            else:  # refined: the unit vector's, Z^T unit = s / sqrt(total), which A's correction alone needs
+                roots = _compat.as_rank(xp, self.unit if self.refined else self.weights, V.ndim)
                 roots = roots if tuple(roots.shape) == shape else xp.broadcast_to(roots, shape)  # shared by a batch
             Bs = _compat.cross(xp, Z, xp.concat([V, roots], axis=-1))
             B, self.s = Bs[..., :k], Bs[..., k:]  # s: (..., n, 1)
             if self.refined and self.root is not None:
                 # Weighted means are products, whose rounding (no cascaded sum) is larger: A's correction
-                # (s s^T / total, second order in it) is kept, which one refinement step does not absorb at large
-                # offsets; B's and the means' (the refinement's residual is centered exactly) are left to it.
-                self.t_mean, self.x_mean, self.y_mean = 0.0, self.x_shift, self.y_shift
-                return _compat.add_product(xp, A, self.s, _compat.mT(xp, self.s) / self.total, -1), B
+                # (s s^T / total = u u^T, u = Z^T unit, second order in it) is kept, which one refinement step does
+                # not absorb at large offsets; B's and the means' (the refinement's residual is centered exactly)
+                # are left to it, as without weights (``s`` 0).
+                u, self.s, self.t_mean, self.x_mean, self.y_mean = self.s, 0.0, 0.0, self.x_shift, self.y_shift
+                return _compat.add_product(xp, A, u, _compat.mT(xp, u), -1), B
             if self.root is None:  # V's mean, one reduction (a product and its division took two)
                 self.t_mean = _compat.reduce_mean(xp, V, axis=-2, keepdims=True)
             else:
@@ -209,9 +213,9 @@ class TallGram:
             if self.centered:  # the centered problem's residual r = r' - root c: X_c^T r = Z^T r, ||r||^2 its own
                 if self.weights is None:
                     R = R - _compat.reduce_mean(xp, R, axis=-2, keepdims=True)
-                else:
-                    c = _compat.matmul(xp, _compat.mT(xp, self.weights), R) / self.total  # (..., 1, k)
-                    R = _compat.add_product(xp, R, _compat.as_rank(xp, self.weights, R.ndim), c, -1)  # one operator
+                else:  # root c = unit (unit^T r'): a product and one operator
+                    unit = _compat.as_rank(xp, self.unit, R.ndim)
+                    R = _compat.add_product(xp, R, unit, _compat.matmul(xp, _compat.mT(xp, unit), R), -1)
             h = _compat.cross(xp, X, R) if cross else None
             return h, _compat.sum_of_squares(xp, R, axis=-2)  # R is not used after this
         h = rss = c = s = None

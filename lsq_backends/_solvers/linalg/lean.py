@@ -177,7 +177,7 @@ def fit(xp, X, Y, weights, alpha, form, limits=None, traits=None):
         parts.append(info)  # an integer: ``flat_concat`` casts it with the rest
     if centered and alpha is None:  # each column's offset against its centered square (module docstring)
         ratio = data.x_mean[..., 0, :] * root_d  # |mean| / sqrt(d), times sqrt(total): here, or in the bound (m)
-        parts.append(ratio if data.weights is None else ratio * xp.sqrt(data.total[..., 0, :]))
+        parts.append(ratio if data.weights is None else ratio * data.root_total[..., 0, :])
     intercept = None
     if centered:
         intercept = (data.y_mean - matmul(xp, data.x_mean, W))[..., 0, :]
