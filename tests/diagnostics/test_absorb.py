@@ -134,6 +134,8 @@ def test_backends_match_dummy_regression(be, k):
     """Every backend (JAX under jax.jit, group counts static) against the dummy regression: lstsq's
     coefficients, weighted; diagnostics' nonrobust and cluster standard errors (concrete codes: NumPy's on
     Dask). A traced or lazy ``absorb`` in diagnostics is refused."""
+    if be.lazy and k == 3:
+        pytest.skip("Dask: two factors take the lazy conjugate gradient that three do (26 s of graphs per case)")
     X, y, w, codes = _data(10 + k, k, weighted=True)
     ref = _reference(X, y, w, codes)
     counts = tuple(int(c) + 1 for c in codes.max(axis=0))
