@@ -158,14 +158,15 @@ class TallGram:
                 roots = _compat.as_rank(xp, self.unit if self.refined else self.weights, V.ndim)
                 roots = roots if tuple(roots.shape) == shape else xp.broadcast_to(roots, shape)  # shared by a batch
             Bs = _compat.cross(xp, Z, xp.concat([V, roots], axis=-1))
-            B, self.s = Bs[..., :k], Bs[..., k:]  # s: (..., n, 1)
+            B, s = Bs[..., :k], Bs[..., k:]  # (..., n, 1): Z^T roots, or Z^T unit where refined
             if self.refined and self.root is not None:
                 # Weighted means are products, whose rounding (no cascaded sum) is larger: A's correction
-                # (s s^T / total = u u^T, u = Z^T unit, second order in it) is kept, which one refinement step does
-                # not absorb at large offsets; B's and the means' (the refinement's residual is centered exactly)
-                # are left to it, as without weights (``s`` 0).
-                u, self.s, self.t_mean, self.x_mean, self.y_mean = self.s, 0.0, 0.0, self.x_shift, self.y_shift
-                return _compat.add_product(xp, A, u, _compat.mT(xp, u), -1), B
+                # (s s^T / total = u u^T, u = Z^T unit: the product's last column here; second order in it) is kept,
+                # which one refinement step does not absorb at large offsets; B's and the means' (the refinement's
+                # residual is centered exactly) are left to it, as without weights (``s`` 0).
+                self.s, self.t_mean, self.x_mean, self.y_mean = 0.0, 0.0, self.x_shift, self.y_shift
+                return _compat.add_product(xp, A, s, _compat.mT(xp, s), -1), B
+            self.s = s
             if self.root is None:  # V's mean, one reduction (a product and its division took two)
                 self.t_mean = _compat.reduce_mean(xp, V, axis=-2, keepdims=True)
             else:
