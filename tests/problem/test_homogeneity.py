@@ -103,8 +103,8 @@ def test_lstsq_and_ridge(be, method, kind):
         args = (_put(be, X, a), _put(be, y, b))
         kw = dict(method=method, fit_intercept=True, sample_weight=_put(be, w, 2 * c), **opts)
         if kind == "ridge":
-            return lsq.ridge(*args, float(np.ldexp(3.0, 2 * (a + c))), **kw)
-        return lsq.lstsq(*args, **kw)
+            return be.finish(lsq.ridge(*args, float(np.ldexp(3.0, 2 * (a + c))), **kw))
+        return be.finish(lsq.lstsq(*args, **kw))
 
     a0, b0, c0 = ref = _reference(be, method)
     base = fit(*ref)
@@ -196,12 +196,12 @@ def test_nnls(be):
 @pytest.mark.parametrize("cov_type", ["nonrobust", "HC3"])
 def test_diagnostics(be, cov_type, fit_intercept):
     X, y, w = _problem(seed=4)
-    base = lsq.diagnostics(be.asarray(X), be.asarray(y), sample_weight=be.asarray(w), cov_type=cov_type,
-                           fit_intercept=fit_intercept)  # fmt: skip
+    base = be.finish(lsq.diagnostics(be.asarray(X), be.asarray(y), sample_weight=be.asarray(w), cov_type=cov_type,
+                                     fit_intercept=fit_intercept))  # fmt: skip
     est = np.r_[[0] if fit_intercept else [], np.ones(X.shape[1])]  # estimates: intercept (2**b), coef (2**(b - a))
     for a, b, c in _scales(be):
-        d = lsq.diagnostics(_put(be, X, a), _put(be, y, b), sample_weight=_put(be, w, 2 * c), cov_type=cov_type,
-                            fit_intercept=fit_intercept)  # fmt: skip
+        d = be.finish(lsq.diagnostics(_put(be, X, a), _put(be, y, b), sample_weight=_put(be, w, 2 * c),
+                                      cov_type=cov_type, fit_intercept=fit_intercept))  # fmt: skip
         label = f"diagnostics {cov_type} {(a, b, c)}"
         fields = [("coef", b - a), ("stderr", b - a), ("tvalues", 0), ("rss", 2 * (b + c)), ("sigma", b + c),
                   ("r2", 0), ("r2_adj", 0), ("df_resid", 0), ("rank", 0)]  # fmt: skip
@@ -227,7 +227,7 @@ def test_accumulators(be, kind):
         acc, other = cls(), cls()
         for sl, into in ((slice(0, 11), acc), (slice(11, 12), acc), (slice(12, 30), other)):
             into.update(_put(be, X[sl], a), _put(be, y[sl], b), sample_weight=_put(be, w[sl], 2 * c))
-        return acc.merge(other).solve(float(np.ldexp(alpha, 2 * (a + c))), fit_intercept=fit_intercept)
+        return be.finish(acc.merge(other).solve(float(np.ldexp(alpha, 2 * (a + c))), fit_intercept=fit_intercept))
 
     for alpha, fit_intercept in ((0.0, True), (2.0, False)):
         base = fit(0, 0, 0, alpha, fit_intercept)
@@ -261,9 +261,9 @@ def test_accumulators_float32(be, kind):
     cls = {"normal": lsq.NormalAccumulator, "qr": lsq.QRAccumulator}[kind]
     X, y, _ = _problem(seed=7)
     X32, y32 = X.astype(np.float32), y.astype(np.float32)
-    base = cls().update(be.asarray(X32), be.asarray(y32)).solve()
+    base = be.finish(cls().update(be.asarray(X32), be.asarray(y32)).solve())
     for a, b in ((84, 0), (-84, 0), (0, 84), (-100, -100), (100, 100)):
-        r = cls().update(be.asarray(np.ldexp(X32, a)), be.asarray(np.ldexp(y32, b))).solve()
+        r = be.finish(cls().update(be.asarray(np.ldexp(X32, a)), be.asarray(np.ldexp(y32, b))).solve())
         _same(be, r.coef, base.coef, b - a, f"float32 {kind} {(a, b)}: coef")
         _same(be, r.intercept, base.intercept, b, f"float32 {kind} {(a, b)}: intercept")
 
