@@ -50,7 +50,7 @@ from typing import Any, NamedTuple
 import array_api_compat as _aac
 import numpy as _np
 
-from ._control import TYPED_LIBRARIES, is_jax_array, is_lazy
+from ._control import TYPED_LIBRARIES, is_jax_array, is_lazy, jax_jit
 from ._dask_blocks import numpy_arg_best
 from ._products import (
     cross,
@@ -262,13 +262,11 @@ _OWN_TRACE = contextvars.ContextVar("lsq_backends_own_trace", default=False)
 
 
 def compiled(fn, static_argnames):
-    """``jax.jit(fn, static_argnames=...)``, made once per function: what an entry point called on
-    concrete JAX arrays runs, one compiled call (module docstring). While it traces,
+    """``jax.jit(fn, static_argnames=...)`` (``jax_jit``: the library's compile options), made once per function:
+    what an entry point called on concrete JAX arrays runs, one compiled call (module docstring). While it traces,
     :func:`own_trace` is True."""
     if fn not in _COMPILED:
-        import jax
-
-        jitted = jax.jit(fn, static_argnames=static_argnames)
+        jitted = jax_jit(fn, static_argnames=static_argnames)
 
         def run(*args, **kwargs):
             token = _OWN_TRACE.set(True)
