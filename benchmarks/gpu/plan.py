@@ -100,6 +100,7 @@ CPU_ONLY = {
     "test_pandas_input.py": "pandas frames (host data)",
     "test_benchmark_cli.py": "the benchmark's command line",
     "test_jax_lapack_order.py": "the order of LAPACK calls in JAX's CPU programs (it skips on a GPU)",
+    "test_jax_compile_options.py": "XLA's CPU compile options of eager JAX calls (jaxlib 0.10's option)",
     "test_route.py": "the route of a NumPy call through the package",
     "test_passes.py": "passes over X counted by PyTorch's dispatcher: the same ops run on CUDA",
     "test_docs_text.py": "the README, the pages and the docstrings: static text",
