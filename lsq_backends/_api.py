@@ -83,11 +83,37 @@ def _fit(X, y, sample_weight, alpha, spec, kind, full=None):
     """The lean route where the method has one (:func:`_lean`), else, or where its gate fails, the full route:
     ``full()`` (eager JAX: the fit compiled), by default :func:`_full_fit`. ``kind``: the arguments'
     ``_compat.call_kind``, asked once by the entry point."""
+    if kind == "jax-traced" and _compat.outside_jit():  # differentiated or vmapped outside any jax.jit
+        run = _one_program(X, alpha, spec)
+        if run is not None:
+            return run(X, y, sample_weight, alpha if _compat.is_array(alpha) else None)
     if record(spec.method).lean is not None and spec.rcond is None and not spec.refine and not spec.path:
         result = _lean(X, y, sample_weight, alpha, spec, kind)
         if result is not None:
             return result
     return _full_fit(X, y, sample_weight, alpha, spec) if full is None else full()
+
+
+def _one_program(X, alpha, spec):
+    """:func:`_fit` as one compiled program (``jax.jit``, remembered per spec): JAX's ``grad`` or ``vmap`` outside any
+    ``jax.jit`` would dispatch each operation on its own and compile each ``lax.cond`` anew on every call. None where
+    the options or ``alpha`` cannot key it (an array ``x0``, a NumPy ``alpha``): the fit is traced as it is."""
+    static = None if alpha is None or _compat.is_array(alpha) else alpha  # a number: part of the program
+    key = ("one program", spec._replace(options=tuple(sorted((spec.options or {}).items()))), static)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    if static is not None and not isinstance(static, (int, float)):
+        return None
+
+    def make():
+        def fit(X, y, sample_weight, a):
+            return _fit(X, y, sample_weight, static if a is None else a, spec, "jax-traced")
+
+        return _compat.jit(_compat.array_namespace(X), fit)
+
+    return _compat.memo(key, make)
 
 
 def _lean(X, y, sample_weight, alpha, spec, kind):

@@ -279,6 +279,19 @@ def compiled(fn, static_argnames):
     return _COMPILED[fn]
 
 
+def outside_jit() -> bool:
+    """True where JAX differentiates or vmaps a call outside any ``jax.jit``: no program is being built below the
+    current trace (JAX's internal ``trace_ctx``); False eagerly, inside a program, or where the internals differ."""
+    try:
+        from jax._src.core import trace_ctx
+    except ImportError:  # pragma: no cover - another JAX's internals
+        return False
+    trace = top = trace_ctx.trace
+    while trace is not None and type(trace).__name__ not in ("EvalTrace", "DynamicJaxprTrace"):
+        trace = getattr(trace, "parent_trace", None)
+    return type(trace).__name__ == "EvalTrace" and trace is not top
+
+
 def own_trace() -> bool:
     """True while an entry point traces its own compiled call (:func:`compiled`): an eager JAX call, whose
     choices were made before it (the lean route's gate, read), not a caller's ``jax.jit``."""

@@ -63,6 +63,7 @@ from ._arrays import (
     minus_fresh,
     mT,
     normal_products,
+    outside_jit,
     own_trace,
     plain_numpy,
     plain_tensors,
@@ -123,7 +124,7 @@ __all__ = [
     # namespaces and devices
     "Array", "Namespace", "array_namespace", "call_kind", "choice_is_free", "device", "device_scope", "eager_jax",
     "is_array", "is_dense_tensor", "is_host_array", "is_lazy", "is_readable", "is_torch_sparse",
-    "on_input_device", "own_trace", "plain_namespace", "plain_numpy", "plain_tensors", "to_numpy",
+    "on_input_device", "outside_jit", "own_trace", "plain_namespace", "plain_numpy", "plain_tensors", "to_numpy",
     # traits and dtypes
     "Traits", "traits", "memo", "default_dtypes", "eps", "finfo", "float64_for", "isdtype",
     # control flow that survives tracing (_control)
