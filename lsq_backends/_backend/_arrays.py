@@ -50,7 +50,7 @@ from typing import Any, NamedTuple
 import array_api_compat as _aac
 import numpy as _np
 
-from ._control import TYPED_LIBRARIES, is_jax_array, is_lazy, jax_jit
+from ._control import TYPED_LIBRARIES, current_trace, is_jax_array, is_lazy, jax_jit
 from ._dask_blocks import numpy_arg_best
 from ._products import (
     cross,
@@ -136,10 +136,9 @@ def traits(xp) -> Traits:
 def is_array(a) -> bool:
     """``a`` is an array of some array library (not a list, a Python scalar or a sparse matrix). Remembered per type
     (``array_api_compat.is_array_api_obj`` asks a dozen libraries' types: a microsecond, several calls a fit)."""
-    t = type(a)
-    found = _ARRAY_TYPES.get(t)
+    found = _ARRAY_TYPES.get(type(a))
     if found is None:
-        found = _ARRAY_TYPES[t] = _aac.is_array_api_obj(a)
+        found = _ARRAY_TYPES[type(a)] = _aac.is_array_api_obj(a)
     return found
 
 
@@ -280,14 +279,9 @@ def compiled(fn, static_argnames):
 
 
 def outside_jit() -> bool:
-    """True where JAX differentiates or vmaps a call outside any ``jax.jit``: no program is being built below the
-    current trace (JAX's internal ``trace_ctx``); False eagerly, inside a program, or where the internals differ."""
-    try:
-        from jax._src.core import trace_ctx
-    except ImportError:  # pragma: no cover - another JAX's internals
-        return False
-    trace = top = trace_ctx.trace
-    while trace is not None and type(trace).__name__ not in ("EvalTrace", "DynamicJaxprTrace"):
+    """True where JAX differentiates or vmaps a call outside any ``jax.jit`` (no trace below builds a program)."""
+    trace = top = current_trace(None)
+    while type(trace).__name__ not in ("EvalTrace", "DynamicJaxprTrace", "NoneType"):
         trace = getattr(trace, "parent_trace", None)
     return type(trace).__name__ == "EvalTrace" and trace is not top
 

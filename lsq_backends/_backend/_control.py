@@ -263,7 +263,7 @@ def jax_jit(fn, **kwargs):
     if options is None:
         return plain
     own = jax.jit(fn, compiler_options=options, **kwargs)
-    return lambda *args, **kw: (own if type(_current_trace(None)).__name__ == "EvalTrace" else plain)(*args, **kw)
+    return lambda *args, **kw: (own if type(current_trace(None)).__name__ == "EvalTrace" else plain)(*args, **kw)
 
 
 _OPTIONS: list = []  # compile_options' answer, found once
@@ -445,7 +445,7 @@ def lapack_in_order(xp, fn, a, *args, **kwargs):
 
     if jax.default_backend() != "cpu":
         return fn(a, *args, **kwargs)
-    trace = _current_trace(a)  # a branch's own, where ``a`` is closed over from outside it
+    trace = current_trace(a)  # a branch's own, where ``a`` is closed over from outside it
     if type(trace).__name__ != "DynamicJaxprTrace":  # a program being built (jit, a branch), not differentiated
         return fn(a, *args, **kwargs)
     last = _LAPACK_LAST.get(trace)
@@ -457,7 +457,7 @@ def lapack_in_order(xp, fn, a, *args, **kwargs):
     return out
 
 
-def _current_trace(a):
+def current_trace(a):
     """The JAX trace being built (JAX's internal ``trace_ctx``; ``a``'s own where that is missing)."""
     try:
         from jax._src.core import trace_ctx
