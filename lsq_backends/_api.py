@@ -84,7 +84,7 @@ def _fit(X, y, sample_weight, alpha, spec, kind, full=None):
     ``full()`` (eager JAX: the fit compiled), by default :func:`_full_fit`. ``kind``: the arguments'
     ``_compat.call_kind``, asked once by the entry point."""
     if kind == "jax-traced" and _compat.outside_jit():  # differentiated or vmapped outside any jax.jit
-        run = _one_program(X, alpha, spec)
+        run = _one_program(X, y, sample_weight, alpha, spec)
         if run is not None:
             return run(X, y, sample_weight, alpha if _compat.is_array(alpha) else None)
     if record(spec.method).lean is not None and spec.rcond is None and not spec.refine and not spec.path:
@@ -94,10 +94,13 @@ def _fit(X, y, sample_weight, alpha, spec, kind, full=None):
     return _full_fit(X, y, sample_weight, alpha, spec) if full is None else full()
 
 
-def _one_program(X, alpha, spec):
+def _one_program(X, y, sample_weight, alpha, spec):
     """:func:`_fit` as one compiled program (``jax.jit``, remembered per spec): JAX's ``grad`` or ``vmap`` outside any
     ``jax.jit`` would dispatch each operation on its own and compile each ``lax.cond`` anew on every call. None where
-    the options or ``alpha`` cannot key it (an array ``x0``, a NumPy ``alpha``): the fit is traced as it is."""
+    the options or ``alpha`` cannot key it (an array ``x0``, a NumPy ``alpha``), or an argument is not a JAX array
+    (validation refuses a mix of libraries, which ``jax.jit`` would convert): the fit is traced as it is."""
+    if not all(a is None or _compat.call_kind(a).startswith("jax") for a in (X, y, sample_weight)):
+        return None
     static = None if alpha is None or _compat.is_array(alpha) else alpha  # a number: part of the program
     key = ("one program", spec._replace(options=tuple(sorted((spec.options or {}).items()))), static)
     try:

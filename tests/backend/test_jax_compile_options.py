@@ -79,3 +79,13 @@ def test_grad_and_vmap_outside_jit_trace_one_program(jax, method, monkeypatch):
         fd = (float(loss(X + d, y)) - float(loss(X - d, y))) / (2 * h)
         assert abs(float(g[i, j]) - fd) <= 1e-6 * max(abs(fd), 1.0)
     np.testing.assert_allclose(np.asarray(b[1]), 2 * np.asarray(b[0]), rtol=1e-12)
+
+
+def test_a_mix_of_libraries_is_refused_under_grad_as_eagerly(jax):
+    """``jax.jit`` would convert a NumPy ``sample_weight``: the one program is not taken, and validation refuses it."""
+    X, y = jax.numpy.ones((10, 2)) + jax.numpy.eye(10, 2), jax.numpy.arange(10.0)
+    w = np.ones(10)
+    with pytest.raises(TypeError, match="must come from one array library"):
+        lsq.lstsq(X, y, sample_weight=w)
+    with pytest.raises(TypeError, match="must come from one array library"):
+        jax.grad(lambda a: lsq.lstsq(a, y, sample_weight=w).coef.sum())(X)
