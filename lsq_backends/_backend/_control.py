@@ -68,6 +68,7 @@ new shape's first call is mostly compilation); a caller's ``jax.jit`` keeps the 
 from __future__ import annotations
 
 import contextvars
+import functools
 import weakref
 
 import array_api_compat as _aac
@@ -266,22 +267,18 @@ def jax_jit(fn, **kwargs):
     return lambda *args, **kw: (own if type(current_trace(None)).__name__ == "EvalTrace" else plain)(*args, **kw)
 
 
-_OPTIONS: list = []  # compile_options' answer, found once
-
-
+@functools.cache
 def compile_options():
     """XLA options of the library's own compiled calls (module docstring: ``jit``): fusion emitters off where this
-    jaxlib knows the option (one small compile asks it), else None."""
-    if not _OPTIONS:
-        import jax
+    jaxlib knows the option (one small compile asks it, once), else None."""
+    import jax
 
-        options = {"xla_cpu_use_fusion_emitters": False}
-        try:
-            jax.jit(lambda a: a + 1).lower(jax.ShapeDtypeStruct((), "float32")).compile(compiler_options=options)
-        except Exception:  # noqa: BLE001 - an unknown option (jaxlib 0.11 removed it): XLA's defaults
-            options = None
-        _OPTIONS.append(options)
-    return _OPTIONS[0]
+    options = {"xla_cpu_use_fusion_emitters": False}
+    try:
+        jax.jit(lambda a: a + 1).lower(jax.ShapeDtypeStruct((), "float32")).compile(compiler_options=options)
+    except Exception:  # noqa: BLE001 - an unknown option (jaxlib 0.11 removed it): XLA's defaults
+        return None
+    return options
 
 
 def branch(xp, pred, true_fn, false_fn, operands):
