@@ -74,8 +74,9 @@ def _no_compute(func, name):
             return func(*args, **kwargs)
         with dask.config.set(scheduler=_refuse):
             out = func(*args, **kwargs)
-        fields = [f if f is None else dask.persist(f, scheduler="sync")[0] for f in out]
-        return type(out)(*fields)
+        # every field in one persist: the fields share the fit's graph, which one persist each ran once per field
+        done = iter(dask.persist(*(f for f in out if f is not None), scheduler="sync"))
+        return type(out)(*(None if f is None else next(done) for f in out))
 
     return call
 
